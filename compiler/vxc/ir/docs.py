@@ -1,0 +1,66 @@
+"""Renders docs/IR.md from the op table (`python -m vxc.ir.docs > docs/IR.md`)."""
+
+from __future__ import annotations
+
+from vxc.ir.ops import OPS, OpDef
+
+_PREAMBLE = """\
+# The vx dialect
+
+Generated from `compiler/vxc/ir/ops.py` by `python -m vxc.ir.docs`; a test
+checks that this file matches the table. Do not edit by hand.
+
+vx ops are unregistered generic MLIR operations (jaxlib ships no IRDL) and the
+token type is opaque. Conventions every producer and backend follows:
+
+- A tensor placed in Vx memory space X is `memref<d0xd1xE, "X">` (builtin
+  memref, memory space = string attribute naming the space).
+- A `Vec<Tensor<E, [d0, d1]>>` in X is `memref<?xd0xd1xE, "X">`.
+- A token is `!vx.token<memref<d0xd1xE, "X">>`: the placed tensor it yields.
+- Scalars: `i1`, `i32`, `i64`, `f32`, `index`.
+- Kernels are `func.func` with attribute `vx.topology = "TensorCore"`; extern
+  declarations are `func.func private`; the module carries `vx.target`.
+  An argument may carry `{vx.name = "..."}`: backends use it to name the
+  parameter in headers and manifests.
+- Loops are `scf.for` over `index` (loop-carried tokens and tensors are
+  `iter_args`), branches `scf.if`; scalars use `arith`.
+- Scratchpad rings: ops with the same `ring` id (>= 0) in one function share
+  one counter and must agree on `space`, `offset`, `slots`, `slot_bytes`.
+  Each execution uses `slot = counter++ mod slots` at byte address
+  `base(space) + offset + slot * slot_bytes`. `ring = -1` means no scratchpad
+  allocation: `offset`/`slots` are ignored and each op site owns one buffer
+  that each execution overwrites.
+- Builders fill attributes that have no default from the operands where they
+  can (`from` = the operand's space, `slot_bytes` = its granule-rounded size);
+  the verifier requires every listed attribute to be present.
+- `print_module` prints vx ops in generic form with attributes sorted;
+  `parse_module(print_module(m))` prints identically.
+"""
+
+
+def _op_section(d: OpDef) -> str:
+    lines = [f"## `{d.name}`", "", d.doc, ""]
+    if d.operands:
+        lines += ["| operand | type | meaning |", "|---|---|---|"]
+        lines += [f"| `{o.name}` | {o.type.summary} | {o.doc} |" for o in d.operands]
+        lines.append("")
+    if d.results:
+        lines += ["| result | type | meaning |", "|---|---|---|"]
+        lines += [f"| `{r.name}` | {r.type.summary} | {r.doc} |" for r in d.results]
+        lines.append("")
+    if d.attrs:
+        lines += ["| attribute | type | builder default | meaning |", "|---|---|---|---|"]
+        for a in d.attrs:
+            default = "none" if a.default is None else f"`{a.default!r}`"
+            lines.append(f"| `{a.name}` | {a.kind} | {default} | {a.doc} |")
+        lines.append("")
+    lines += [f"Verifier: {d.verifier_doc}", ""]
+    return "\n".join(lines)
+
+
+def render() -> str:
+    return _PREAMBLE + "\n" + "\n".join(_op_section(d) for d in OPS.values())
+
+
+if __name__ == "__main__":
+    print(render(), end="")

@@ -1,0 +1,322 @@
+"""The one table of vx op definitions.
+
+Builders (`build`, and one helper per op in `vxc.ir.builders`), the verifier
+(`vxc.ir.verify`) and the reference (docs/IR.md, `vxc.ir.docs`) all read
+`OPS`, so an op's contract is written down exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from jaxlib.mlir import ir
+
+from vxc.ir import types as T
+
+# ---------------------------------------------------------------------------
+# Type constraints: a predicate plus the words the verifier and docs use.
+
+
+@dataclass(frozen=True)
+class TypeConstraint:
+    summary: str
+    check: Callable[[ir.Type], bool]
+
+
+def _placed(t: ir.Type) -> bool:
+    return isinstance(t, ir.MemRefType) and T.space_of(t) is not None
+
+
+def _placed_tensor(t: ir.Type) -> bool:
+    return _placed(t) and t.rank >= 1
+
+
+def _placed_vec(t: ir.Type) -> bool:
+    return _placed(t) and t.rank >= 2
+
+
+PLACED = TypeConstraint('placed tensor `memref<d0x..xE, "SPACE">`', _placed_tensor)
+VEC = TypeConstraint('placed Vec `memref<?xd0x..xE, "SPACE">`', _placed_vec)
+TOKEN = TypeConstraint("token `!vx.token<memref<...>>`", lambda t: T.token_inner(t) is not None)
+INDEX = TypeConstraint("`index`", lambda t: isinstance(t, ir.IndexType))
+
+
+@dataclass(frozen=True)
+class Operand:
+    name: str
+    type: TypeConstraint
+    doc: str
+
+
+@dataclass(frozen=True)
+class Result:
+    name: str
+    type: TypeConstraint
+    doc: str
+
+
+@dataclass(frozen=True)
+class Attr:
+    name: str
+    kind: str  # "str" (StringAttr) or "i64" (64-bit signless IntegerAttr)
+    doc: str
+    # Builder default; None = the builder requires it. Every attr is required in the IR.
+    default: str | int | None = None
+
+
+Verifier = Callable[[ir.Operation], list[str]]
+# Infers result types from operand types and attribute values (for builders).
+Infer = Callable[[list[ir.Type], dict[str, object]], list[ir.Type]]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    doc: str
+    operands: tuple[Operand, ...]
+    results: tuple[Result, ...]
+    attrs: tuple[Attr, ...]
+    verify: Verifier
+    infer: Infer
+    verifier_doc: str
+
+
+# ---------------------------------------------------------------------------
+# Attribute access (called only after the generic checks passed).
+
+
+def attr_str(op: ir.Operation, name: str) -> str:
+    return ir.StringAttr(op.attributes[name]).value
+
+
+def attr_int(op: ir.Operation, name: str) -> int:
+    return ir.IntegerAttr(op.attributes[name]).value
+
+
+# ---------------------------------------------------------------------------
+# Placement attributes shared by transfer, transfer_async and zeros.
+
+_ALLOC_ATTRS = (
+    Attr("offset", "i64", "byte offset of the ring base inside the space", 0),
+    Attr("slots", "i64", "ring length (>= 1); execution n uses slot n mod slots", 1),
+    # Builder default: the tensor size rounded up to the granule.
+    Attr("slot_bytes", "i64", "granule-rounded size of one slot in bytes"),
+    Attr("ring", "i64", "ring id shared by ops that rotate one counter; -1 = no ring", -1),
+)
+
+_TRANSFER_ATTRS = (
+    Attr("space", "str", "destination Vx memory space"),
+    Attr("from", "str", "source Vx memory space (one hop)"),
+    Attr("within", "str", 'parent space of the destination, "" if none', ""),
+    Attr("capacity", "i64", "destination capacity in bytes, 0 = unbounded", 0),
+    Attr("granule", "i64", "destination allocation granule in bytes, 0 = none", 0),
+    *_ALLOC_ATTRS,
+    Attr("scope", "str", 'destination scope (device, sm, ...), "" if none', ""),
+    Attr("edge_cost", "i64", "cost of the declared transfer edge", 0),
+)
+
+
+def _check_allocation(op: ir.Operation, placed: ir.MemRefType, bounded: bool) -> list[str]:
+    """slot/granule/capacity arithmetic of a ring allocation."""
+    errs: list[str] = []
+    slots, slot_bytes = attr_int(op, "slots"), attr_int(op, "slot_bytes")
+    offset, ring = attr_int(op, "offset"), attr_int(op, "ring")
+    if ring < -1:
+        errs.append(f"ring must be >= -1, got {ring}")
+    if slots < 1:
+        errs.append(f"slots must be >= 1, got {slots}")
+    if offset < 0:
+        errs.append(f"offset must be >= 0, got {offset}")
+    nbytes = T.static_bytes(placed)
+    if nbytes is not None and slot_bytes < nbytes:
+        errs.append(f"slot_bytes {slot_bytes} is smaller than the tensor ({nbytes} bytes)")
+    if not bounded:
+        return errs
+    granule, capacity = attr_int(op, "granule"), attr_int(op, "capacity")
+    if granule < 0 or capacity < 0:
+        errs.append("granule and capacity must be >= 0")
+        return errs
+    if granule > 0 and offset % granule != 0:
+        errs.append(f"offset {offset} is not a multiple of the granule {granule}")
+    if ring >= 0 and capacity > 0 and offset + slots * slot_bytes > capacity:
+        errs.append(
+            f"ring end offset + slots*slot_bytes = {offset + slots * slot_bytes} "
+            f"exceeds the capacity of {attr_str(op, 'space')} ({capacity} bytes)"
+        )
+    return errs
+
+
+def _check_placed_copy(op: ir.Operation, src: ir.MemRefType, dst: ir.MemRefType) -> list[str]:
+    errs: list[str] = []
+    if list(src.shape) != list(dst.shape) or src.element_type != dst.element_type:
+        errs.append(f"result type {dst} must have the shape and element type of the operand {src}")
+    if T.space_of(dst) != attr_str(op, "space"):
+        errs.append(f'result memory space "{T.space_of(dst)}" != space "{attr_str(op, "space")}"')
+    if T.space_of(src) != attr_str(op, "from"):
+        errs.append(f'operand memory space "{T.space_of(src)}" != from "{attr_str(op, "from")}"')
+    return errs + _check_allocation(op, dst, bounded=True)
+
+
+def _verify_transfer(op: ir.Operation) -> list[str]:
+    return _check_placed_copy(op, op.operands[0].type, op.results[0].type)
+
+
+def _verify_transfer_async(op: ir.Operation) -> list[str]:
+    return _check_placed_copy(op, op.operands[0].type, T.token_inner(op.results[0].type))
+
+
+def _placed_like(src: ir.Type, space: str) -> ir.MemRefType:
+    shape = [None if d == T.DYNAMIC else d for d in src.shape]
+    return T.memref_type(shape, str(src.element_type), space)
+
+
+def _infer_transfer(ts: list[ir.Type], attrs: dict[str, object]) -> list[ir.Type]:
+    return [_placed_like(ts[0], str(attrs["space"]))]
+
+
+def _infer_transfer_async(ts: list[ir.Type], attrs: dict[str, object]) -> list[ir.Type]:
+    return [T.token_type(_placed_like(ts[0], str(attrs["space"])))]
+
+
+def _verify_wait(op: ir.Operation) -> list[str]:
+    inner = T.token_inner(op.operands[0].type)
+    if op.results[0].type != inner:
+        return [f"result type {op.results[0].type} != the token's tensor type {inner}"]
+    return []
+
+
+def _verify_matmul_acc(op: ir.Operation) -> list[str]:
+    acc, a, b = (o.type for o in op.operands)
+    errs: list[str] = []
+    for label, t in (("acc", acc), ("a", a), ("b", b)):
+        if t.rank != 2:
+            errs.append(f"{label} must be a rank-2 tensor, got {t}")
+    if errs:
+        return errs
+    if str(acc.element_type) != "f32":
+        errs.append(f"acc must have element type f32, got {acc.element_type}")
+    if a.element_type != b.element_type:
+        errs.append(
+            f"a and b must share an element type, got {a.element_type} and {b.element_type}"
+        )
+    (m, n), (am, k), (bk, bn) = acc.shape, a.shape, b.shape
+    if not (_dims_agree(m, am) and _dims_agree(k, bk) and _dims_agree(n, bn)):
+        errs.append(f"shapes do not agree for acc[MxN] += a[MxK] @ b[KxN]: {acc}, {a}, {b}")
+    return errs
+
+
+def _dims_agree(x: int, y: int) -> bool:
+    return x == y or T.DYNAMIC in (x, y)
+
+
+def _verify_zeros(op: ir.Operation) -> list[str]:
+    res = op.results[0].type
+    errs = []
+    if T.space_of(res) != attr_str(op, "space"):
+        errs.append(f'result memory space "{T.space_of(res)}" != space "{attr_str(op, "space")}"')
+    return errs + _check_allocation(op, res, bounded=False)
+
+
+def _verify_element(op: ir.Operation) -> list[str]:
+    vec, res = op.operands[0].type, op.results[0].type
+    if (
+        list(vec.shape[1:]) != list(res.shape)
+        or vec.element_type != res.element_type
+        or T.space_of(vec) != T.space_of(res)
+    ):
+        return [f"result {res} must be one tile of the Vec {vec} (same tile shape, element, space)"]
+    return []
+
+
+def _infer_element(ts: list[ir.Type], attrs: dict[str, object]) -> list[ir.Type]:
+    vec = ts[0]
+    shape = [None if d == T.DYNAMIC else d for d in vec.shape[1:]]
+    return [T.memref_type(shape, str(vec.element_type), T.space_of(vec))]
+
+
+def _no_checks(op: ir.Operation) -> list[str]:
+    return []
+
+
+OPS: dict[str, OpDef] = {
+    d.name: d
+    for d in (
+        OpDef(
+            "vx.transfer",
+            "Blocking one-hop move of a tensor into `space`; returns the placed tensor.",
+            (Operand("src", PLACED, "tensor in space `from`"),),
+            (Result("dst", PLACED, "the same tensor placed in `space`"),),
+            _TRANSFER_ATTRS,
+            _verify_transfer,
+            _infer_transfer,
+            "result shape/element = operand's; result space == `space`; operand space == "
+            "`from`; slot_bytes >= tensor bytes; offset % granule == 0 (granule > 0); "
+            "offset + slots*slot_bytes <= capacity (capacity > 0, ring >= 0); slots >= 1.",
+        ),
+        OpDef(
+            "vx.transfer_async",
+            "Starts a one-hop move into `space`; returns a token yielding the placed tensor.",
+            (Operand("src", PLACED, "tensor in space `from`"),),
+            (Result("token", TOKEN, "`!vx.token` of the placed tensor type"),),
+            _TRANSFER_ATTRS,
+            _verify_transfer_async,
+            _infer_transfer_async,
+            "as `vx.transfer`, applied to the token's inner tensor type.",
+        ),
+        OpDef(
+            "vx.wait",
+            "Consumes a token; blocks until its transfer completed; returns the placed tensor.",
+            (Operand("token", TOKEN, "token from `vx.transfer_async`"),),
+            (Result("dst", PLACED, "the placed tensor"),),
+            (),
+            _verify_wait,
+            lambda ts, attrs: [T.token_inner(ts[0])],
+            "result type == the token's inner type exactly.",
+        ),
+        OpDef(
+            "vx.matmul_acc",
+            "`acc += a @ b` in place.",
+            (
+                Operand("acc", PLACED, "MxN f32 accumulator, updated in place"),
+                Operand("a", PLACED, "MxK"),
+                Operand("b", PLACED, "KxN, same element type as a"),
+            ),
+            (),
+            (),
+            _verify_matmul_acc,
+            lambda ts, attrs: [],
+            "all rank 2; acc is f32; a and b share an element type; M, N, K agree.",
+        ),
+        OpDef(
+            "vx.zeros",
+            "A new zero-filled tensor in `space`.",
+            (),
+            (Result("dst", PLACED, "zero-filled tensor (static or dynamic shape)"),),
+            (Attr("space", "str", "Vx memory space of the new tensor"), *_ALLOC_ATTRS),
+            _verify_zeros,
+            lambda ts, attrs: [],
+            "result space == `space`; slots >= 1; slot_bytes >= tensor bytes.",
+        ),
+        OpDef(
+            "vx.element",
+            "A view of tile `i` of a Vec (no copy).",
+            (Operand("vec", VEC, "the Vec"), Operand("i", INDEX, "tile index")),
+            (Result("tile", PLACED, "view of tile i, in the Vec's space"),),
+            (),
+            _verify_element,
+            _infer_element,
+            "result = the Vec type without its leading dimension (same element and space).",
+        ),
+        OpDef(
+            "vx.len",
+            "Number of tiles in a Vec.",
+            (Operand("vec", VEC, "the Vec"),),
+            (Result("n", INDEX, "tile count"),),
+            (),
+            _no_checks,
+            lambda ts, attrs: [ir.IndexType.get()],
+            "operand is a placed Vec.",
+        ),
+    )
+}

@@ -1,0 +1,100 @@
+"""Type helpers for the vx IR contract.
+
+A tensor placed in Vx space X is `memref<d0xd1xE, "X">`; a `Vec` of such tiles
+is `memref<?xd0xd1xE, "X">`; a token is `!vx.token<memref<...>>` (opaque type
+wrapping the placed tensor type it will yield).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from jaxlib.mlir import ir
+
+DYNAMIC = ir.ShapedType.get_dynamic_size()
+
+# Bytes per element for the element types Vx tensors may have.
+_ELEMENT_BYTES = {
+    "f16": 2,
+    "bf16": 2,
+    "f32": 4,
+    "f64": 8,
+    "i1": 1,
+    "i8": 1,
+    "i16": 2,
+    "i32": 4,
+    "i64": 8,
+    "ui8": 1,
+    "ui16": 2,
+    "ui32": 4,
+    "ui64": 8,
+}
+
+
+def memref_type(shape: Sequence[int | None], element: str, space: str) -> ir.MemRefType:
+    """`memref<shape x element, "space">`; None in `shape` is a dynamic dimension."""
+    dims = "x".join("?" if d is None else str(d) for d in shape)
+    prefix = f"{dims}x" if dims else ""
+    return ir.MemRefType(ir.Type.parse(f'memref<{prefix}{element}, "{space}">'))
+
+
+def token_type(inner: ir.Type) -> ir.Type:
+    """`!vx.token<inner>`: the receipt of an async transfer yielding `inner`."""
+    return ir.Type.parse(f"!vx.token<{inner}>")
+
+
+def is_token(t: ir.Type) -> bool:
+    return (
+        isinstance(t, ir.OpaqueType)
+        and t.dialect_namespace == "vx"
+        and t.data.startswith("token<")
+        and t.data.endswith(">")
+    )
+
+
+def token_inner(t: ir.Type) -> ir.Type | None:
+    """The placed memref type a token yields, or None if `t` is not a well-formed token."""
+    if not is_token(t):
+        return None
+    try:
+        inner = ir.Type.parse(t.data[len("token<") : -1], context=t.context)
+    except Exception:  # noqa: BLE001 - any parse failure means a malformed token
+        return None
+    return ir.MemRefType(inner) if isinstance(inner, ir.MemRefType) else None
+
+
+def as_memref(t: ir.Type) -> ir.MemRefType | None:
+    return t if isinstance(t, ir.MemRefType) else None
+
+
+def space_of(t: ir.Type) -> str | None:
+    """The Vx memory space name of a memref type (its string memory space), else None."""
+    if not isinstance(t, ir.MemRefType):
+        return None
+    ms = t.memory_space
+    if ms is None or not isinstance(ms, ir.StringAttr):
+        return None
+    return ms.value
+
+
+def element_name(t: ir.Type) -> str:
+    return str(t)
+
+
+def element_bytes(t: ir.Type) -> int | None:
+    return _ELEMENT_BYTES.get(str(t))
+
+
+def static_bytes(t: ir.MemRefType) -> int | None:
+    """Size in bytes of a statically shaped memref, None if any dim is dynamic."""
+    eb = element_bytes(t.element_type)
+    if eb is None or not t.has_static_shape:
+        return None
+    n = eb
+    for d in t.shape:
+        n *= d
+    return n
+
+
+def describe(t: ir.Type) -> str:
+    return str(t)

@@ -1,0 +1,158 @@
+"""Verifier for vx modules: MLIR's own structural verifier, then the op table.
+
+Every error names the op and its location; bad input yields errors, never an
+exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jaxlib.mlir import ir
+
+from vxc.ir.ops import OPS, OpDef, attr_int, attr_str
+
+
+@dataclass(frozen=True)
+class VerifyError:
+    op: str
+    location: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: '{self.op}' op {self.message}"
+
+
+class IRVerificationError(ValueError):
+    """Raised by `check_module` when verification finds errors."""
+
+    def __init__(self, errors: list[VerifyError]):
+        self.errors = errors
+        super().__init__("vx IR verification failed:\n" + "\n".join(f"  {e}" for e in errors))
+
+
+def _attr_ok(attr: ir.Attribute, kind: str) -> bool:
+    if kind == "str":
+        return isinstance(attr, ir.StringAttr)
+    return (
+        isinstance(attr, ir.IntegerAttr)
+        and isinstance(attr.type, ir.IntegerType)
+        and ir.IntegerType(attr.type).width == 64
+    )
+
+
+def _generic(op: ir.Operation, d: OpDef) -> list[str]:
+    """Arity, type constraints and attribute kinds from the table."""
+    errs: list[str] = []
+    if len(op.operands) != len(d.operands):
+        errs.append(f"expects {len(d.operands)} operand(s), got {len(op.operands)}")
+    else:
+        for spec, v in zip(d.operands, op.operands, strict=True):
+            if not spec.type.check(v.type):
+                errs.append(f"operand '{spec.name}' must be a {spec.type.summary}, got {v.type}")
+    if len(op.results) != len(d.results):
+        errs.append(f"expects {len(d.results)} result(s), got {len(op.results)}")
+    else:
+        for spec, r in zip(d.results, op.results, strict=True):
+            if not spec.type.check(r.type):
+                errs.append(f"result '{spec.name}' must be a {spec.type.summary}, got {r.type}")
+    known = {a.name for a in d.attrs}
+    for a in d.attrs:
+        if a.name not in op.attributes:
+            errs.append(f"missing attribute '{a.name}' ({a.kind})")
+        elif not _attr_ok(op.attributes[a.name], a.kind):
+            want = "a string" if a.kind == "str" else "an i64 integer"
+            errs.append(f"attribute '{a.name}' must be {want}, got {op.attributes[a.name]}")
+    for i in range(len(op.attributes)):
+        name = op.attributes[i].name
+        if name not in known:
+            errs.append(f"unknown attribute '{name}'")
+    if len(op.regions) != 0:
+        errs.append("must have no regions")
+    return errs
+
+
+def verify_op(op: ir.Operation) -> list[str]:
+    """Error messages for one vx op (empty if it is well formed)."""
+    d = OPS.get(op.name)
+    if d is None:
+        return [f"is not a vx op (known: {', '.join(sorted(OPS))})"]
+    errs = _generic(op, d)
+    if errs:
+        return errs
+    try:
+        return d.verify(op)
+    except Exception as e:  # noqa: BLE001 - a verifier bug must surface as an error, not a crash
+        return [f"verifier failed on malformed input: {type(e).__name__}: {e}"]
+
+
+def _rings(func: ir.Operation, out: list[VerifyError]) -> None:
+    """Ops sharing a ring id rotate one counter, so they must agree on its layout."""
+    seen: dict[int, tuple[tuple, ir.Operation]] = {}
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in OPS and "ring" in op.attributes and not verify_op(op):
+            ring = attr_int(op, "ring")
+            if ring >= 0:
+                layout = (
+                    attr_str(op, "space"),
+                    attr_int(op, "offset"),
+                    attr_int(op, "slots"),
+                    attr_int(op, "slot_bytes"),
+                )
+                if ring in seen and seen[ring][0] != layout:
+                    out.append(
+                        VerifyError(
+                            op.name,
+                            str(op.location),
+                            f"ring {ring} layout (space, offset, slots, slot_bytes) = {layout} "
+                            f"differs from an earlier op's {seen[ring][0]}",
+                        )
+                    )
+                seen.setdefault(ring, (layout, op))
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+
+
+def _mlir_errors(module: ir.Module) -> list[VerifyError]:
+    try:
+        module.operation.verify()
+    except ir.MLIRError as e:
+        return [VerifyError("mlir", str(d.location), d.message) for d in e.error_diagnostics] or [
+            VerifyError("mlir", str(module.operation.location), str(e))
+        ]
+    return []
+
+
+def verify_module(module: ir.Module) -> list[VerifyError]:
+    """All verification errors of `module` (empty list = valid)."""
+    errors = _mlir_errors(module)
+    top = module.operation
+    if "vx.target" in top.attributes and not isinstance(top.attributes["vx.target"], ir.StringAttr):
+        errors.append(
+            VerifyError("builtin.module", str(top.location), "vx.target must be a string")
+        )
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name.startswith("vx."):
+            errors.extend(VerifyError(op.name, str(op.location), m) for m in verify_op(op))
+        elif op.name == "func.func":
+            topo = op.attributes["vx.topology"] if "vx.topology" in op.attributes else None
+            if topo is not None and not isinstance(topo, ir.StringAttr):
+                errors.append(
+                    VerifyError(op.name, str(op.location), "vx.topology must be a string")
+                )
+            _rings(op, errors)
+        return ir.WalkResult.ADVANCE
+
+    top.walk(visit)
+    return errors
+
+
+def check_module(module: ir.Module) -> ir.Module:
+    """`module` if it verifies, else raise IRVerificationError with every error."""
+    errors = verify_module(module)
+    if errors:
+        raise IRVerificationError(errors)
+    return module
