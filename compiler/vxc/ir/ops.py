@@ -213,6 +213,8 @@ def _dims_agree(x: int, y: int) -> bool:
 def _verify_zeros(op: ir.Operation) -> list[str]:
     res = op.results[0].type
     errs = []
+    if not res.has_static_shape:
+        errs.append(f"result {res} must have a static shape (vx.zeros takes no size operands)")
     if T.space_of(res) != attr_str(op, "space"):
         errs.append(f'result memory space "{T.space_of(res)}" != space "{attr_str(op, "space")}"')
     return errs + _check_allocation(op, res, bounded=False)
@@ -292,11 +294,11 @@ OPS: dict[str, OpDef] = {
             "vx.zeros",
             "A new zero-filled tensor in `space`.",
             (),
-            (Result("dst", PLACED, "zero-filled tensor (static or dynamic shape)"),),
+            (Result("dst", PLACED, "zero-filled tensor of static shape"),),
             (Attr("space", "str", "Vx memory space of the new tensor"), *_ALLOC_ATTRS),
             _verify_zeros,
             lambda ts, attrs: [],
-            "result space == `space`; slots >= 1; slot_bytes >= tensor bytes.",
+            "result shape static; result space == `space`; slots >= 1; slot_bytes >= tensor bytes.",
         ),
         OpDef(
             "vx.element",

@@ -1,0 +1,72 @@
+"""CPU backend: vx module -> x86-64 object + C header + JSON manifest (+ .so).
+
+    outputs = compile_module(module, "stream")
+    # {"stream.cpu.o", "stream.cpu.h", "stream.cpu.json", "stream.cpu.so"} -> bytes
+
+Nothing is written to disk here; the driver writes the outputs.
+"""
+
+from __future__ import annotations
+
+from jaxlib.mlir import ir
+
+from vxc.backends.cpu.artifact import header, manifest
+from vxc.backends.cpu.codegen import (
+    HostTarget,
+    data_layout,
+    emit_object,
+    host_target,
+    link_shared,
+    optimize,
+)
+from vxc.backends.cpu.errors import STATUS, BackendError
+from vxc.backends.cpu.lower import ModuleLowering
+from vxc.backends.cpu.matmul import blocking_for
+from vxc.ir.verify import check_module
+
+__all__ = [
+    "STATUS",
+    "BackendError",
+    "HostTarget",
+    "compile_module",
+    "host_target",
+    "lower_to_llvm",
+    "target_ir",
+]
+
+
+def lower_to_llvm(
+    module: ir.Module, target: HostTarget | None = None
+) -> tuple[str, ModuleLowering]:
+    """Verified vx module -> unoptimised LLVM IR text (plus the lowering, for signatures)."""
+    check_module(module)
+    target = target or host_target()
+    lowering = ModuleLowering(
+        module, target.triple, data_layout(target), blocking_for(target.features)
+    )
+    return str(lowering.run()), lowering
+
+
+def target_ir(module: ir.Module, target: HostTarget | None = None) -> str:
+    """Optimised LLVM IR (what `--emit target-ir` shows for cpu)."""
+    target = target or host_target()
+    text, _ = lower_to_llvm(module, target)
+    return str(optimize(text, target))
+
+
+def compile_module(
+    module: ir.Module, name: str, *, shared: bool = True, target: HostTarget | None = None
+) -> dict[str, bytes]:
+    """Build `module` for the host CPU; file name -> bytes, names `<name>.cpu.<ext>`."""
+    target = target or host_target()
+    text, lowering = lower_to_llvm(module, target)
+    obj = emit_object(optimize(text, target), target)
+    sigs = list(lowering.sigs.values())
+    files = {"object": f"{name}.cpu.o", "header": f"{name}.cpu.h"}
+    out = {files["object"]: obj, files["header"]: header(name, sigs, target).encode()}
+    if shared:
+        files["shared_library"] = f"{name}.cpu.so"
+        out[files["shared_library"]] = link_shared(obj, files["shared_library"])
+    files["manifest"] = f"{name}.cpu.json"
+    out[files["manifest"]] = manifest(name, sigs, target, files).encode()
+    return out

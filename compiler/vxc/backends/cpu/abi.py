@@ -1,0 +1,133 @@
+"""The C ABI of a CPU kernel, derived from its `func.func` signature.
+
+`int32_t name(<params>, <results>)`: each tensor parameter is a data pointer
+followed by one `int64_t` per dynamic dimension; each scalar parameter is
+passed by value; each result is a caller-allocated output pointer. The return
+value is a status code (`errors.STATUS`). The header, the manifest, the
+lowering and `vxc.runtime` all read this one description.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jaxlib.mlir import ir
+
+from vxc.backends.cpu.errors import BackendError
+from vxc.ir import types as T
+
+# Vx element/scalar type -> C type. i1 travels as a byte (C `bool` is one byte).
+C_TYPES = {
+    "f32": "float",
+    "f64": "double",
+    "f16": "uint16_t",
+    "bf16": "uint16_t",
+    "i1": "uint8_t",
+    "i8": "int8_t",
+    "i16": "int16_t",
+    "i32": "int32_t",
+    "i64": "int64_t",
+    "ui8": "uint8_t",
+    "ui16": "uint16_t",
+    "ui32": "uint32_t",
+    "ui64": "uint64_t",
+    "index": "int64_t",
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # "tensor" or "scalar"
+    dtype: str
+    shape: tuple[int | None, ...]  # () for scalars; None marks a dynamic dim
+    space: str | None
+    const: bool  # the kernel never writes through it
+
+    @property
+    def dynamic_dims(self) -> list[int]:
+        return [i for i, d in enumerate(self.shape) if d is None]
+
+    def c_params(self) -> list[str]:
+        ctype = C_TYPES[self.dtype]
+        if self.kind == "scalar":
+            return [f"{ctype} {self.name}"]
+        qual = "const " if self.const else ""
+        return [f"{qual}{ctype} *{self.name}"] + [
+            f"int64_t {self.name}_dim{i}" for i in self.dynamic_dims
+        ]
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "dtype": self.dtype,
+            "shape": list(self.shape),
+            "space": self.space,
+            "const": self.const,
+        }
+
+
+@dataclass(frozen=True)
+class Signature:
+    name: str
+    params: tuple[Param, ...]
+    results: tuple[Param, ...]
+    topology: str | None
+    extern: bool
+
+    def c_prototype(self) -> str:
+        args = [p for param in self.params for p in param.c_params()]
+        args += [f"{C_TYPES[r.dtype]} *{r.name}" for r in self.results]
+        return f"int32_t {self.name}({', '.join(args) or 'void'})"
+
+
+def _c_name(name: str) -> str:
+    ok = name and (name[0].isalpha() or name[0] == "_")
+    if not ok or not all(c.isalnum() or c == "_" for c in name):
+        raise BackendError(f"'{name}' is not a valid C identifier")
+    return name
+
+
+def _param(t: ir.Type, name: str, const: bool, what: str) -> Param:
+    if isinstance(t, ir.MemRefType):
+        dtype = str(t.element_type)
+        if dtype not in C_TYPES:
+            raise BackendError(f"{what}: element type {dtype} has no C type")
+        shape = tuple(None if d == T.DYNAMIC else d for d in t.shape)
+        return Param(name, "tensor", dtype, shape, T.space_of(t), const)
+    if T.is_token(t):
+        raise BackendError(f"{what}: a token cannot cross the C ABI; wait it first")
+    dtype = str(t)
+    if dtype not in C_TYPES:
+        raise BackendError(f"{what}: type {dtype} has no C type")
+    return Param(name, "scalar", dtype, (), None, const)
+
+
+def _arg_name(func: ir.Operation, i: int) -> str:
+    if "arg_attrs" in func.attributes:
+        attrs = ir.DictAttr(ir.ArrayAttr(func.attributes["arg_attrs"])[i])
+        if "vx.name" in attrs:
+            return _c_name(ir.StringAttr(attrs["vx.name"]).value)
+    return f"arg{i}"
+
+
+def signature(func: ir.Operation, written: set[int]) -> Signature:
+    """C ABI of `func`; `written` holds the indices of tensor args the body writes."""
+    name = _c_name(ir.StringAttr(func.attributes["sym_name"]).value)
+    fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    params = tuple(
+        _param(t, _arg_name(func, i), i not in written, f"@{name} argument {i}")
+        for i, t in enumerate(fty.inputs)
+    )
+    results = []
+    for i, t in enumerate(fty.results):
+        rname = "out" if len(fty.results) == 1 else f"out{i}"
+        r = _param(t, rname, False, f"@{name} result {i}")
+        if r.kind == "tensor" and r.dynamic_dims:
+            raise BackendError(f"@{name} result {i}: a returned tensor needs a static shape")
+        results.append(r)
+    topo = func.attributes["vx.topology"] if "vx.topology" in func.attributes else None
+    topology = ir.StringAttr(topo).value if isinstance(topo, ir.StringAttr) else None
+    extern = len(func.regions[0].blocks) == 0
+    return Signature(name, params, tuple(results), topology, extern)

@@ -1,0 +1,135 @@
+"""Lowering of `arith` ops and scalar types to LLVM."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from jaxlib.mlir import ir
+from llvmlite import ir as ll
+
+from vxc.backends.cpu.errors import BackendError
+
+
+def lltype(t: ir.Type) -> ll.Type:
+    """LLVM type of an MLIR scalar type (index is 64-bit on the host)."""
+    if isinstance(t, ir.IndexType):
+        return ll.IntType(64)
+    if isinstance(t, ir.IntegerType):
+        return ll.IntType(ir.IntegerType(t).width)
+    if isinstance(t, ir.F32Type):
+        return ll.FloatType()
+    if isinstance(t, ir.F64Type):
+        return ll.DoubleType()
+    if isinstance(t, ir.F16Type):
+        return ll.HalfType()
+    raise BackendError(f"cpu backend: no scalar lowering for type {t}")
+
+
+_INT_BIN = {
+    "arith.addi": "add",
+    "arith.subi": "sub",
+    "arith.muli": "mul",
+    "arith.divsi": "sdiv",
+    "arith.divui": "udiv",
+    "arith.remsi": "srem",
+    "arith.remui": "urem",
+    "arith.andi": "and_",
+    "arith.ori": "or_",
+    "arith.xori": "xor",
+    "arith.shli": "shl",
+    "arith.shrsi": "ashr",
+    "arith.shrui": "lshr",
+}
+_FLOAT_BIN = {
+    "arith.addf": "fadd",
+    "arith.subf": "fsub",
+    "arith.mulf": "fmul",
+    "arith.divf": "fdiv",
+    "arith.remf": "frem",
+}
+_MINMAX = {"arith.maxsi": ">", "arith.minsi": "<", "arith.maxui": ">u", "arith.minui": "<u"}
+# arith.cmpi / arith.cmpf predicate enum values -> llvmlite comparison spellings.
+_CMPI = ["==", "!=", "<", "<=", ">", ">=", "<u", "<=u", ">u", ">=u"]
+_CMPF = [
+    None, ("ordered", "=="), ("ordered", ">"), ("ordered", ">="), ("ordered", "<"),
+    ("ordered", "<="), ("ordered", "!="), ("ordered", "ord"), ("unordered", "=="),
+    ("unordered", ">"), ("unordered", ">="), ("unordered", "<"), ("unordered", "<="),
+    ("unordered", "!="), ("unordered", "uno"), None,
+]  # fmt: skip
+
+
+def _const(op: ir.Operation) -> ll.Value:
+    attr = op.attributes["value"]
+    ty = lltype(op.results[0].type)
+    if isinstance(attr, ir.IntegerAttr):
+        return ll.Constant(ty, ir.IntegerAttr(attr).value)
+    if isinstance(attr, ir.BoolAttr):
+        return ll.Constant(ty, int(ir.BoolAttr(attr).value))
+    if isinstance(attr, ir.FloatAttr):
+        return ll.Constant(ty, ir.FloatAttr(attr).value)
+    raise BackendError(f"cpu backend: arith.constant {attr} is not a scalar constant")
+
+
+def _cast(b: ll.IRBuilder, op: ir.Operation, x: ll.Value) -> ll.Value:
+    src, dst = op.operands[0].type, op.results[0].type
+    to = lltype(dst)
+    name = op.name
+    if name in (
+        "arith.index_cast",
+        "arith.extsi",
+        "arith.trunci",
+        "arith.index_castui",
+        "arith.extui",
+    ):
+        sw, dw = x.type.width, to.width
+        if sw == dw:
+            return x
+        if sw > dw:
+            return b.trunc(x, to)
+        signed = name in ("arith.index_cast", "arith.extsi")
+        return b.sext(x, to) if signed else b.zext(x, to)
+    casts: dict[str, Callable] = {
+        "arith.sitofp": b.sitofp,
+        "arith.uitofp": b.uitofp,
+        "arith.fptosi": b.fptosi,
+        "arith.fptoui": b.fptoui,
+        "arith.extf": b.fpext,
+        "arith.truncf": b.fptrunc,
+    }
+    if name in casts:
+        return casts[name](x, to)
+    raise BackendError(f"cpu backend: cannot lower {name} from {src} to {dst}")
+
+
+def lower_arith(b: ll.IRBuilder, op: ir.Operation, args: list[ll.Value]) -> ll.Value:
+    """One arith op -> one LLVM value."""
+    name = op.name
+    if name == "arith.constant":
+        return _const(op)
+    if name in _INT_BIN:
+        return getattr(b, _INT_BIN[name])(args[0], args[1])
+    if name in _FLOAT_BIN:
+        return getattr(b, _FLOAT_BIN[name])(args[0], args[1])
+    if name == "arith.negf":
+        return b.fneg(args[0])
+    if name in _MINMAX:
+        pred = _MINMAX[name]
+        cmp = b.icmp_unsigned(pred[0], *args) if pred.endswith("u") else b.icmp_signed(pred, *args)
+        return b.select(cmp, args[0], args[1])
+    if name == "arith.cmpi":
+        pred = _CMPI[ir.IntegerAttr(op.attributes["predicate"]).value]
+        if pred.endswith("u"):
+            return b.icmp_unsigned(pred[:-1], args[0], args[1])
+        return b.icmp_signed(pred, args[0], args[1])
+    if name == "arith.cmpf":
+        code = ir.IntegerAttr(op.attributes["predicate"]).value
+        if _CMPF[code] is None:
+            return ll.Constant(ll.IntType(1), int(code == 15))
+        kind, pred = _CMPF[code]
+        fn = b.fcmp_ordered if kind == "ordered" else b.fcmp_unordered
+        return fn(pred, args[0], args[1])
+    if name == "arith.select":
+        return b.select(args[0], args[1], args[2])
+    if name.startswith("arith."):
+        return _cast(b, op, args[0])
+    raise BackendError(f"cpu backend: cannot lower '{name}'")

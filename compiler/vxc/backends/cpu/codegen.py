@@ -1,0 +1,83 @@
+"""LLVM IR -> optimised host object code, and linking a shared library."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import llvmlite.binding as llvm
+
+from vxc.backends.cpu.errors import BackendError
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    triple: str
+    cpu: str
+    features: str
+
+
+@functools.cache
+def _init() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+def host_target() -> HostTarget:
+    """The machine we are running on; recorded in the manifest (objects are host-tuned)."""
+    _init()
+    return HostTarget(
+        llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    )
+
+
+@functools.cache
+def target_machine(target: HostTarget) -> llvm.TargetMachine:
+    # Creating a target machine costs milliseconds; builds of the same target reuse it.
+    _init()
+    t = llvm.Target.from_triple(target.triple)
+    return t.create_target_machine(
+        cpu=target.cpu, features=target.features, opt=3, reloc="pic", codemodel="default"
+    )
+
+
+def data_layout(target: HostTarget) -> str:
+    return str(target_machine(target).target_data)
+
+
+def optimize(llvm_ir: str, target: HostTarget) -> llvm.ModuleRef:
+    """Parse, verify and run the O3 pipeline (loop + SLP vectorisation on)."""
+    tm = target_machine(target)
+    mod = llvm.parse_assembly(llvm_ir)
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    mod.verify()
+    return mod
+
+
+def emit_object(mod: llvm.ModuleRef, target: HostTarget) -> bytes:
+    return target_machine(target).emit_object(mod)
+
+
+def link_shared(obj: bytes, soname: str) -> bytes:
+    """`cc -shared` the object into a shared library (in a private temp dir)."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        raise BackendError("cpu backend: no C compiler (cc) found to link the shared library")
+    with tempfile.TemporaryDirectory(prefix="vxc-link-") as tmp:
+        o, so = Path(tmp) / "kernel.o", Path(tmp) / "kernel.so"
+        o.write_bytes(obj)
+        cmd = [cc, "-shared", "-nostartfiles", f"-Wl,-soname,{soname}", "-o", str(so), str(o)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise BackendError(f"cpu backend: linking {soname} failed:\n{proc.stderr.strip()}")
+        return so.read_bytes()

@@ -1,0 +1,17 @@
+"""Errors and run-time status codes of the CPU backend."""
+
+from __future__ import annotations
+
+
+class BackendError(ValueError):
+    """The module uses something the CPU backend cannot lower; the message says what."""
+
+
+# Every kernel returns an int32 status; the header and manifest carry this table.
+STATUS = {
+    "VX_OK": 0,
+    "VX_ERR_INDEX": 1,  # vx.element index outside the Vec
+    "VX_ERR_ALLOC": 2,  # the per-call scratch arena could not be allocated
+    "VX_ERR_CAPACITY": 3,  # a dynamically shaped tensor does not fit its ring slot
+    "VX_ERR_SHAPE": 4,  # dynamically shaped matmul_acc operands disagree
+}

@@ -1,0 +1,484 @@
+"""vx module -> LLVM IR (llvmlite), one C-ABI function per `func.func`.
+
+On the CPU every Vx space is host memory. Scratchpad placements (ops with a
+`ring` id) live in a per-call arena: one region per space, sized by the
+largest `offset + slots*slot_bytes` of its rings, so the IR's ping-pong
+offsets become real addresses. `ring = -1` sites get a private arena buffer.
+`transfer`/`transfer_async` copy into their slot; `wait` is a no-op; a token is
+represented by the buffer it will yield.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from jaxlib.mlir import ir
+from llvmlite import ir as ll
+
+from vxc.backends.cpu import abi
+from vxc.backends.cpu.arith import lltype, lower_arith
+from vxc.backends.cpu.errors import STATUS, BackendError
+from vxc.backends.cpu.loops import I64, counted_loop
+from vxc.backends.cpu.matmul import Blocking, define_matmul
+from vxc.ir import types as T
+from vxc.ir.ops import attr_int, attr_str
+
+I8, I32 = ll.IntType(8), ll.IntType(32)
+PTR = ll.PointerType()
+ALIGN = 64  # arena regions start on cache lines
+
+
+def _c(n: int) -> ll.Constant:
+    return ll.Constant(I64, n)
+
+
+def _round(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+@dataclass
+class Mem:
+    """A lowered tensor: data pointer plus one i64 per dimension."""
+
+    ptr: ll.Value
+    dims: list[ll.Value]
+
+
+def _memref(t: ir.Type) -> ir.MemRefType:
+    inner = T.token_inner(t) if T.is_token(t) else t
+    if not isinstance(inner, ir.MemRefType):
+        raise BackendError(f"cpu backend: expected a tensor type, got {t}")
+    return inner
+
+
+def flat_types(t: ir.Type) -> list[ll.Type]:
+    """LLVM values a lowered value of MLIR type `t` travels as (phis, calls)."""
+    if isinstance(t, ir.MemRefType) or T.is_token(t):
+        m = _memref(t)
+        return [PTR] + [I64 for d in m.shape if d == T.DYNAMIC]
+    return [lltype(t)]
+
+
+def flatten(t: ir.Type, v: Mem | ll.Value) -> list[ll.Value]:
+    if isinstance(v, Mem):
+        m = _memref(t)
+        return [v.ptr] + [v.dims[i] for i, d in enumerate(m.shape) if d == T.DYNAMIC]
+    return [v]
+
+
+def unflatten(t: ir.Type, vals: list[ll.Value]) -> Mem | ll.Value:
+    if isinstance(t, ir.MemRefType) or T.is_token(t):
+        m = _memref(t)
+        dyn = iter(vals[1:])
+        return Mem(vals[0], [next(dyn) if d == T.DYNAMIC else _c(d) for d in m.shape])
+    return vals[0]
+
+
+@dataclass
+class ArenaPlan:
+    size: int = 0
+    space_base: dict[str, int] = field(default_factory=dict)
+    site: dict[object, int] = field(default_factory=dict)  # op (or (op, i)) -> byte offset
+    rings: dict[int, int] = field(default_factory=dict)  # ring id -> slots
+
+
+def _static_bytes(t: ir.MemRefType, what: str) -> int:
+    n = T.static_bytes(t)
+    if n is None:
+        raise BackendError(f"cpu backend: {what} needs a static shape, got {t}")
+    return n
+
+
+def plan_arena(func: ir.Operation) -> ArenaPlan:
+    """Lay out every scratch placement of `func` in one arena."""
+    plan = ArenaPlan()
+    extent: dict[str, int] = {}
+    sites: list[tuple[object, int]] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in ("vx.transfer", "vx.transfer_async", "vx.zeros"):
+            ring = attr_int(op, "ring")
+            if ring >= 0:
+                end = attr_int(op, "offset") + attr_int(op, "slots") * attr_int(op, "slot_bytes")
+                space = attr_str(op, "space")
+                extent[space] = max(extent.get(space, 0), end)
+                plan.rings[ring] = attr_int(op, "slots")
+            else:
+                sites.append((op, _static_bytes(_memref(op.results[0].type), f"'{op.name}'")))
+        elif op.name == "func.call":
+            for i, r in enumerate(op.results):
+                if isinstance(r.type, ir.MemRefType):
+                    sites.append(((op, i), _static_bytes(r.type, "a call result")))
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+    cursor = 0
+    for space in sorted(extent):
+        plan.space_base[space] = cursor
+        cursor += _round(extent[space])
+    for key, nbytes in sites:
+        plan.site[key] = cursor
+        cursor += _round(max(nbytes, 1))
+    plan.size = cursor
+    return plan
+
+
+def written_args(func: ir.Operation) -> set[int]:
+    """Indices of entry-block arguments that matmul_acc or a call may write through."""
+    entry = func.regions[0].blocks[0] if func.regions[0].blocks else None
+    out: set[int] = set()
+
+    def root(v: ir.Value) -> None:
+        while isinstance(v, ir.OpResult) and v.owner.operation.name in ("vx.element", "vx.wait"):
+            v = v.owner.operation.operands[0]
+        if isinstance(v, ir.BlockArgument) and entry is not None and v.owner == entry:
+            out.add(v.arg_number)
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "vx.matmul_acc":
+            root(op.operands[0])
+        elif op.name == "func.call":
+            for v in op.operands:
+                if isinstance(v.type, ir.MemRefType):
+                    root(v)
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+    return out
+
+
+def llvm_function_type(sig: abi.Signature) -> ll.FunctionType:
+    args: list[ll.Type] = []
+    for p in sig.params:
+        if p.kind == "tensor":
+            args += [PTR] + [I64] * len(p.dynamic_dims)
+        else:
+            args.append(I8 if p.dtype == "i1" else _scalar_ll(p.dtype))
+    args += [PTR] * len(sig.results)
+    return ll.FunctionType(I32, args)
+
+
+def _scalar_ll(dtype: str) -> ll.Type:
+    return {"f32": ll.FloatType(), "f64": ll.DoubleType(), "f16": ll.HalfType(), "index": I64}.get(
+        dtype, ll.IntType(int(dtype.lstrip("ui") or 64))
+    )
+
+
+class ModuleLowering:
+    def __init__(self, module: ir.Module, triple: str, data_layout: str, blocking: Blocking):
+        self.module = module
+        self.ll = ll.Module(name="vx")
+        self.ll.triple = triple
+        self.ll.data_layout = data_layout
+        self.blocking = blocking
+        self.sigs: dict[str, abi.Signature] = {}
+        self.fns: dict[str, ll.Function] = {}
+        self.funcs: list[ir.Operation] = []
+
+    def intrinsic(self, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
+        if name in self.ll.globals:
+            return self.ll.globals[name]
+        return ll.Function(self.ll, ll.FunctionType(ret, args), name=name)
+
+    def run(self) -> ll.Module:
+        for op in self.module.body.operations:
+            op = op.operation  # the OpView's .name would be the symbol name
+            if op.name != "func.func":
+                raise BackendError(f"cpu backend: unexpected top-level op '{op.name}'")
+            sig = abi.signature(op, written_args(op))
+            if sig.name in self.sigs:
+                raise BackendError(f"cpu backend: function @{sig.name} defined twice")
+            self.sigs[sig.name] = sig
+            fn = ll.Function(self.ll, llvm_function_type(sig), name=sig.name)
+            fn.attributes.add("nounwind")
+            self.fns[sig.name] = fn
+            self.funcs.append(op)
+        for op in self.funcs:
+            if op.regions[0].blocks:
+                FunctionLowering(self, op).run()
+        return self.ll
+
+
+class FunctionLowering:
+    def __init__(self, mod: ModuleLowering, func: ir.Operation):
+        self.mod = mod
+        self.func = func
+        self.sig = mod.sigs[ir.StringAttr(func.attributes["sym_name"]).value]
+        self.fn = mod.fns[self.sig.name]
+        self.plan = plan_arena(func)
+        self.values: dict[ir.Value, Mem | ll.Value] = {}
+        self.counters: dict[int, ll.Value] = {}
+
+    # -- plumbing --------------------------------------------------------------
+
+    def run(self) -> None:
+        entry = self.fn.append_basic_block("entry")
+        start = self.fn.append_basic_block("start")
+        self.exit = self.fn.append_basic_block("exit")
+        self.allocas = ll.IRBuilder(entry)
+        self.status = self.allocas.alloca(I32, name="status")
+        self.allocas.store(ll.Constant(I32, 0), self.status)
+        for ring in sorted(self.plan.rings):
+            slot = self.allocas.alloca(I64, name=f"ring{ring}")
+            self.allocas.store(_c(0), slot)
+            self.counters[ring] = slot
+        b = self.b = ll.IRBuilder(start)
+        if self.plan.size:
+            alloc = self.mod.intrinsic("aligned_alloc", PTR, [I64, I64])
+            self.arena = b.call(alloc, [_c(ALIGN), _c(self.plan.size)], name="arena")
+            self.guard(b.icmp_unsigned("==", self.arena, ll.Constant(PTR, None)), "VX_ERR_ALLOC")
+        else:
+            self.arena = ll.Constant(PTR, None)
+        self.bind_args()
+        body = self.func.regions[0].blocks[0]
+        self.lower_block(body)
+        self.allocas.branch(start)
+        eb = ll.IRBuilder(self.exit)
+        if self.plan.size:
+            eb.call(self.mod.intrinsic("free", ll.VoidType(), [PTR]), [self.arena])
+        eb.ret(eb.load(self.status))
+
+    def guard(self, bad: ll.Value, code: str | ll.Value) -> None:
+        """If `bad`, leave the function with status `code`; continue on the good path."""
+        fail = self.b.append_basic_block("fail")
+        ok = self.b.append_basic_block("ok")
+        self.b.cbranch(bad, fail, ok)
+        self.b.position_at_end(fail)
+        value = ll.Constant(I32, STATUS[code]) if isinstance(code, str) else code
+        self.b.store(value, self.status)
+        self.b.branch(self.exit)
+        self.b.position_at_end(ok)
+
+    def bind_args(self) -> None:
+        args = iter(self.fn.args)
+        block = self.func.regions[0].blocks[0]
+        for p, barg in zip(self.sig.params, block.arguments, strict=True):
+            if p.kind == "tensor":
+                ptr = next(args)
+                ptr.name = p.name
+                dims = []
+                for i, d in enumerate(p.shape):
+                    if d is None:
+                        dim = next(args)
+                        dim.name = f"{p.name}_dim{i}"
+                        dims.append(dim)
+                    else:
+                        dims.append(_c(d))
+                self.values[barg] = Mem(ptr, dims)
+            else:
+                v = next(args)
+                v.name = p.name
+                self.values[barg] = self.b.trunc(v, ll.IntType(1)) if p.dtype == "i1" else v
+
+    def get(self, v: ir.Value) -> Mem | ll.Value:
+        if v not in self.values:
+            raise BackendError(f"cpu backend: value {v} used before it is defined")
+        return self.values[v]
+
+    def nbytes(self, t: ir.Type, m: Mem) -> ll.Value:
+        mt = _memref(t)
+        eb = T.element_bytes(mt.element_type)
+        if eb is None:
+            raise BackendError(f"cpu backend: unsupported element type {mt.element_type}")
+        static, total = eb, None
+        for d, dv in zip(mt.shape, m.dims, strict=True):
+            if d == T.DYNAMIC:
+                total = dv if total is None else self.b.mul(total, dv)
+            else:
+                static *= d
+        return _c(static) if total is None else self.b.mul(total, _c(static))
+
+    def memcpy(self, dst: ll.Value, src: ll.Value, n: ll.Value) -> None:
+        f = self.mod.intrinsic(
+            "llvm.memcpy.p0.p0.i64", ll.VoidType(), [PTR, PTR, I64, ll.IntType(1)]
+        )
+        self.b.call(f, [dst, src, n, ll.Constant(ll.IntType(1), 0)])
+
+    def at(self, offset: ll.Value) -> ll.Value:
+        return self.b.gep(self.arena, [offset], inbounds=True, source_etype=I8)
+
+    # -- blocks and control flow ------------------------------------------------
+
+    def lower_block(self, block: ir.Block) -> list[Mem | ll.Value] | None:
+        """Lower ops in order; returns the lowered operands of a trailing scf.yield."""
+        for op in block.operations:
+            op = op.operation
+            name = op.name
+            if name == "scf.yield":
+                return [self.get(v) for v in op.operands]
+            if name == "func.return":
+                self.lower_return(op)
+                return None
+            self.lower_op(op)
+        return []
+
+    def lower_op(self, op: ir.Operation) -> None:
+        name = op.name
+        handler = getattr(self, "op_" + name.replace(".", "_"), None)
+        if handler is not None:
+            handler(op)
+        elif name.startswith("arith."):
+            args = [self.get(v) for v in op.operands]
+            self.values[op.results[0]] = lower_arith(self.b, op, args)
+        else:
+            raise BackendError(f"cpu backend: cannot lower '{name}' at {op.location}")
+
+    def lower_return(self, op: ir.Operation) -> None:
+        outs = self.fn.args[len(self.fn.args) - len(self.sig.results) :]
+        for r, v, out in zip(self.sig.results, op.operands, outs, strict=True):
+            val = self.get(v)
+            if r.kind == "tensor":
+                self.memcpy(out, val.ptr, self.nbytes(v.type, val))
+            else:
+                self.b.store(self.b.zext(val, I8) if r.dtype == "i1" else val, out)
+        self.b.branch(self.exit)
+
+    def op_scf_for(self, op: ir.Operation) -> None:
+        lb, ub, step = (self.get(v) for v in op.operands[:3])
+        inits = op.operands[3:]
+        body = op.regions[0].blocks[0]
+        iter_types = [v.type for v in inits]
+        flat_init = [x for v in inits for x in flatten(v.type, self.get(v))]
+
+        def step_fn(iv: ll.Value, flat: list[ll.Value]) -> list[ll.Value]:
+            self.values[body.arguments[0]] = iv
+            self.bind_flat(body.arguments[1:], iter_types, flat)
+            yielded = self.lower_block(body)
+            return [x for t, v in zip(iter_types, yielded, strict=True) for x in flatten(t, v)]
+
+        final = counted_loop(self.b, lb, ub, step, step_fn, flat_init, name="for")
+        self.bind_flat(op.results, iter_types, final)
+
+    def bind_flat(self, targets, types: list[ir.Type], flat: list[ll.Value]) -> None:
+        pos = 0
+        for tgt, t in zip(targets, types, strict=True):
+            n = len(flat_types(t))
+            self.values[tgt] = unflatten(t, flat[pos : pos + n])
+            pos += n
+
+    def op_scf_if(self, op: ir.Operation) -> None:
+        b = self.b
+        types = [r.type for r in op.results]
+        then_bb, else_bb = b.append_basic_block("then"), b.append_basic_block("else")
+        merge = b.append_basic_block("endif")
+        b.cbranch(self.get(op.operands[0]), then_bb, else_bb)
+        incoming = []
+        for region, bb in ((op.regions[0], then_bb), (op.regions[1], else_bb)):
+            b.position_at_end(bb)
+            vals = self.lower_block(region.blocks[0]) if region.blocks else []
+            incoming.append(
+                ([x for t, v in zip(types, vals, strict=True) for x in flatten(t, v)], b.block)
+            )
+            b.branch(merge)
+        b.position_at_end(merge)
+        phis = []
+        for i, ty in enumerate(x for t in types for x in flat_types(t)):
+            phi = b.phi(ty)
+            for vals, blk in incoming:
+                phi.add_incoming(vals[i], blk)
+            phis.append(phi)
+        self.bind_flat(op.results, types, phis)
+
+    def op_func_call(self, op: ir.Operation) -> None:
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        if callee not in self.mod.sigs:
+            raise BackendError(f"cpu backend: call to unknown function @{callee}")
+        sig = self.mod.sigs[callee]
+        args: list[ll.Value] = []
+        for p, v in zip(sig.params, op.operands, strict=True):
+            val = self.get(v)
+            if p.kind == "tensor":
+                args += [val.ptr] + [val.dims[i] for i in p.dynamic_dims]
+            else:
+                args.append(self.b.zext(val, I8) if p.dtype == "i1" else val)
+        outs = []
+        for i, (r, res) in enumerate(zip(sig.results, op.results, strict=True)):
+            if r.kind == "tensor":
+                ptr = self.at(_c(self.plan.site[(op, i)]))
+                self.values[res] = Mem(ptr, [_c(d) for d in r.shape])
+            else:
+                ptr = self.allocas.alloca(I8 if r.dtype == "i1" else lltype(res.type))
+            outs.append(ptr)
+        status = self.b.call(self.mod.fns[callee], args + outs)
+        # A failing callee's status is the caller's status.
+        self.guard(self.b.icmp_signed("!=", status, ll.Constant(I32, 0)), status)
+        for r, res, ptr in zip(sig.results, op.results, outs, strict=True):
+            if r.kind == "scalar":
+                v = self.b.load(ptr)
+                self.values[res] = self.b.trunc(v, ll.IntType(1)) if r.dtype == "i1" else v
+
+    # -- vx ops -----------------------------------------------------------------
+
+    def slot(self, op: ir.Operation, t: ir.MemRefType, nbytes: ll.Value) -> ll.Value:
+        """Address of this execution's buffer for a placing op."""
+        ring = attr_int(op, "ring")
+        if ring < 0:
+            return self.at(_c(self.plan.site[op]))
+        slots, slot_bytes = attr_int(op, "slots"), attr_int(op, "slot_bytes")
+        if not t.has_static_shape:
+            self.guard(self.b.icmp_unsigned(">", nbytes, _c(slot_bytes)), "VX_ERR_CAPACITY")
+        counter = self.counters[ring]
+        n = self.b.load(counter)
+        self.b.store(self.b.add(n, _c(1)), counter)
+        index = self.b.urem(n, _c(slots)) if slots > 1 else _c(0)
+        base = self.plan.space_base[attr_str(op, "space")] + attr_int(op, "offset")
+        return self.at(self.b.add(_c(base), self.b.mul(index, _c(slot_bytes))))
+
+    def _copy_in(self, op: ir.Operation) -> Mem:
+        src = self.get(op.operands[0])
+        t = _memref(op.results[0].type)
+        n = self.nbytes(op.operands[0].type, src)
+        dst = self.slot(op, t, n)
+        self.memcpy(dst, src.ptr, n)
+        return Mem(dst, list(src.dims))
+
+    def op_vx_transfer(self, op: ir.Operation) -> None:
+        self.values[op.results[0]] = self._copy_in(op)
+
+    def op_vx_transfer_async(self, op: ir.Operation) -> None:
+        # The copy completes here, so the token is simply the filled buffer.
+        self.values[op.results[0]] = self._copy_in(op)
+
+    def op_vx_wait(self, op: ir.Operation) -> None:
+        self.values[op.results[0]] = self.get(op.operands[0])
+
+    def op_vx_zeros(self, op: ir.Operation) -> None:
+        t = _memref(op.results[0].type)
+        m = Mem(ll.Constant(PTR, None), [_c(d) for d in t.shape])
+        n = self.nbytes(t, m)
+        m.ptr = self.slot(op, t, n)
+        f = self.mod.intrinsic("llvm.memset.p0.i64", ll.VoidType(), [PTR, I8, I64, ll.IntType(1)])
+        self.b.call(f, [m.ptr, ll.Constant(I8, 0), n, ll.Constant(ll.IntType(1), 0)])
+        self.values[op.results[0]] = m
+
+    def op_vx_element(self, op: ir.Operation) -> None:
+        vec, i = self.get(op.operands[0]), self.get(op.operands[1])
+        self.guard(self.b.icmp_unsigned(">=", i, vec.dims[0]), "VX_ERR_INDEX")
+        tile_t = _memref(op.results[0].type)
+        tile = Mem(vec.ptr, vec.dims[1:])
+        offset = self.b.mul(i, self.nbytes(tile_t, tile))
+        tile.ptr = self.b.gep(vec.ptr, [offset], inbounds=True, source_etype=I8)
+        self.values[op.results[0]] = tile
+
+    def op_vx_len(self, op: ir.Operation) -> None:
+        self.values[op.results[0]] = self.get(op.operands[0]).dims[0]
+
+    def op_vx_matmul_acc(self, op: ir.Operation) -> None:
+        acc, a, b = (self.get(v) for v in op.operands)
+        ta, tb = (_memref(v.type) for v in op.operands[1:])
+        if str(ta.element_type) != "f32" or str(tb.element_type) != "f32":
+            raise BackendError(
+                f"cpu backend: vx.matmul_acc supports f32 operands, got {ta.element_type} "
+                f"at {op.location}"
+            )
+        m, n, k = acc.dims[0], acc.dims[1], a.dims[1]
+        if not all(_memref(v.type).has_static_shape for v in op.operands):
+            bad = self.b.or_(
+                self.b.icmp_signed("!=", a.dims[0], m),
+                self.b.or_(
+                    self.b.icmp_signed("!=", b.dims[0], k), self.b.icmp_signed("!=", b.dims[1], n)
+                ),
+            )
+            self.guard(bad, "VX_ERR_SHAPE")
+        fn = define_matmul(self.mod.ll, self.mod.blocking)
+        self.b.call(fn, [acc.ptr, a.ptr, b.ptr, m, n, k])

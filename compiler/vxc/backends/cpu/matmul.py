@@ -1,0 +1,150 @@
+"""`acc += a @ b` (row-major f32) as an LLVM function.
+
+The bulk runs a register-blocked micro-kernel: an MR x (NV*VW) tile of `acc`
+stays in vector registers for the whole K loop, each step broadcasting MR
+elements of `a` against NV vector loads of `b`. The shape is chosen from the
+host's vector registers (AVX-512: 8 x 32 = 16 zmm accumulators). Edges that
+do not fill a tile run an i-k-j loop that LLVM vectorises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir as ll
+
+from vxc.backends.cpu.loops import I64, counted_loop
+
+F32 = ll.FloatType()
+PTR = ll.PointerType()
+NAME = "__vx_matmul_acc_f32"
+
+
+@dataclass(frozen=True)
+class Blocking:
+    vw: int  # f32 lanes per vector register
+    mr: int  # rows of the register tile
+    nv: int  # vectors per row of the register tile
+
+    @property
+    def nr(self) -> int:
+        return self.vw * self.nv
+
+
+def blocking_for(features: str) -> Blocking:
+    """Register tile for the host: accumulators + loads must fit the register file."""
+    feats = set(features.split(","))
+    if "+avx512f" in feats:
+        return Blocking(vw=16, mr=8, nv=2)  # 16 acc + 2 b + broadcasts of 32 zmm
+    if "+avx" in feats:
+        return Blocking(vw=8, mr=6, nv=2)  # 12 acc + 2 b + 1 broadcast of 16 ymm
+    return Blocking(vw=4, mr=4, nv=2)
+
+
+def _c(n: int) -> ll.Constant:
+    return ll.Constant(I64, n)
+
+
+def _gep(b: ll.IRBuilder, base: ll.Value, index: ll.Value) -> ll.Value:
+    return b.gep(base, [index], inbounds=True, source_etype=F32)
+
+
+def _fmuladd(module: ll.Module, ty: ll.Type) -> ll.Function:
+    suffix = f"v{ty.count}f32" if isinstance(ty, ll.VectorType) else "f32"
+    name = f"llvm.fmuladd.{suffix}"
+    if name in module.globals:
+        return module.globals[name]
+    return ll.Function(module, ll.FunctionType(ty, [ty, ty, ty]), name=name)
+
+
+def _micro(b: ll.IRBuilder, fn: ll.Function, blk: Blocking, i0: ll.Value, j0: ll.Value) -> None:
+    acc, a, bm, _m, n, k = fn.args
+    vty = ll.VectorType(F32, blk.vw)
+    fma = _fmuladd(fn.module, vty)
+    rows = [b.mul(b.add(i0, _c(r)), n) for r in range(blk.mr)]
+    cptrs = [
+        [_gep(b, acc, b.add(rows[r], b.add(j0, _c(v * blk.vw)))) for v in range(blk.nv)]
+        for r in range(blk.mr)
+    ]
+    init = [b.load(p, typ=vty, align=4) for row in cptrs for p in row]
+    arows = [b.mul(b.add(i0, _c(r)), k) for r in range(blk.mr)]
+
+    def step(kk: ll.Value, c: list[ll.Value]) -> list[ll.Value]:
+        brow = b.mul(kk, n)
+        bv = [
+            b.load(_gep(b, bm, b.add(brow, b.add(j0, _c(v * blk.vw)))), typ=vty, align=4)
+            for v in range(blk.nv)
+        ]
+        out = []
+        for r in range(blk.mr):
+            s = b.load(_gep(b, a, b.add(arows[r], kk)), typ=F32, align=4)
+            splat = b.insert_element(ll.Constant(vty, ll.Undefined), s, _c(0))
+            splat = b.shuffle_vector(
+                splat,
+                ll.Constant(vty, ll.Undefined),
+                ll.Constant(ll.VectorType(ll.IntType(32), blk.vw), [0] * blk.vw),
+            )
+            out += [b.call(fma, [splat, bv[v], c[r * blk.nv + v]]) for v in range(blk.nv)]
+        return out
+
+    final = counted_loop(b, _c(0), k, _c(1), step, init, name="mk.k")
+    for row, vals in zip(
+        cptrs, [final[r * blk.nv : (r + 1) * blk.nv] for r in range(blk.mr)], strict=True
+    ):
+        for p, v in zip(row, vals, strict=True):
+            b.store(v, p, align=4)
+
+
+def _edge(b: ll.IRBuilder, fn: ll.Function, i_lo, i_hi, j_lo, j_hi) -> None:
+    """acc[i, j] += sum_k a[i, k] b[k, j] over a rectangle, i-k-j order (vectorisable)."""
+    acc, a, bm, _m, n, k = fn.args
+    fma = _fmuladd(fn.module, F32)
+
+    def row(i: ll.Value, _c0: list) -> list:
+        def kstep(kk: ll.Value, _c1: list) -> list:
+            aik = b.load(_gep(b, a, b.add(b.mul(i, k), kk)), typ=F32, align=4)
+
+            def col(j: ll.Value, _c2: list) -> list:
+                cp = _gep(b, acc, b.add(b.mul(i, n), j))
+                bkj = b.load(_gep(b, bm, b.add(b.mul(kk, n), j)), typ=F32, align=4)
+                b.store(b.call(fma, [aik, bkj, b.load(cp, typ=F32, align=4)]), cp, align=4)
+                return []
+
+            counted_loop(b, j_lo, j_hi, _c(1), col, name="edge.j")
+            return []
+
+        counted_loop(b, _c(0), k, _c(1), kstep, name="edge.k")
+        return []
+
+    counted_loop(b, i_lo, i_hi, _c(1), row, name="edge.i")
+
+
+def define_matmul(module: ll.Module, blk: Blocking) -> ll.Function:
+    """void NAME(ptr acc, ptr a, ptr b, i64 M, i64 N, i64 K), internal linkage."""
+    if NAME in module.globals:
+        return module.globals[NAME]
+    fnty = ll.FunctionType(ll.VoidType(), [PTR, PTR, PTR, I64, I64, I64])
+    fn = ll.Function(module, fnty, name=NAME)
+    fn.linkage = "internal"
+    for arg, nm in zip(fn.args, ("acc", "a", "b", "m", "n", "k"), strict=True):
+        arg.name = nm
+    for arg in fn.args[:3]:
+        arg.add_attribute("noalias")
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    _acc, _a, _b, m, n, _k = fn.args
+    mb = b.sub(m, b.srem(m, _c(blk.mr)))
+    nb = b.sub(n, b.srem(n, _c(blk.nr)))
+
+    def tile_row(i0: ll.Value, _c0: list) -> list:
+        def tile(j0: ll.Value, _c1: list) -> list:
+            _micro(b, fn, blk, i0, j0)
+            return []
+
+        counted_loop(b, _c(0), nb, _c(blk.nr), tile, name="mk.j")
+        return []
+
+    counted_loop(b, _c(0), mb, _c(blk.mr), tile_row, name="mk.i")
+    _edge(b, fn, _c(0), mb, nb, n)  # right edge of the tiled rows
+    _edge(b, fn, mb, m, _c(0), n)  # bottom rows
+    b.ret_void()
+    return fn
