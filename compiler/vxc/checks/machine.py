@@ -1,0 +1,212 @@
+"""Machine models: Memory and Topology declarations resolved into a routing graph."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from vxc.diagnostics import DiagnosticSink, Span
+from vxc.frontend import ast as A
+
+CPU_DRAM = "CPU_DRAM"  # built in: host memory, where a host-called kernel's arguments start
+MEMORY_FACETS = {
+    "within": "memory",
+    "capacity": "size",
+    "bandwidth": "rate",
+    "granule": "size",
+    "managed": "word",
+    "scope": "word",
+    "alias": "memory",
+}
+MANAGED = {"explicit", "cached"}
+SCOPES = {"device", "cluster", "sm", "cta", "subcore", "thread"}
+
+
+@dataclass
+class Memory:
+    name: str
+    span: Span
+    within: str | None = None
+    capacity: int = 0  # bytes; 0 = unbounded
+    granule: int = 0
+    bandwidth: int = 0
+    managed: str = "cached"
+    scope: str = "device"
+
+
+@dataclass(frozen=True)
+class Hop:
+    src: str
+    dst: str
+    cost: int
+    relaxed: bool
+    span: Span
+
+    @property
+    def seam(self) -> str:
+        return f"{self.src} -> {self.dst}"
+
+
+@dataclass
+class Topology:
+    name: str
+    span: Span
+    memory: str | None = None
+    visible: list[str] = field(default_factory=list)
+    edges: list[Hop] = field(default_factory=list)
+
+
+@dataclass
+class Machine:
+    memories: dict[str, Memory] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    topologies: dict[str, Topology] = field(default_factory=dict)
+
+    def space(self, name: str) -> str | None:
+        """Canonical name of a memory space (following aliases), or None if undeclared."""
+        name = self.aliases.get(name, name)
+        return name if name in self.memories else None
+
+    def route(self, topology: str | None, src: str, dst: str) -> list[Hop] | None:
+        """Cheapest hop chain src -> dst over the topology's edges (all edges for host code).
+
+        Ties break on the hop names, so the route and hence the IR are deterministic.
+        """
+        src, dst = self.space(src) or src, self.space(dst) or dst
+        if src == dst:
+            return []
+        graph: dict[str, list[Hop]] = {}
+        for hop in self._edges(topology):
+            graph.setdefault(hop.src, []).append(hop)
+        queue: list[tuple[int, tuple[str, ...], str, list[Hop]]] = [(0, (src,), src, [])]
+        done: set[str] = set()
+        while queue:
+            cost, names, here, hops = heapq.heappop(queue)
+            if here == dst:
+                return hops
+            if here in done:
+                continue
+            done.add(here)
+            for hop in graph.get(here, []):
+                if hop.dst not in done:
+                    heapq.heappush(
+                        queue, (cost + hop.cost, names + (hop.dst,), hop.dst, hops + [hop])
+                    )
+        return None
+
+    def _edges(self, topology: str | None) -> list[Hop]:
+        if topology is not None and topology in self.topologies:
+            return self.topologies[topology].edges
+        return [h for t in self.topologies.values() for h in t.edges]
+
+
+def build_machine(decls: list[A.Node], sink: DiagnosticSink) -> Machine:
+    """Later declarations replace earlier ones of the same name (program over --machine
+    over the target model). Reports E0205, E6002, E6007 and W1027."""
+    m = Machine()
+    m.memories[CPU_DRAM] = Memory(CPU_DRAM, A.NO_SPAN, managed="cached", scope="device")
+    for d in decls:
+        if isinstance(d, A.MemoryDecl):
+            _memory(m, d, sink)
+        elif isinstance(d, A.TopologyDecl):
+            _topology(m, d, sink)
+    _validate(m, sink)
+    return m
+
+
+def _memory(m: Machine, d: A.MemoryDecl, sink: DiagnosticSink) -> None:
+    mem = Memory(d.name, d.span)
+    for f in d.facets:
+        want = MEMORY_FACETS.get(f.name)
+        if want is None:
+            sink.emit(
+                "E0205",
+                f"unknown Memory facet `{f.name}`",
+                f.span,
+                notes=[f"facets are: {', '.join(sorted(MEMORY_FACETS))}"],
+            )
+        elif f.kind != want and not (want == "size" and f.kind == "int" and f.value == 0):
+            sink.emit("E0205", f"facet `{f.name}` needs a {want}, not a {f.kind}", f.span)
+        elif f.name == "alias":
+            m.aliases[d.name] = f.value
+            m.memories.pop(d.name, None)
+            return
+        elif f.name == "managed" and f.value not in MANAGED:
+            sink.emit("E0205", f"`managed` is `explicit` or `cached`, not `{f.value}`", f.span)
+        elif f.name == "scope" and f.value not in SCOPES:
+            sink.emit(
+                "E0205",
+                f"unknown scope `{f.value}`",
+                f.span,
+                notes=[f"scopes are: {', '.join(sorted(SCOPES))}"],
+            )
+        else:
+            setattr(mem, f.name, f.value)
+    m.aliases.pop(d.name, None)
+    m.memories[d.name] = mem
+
+
+def _topology(m: Machine, d: A.TopologyDecl, sink: DiagnosticSink) -> None:
+    topo = Topology(d.name, d.span)
+    for f in d.facets:
+        if f.name == "memory" and f.kind == "memory":
+            topo.memory = f.value
+        elif f.name == "visible" and f.kind == "list":
+            topo.visible = list(f.value)
+        else:
+            sink.emit(
+                "E0205",
+                f"invalid Topology facet `{f.name}`",
+                f.span,
+                notes=[
+                    "facets are `memory: Memory::X`, `visible: [Memory::X, ...]` "
+                    "and `transfer Memory::A -> Memory::B : COST [relaxed|sync]`"
+                ],
+            )
+    topo.edges = [Hop(e.src, e.dst, e.cost, e.relaxed, e.span) for e in d.edges]
+    m.topologies[d.name] = topo
+
+
+def _validate(m: Machine, sink: DiagnosticSink) -> None:
+    for mem in m.memories.values():
+        if mem.within is None:
+            continue
+        parent = m.space(mem.within)
+        if parent is None:
+            sink.emit("E6002", f"`Memory::{mem.within}` is not declared", mem.span)
+        elif m.memories[parent].capacity and mem.capacity > m.memories[parent].capacity:
+            p = m.memories[parent]
+            sink.emit(
+                "E6007",
+                f"`{mem.name}` ({mem.capacity} B) is larger than its parent "
+                f"`{p.name}` ({p.capacity} B)",
+                mem.span,
+                help=f"lower `{mem.name}`'s capacity or place it within a larger space",
+            )
+    for topo in m.topologies.values():
+        names = ([topo.memory] if topo.memory else []) + topo.visible
+        names += [n for h in topo.edges for n in (h.src, h.dst)]
+        for n in dict.fromkeys(names):
+            if m.space(n) is None:
+                sink.emit(
+                    "E6002",
+                    f"`Memory::{n}` is not declared",
+                    topo.span,
+                    notes=[f"in Topology `{topo.name}`"],
+                )
+        resolved = []
+        for h in topo.edges:
+            hop = Hop(m.space(h.src) or h.src, m.space(h.dst) or h.dst, h.cost, h.relaxed, h.span)
+            resolved.append(hop)
+            if hop.relaxed:
+                sink.emit(
+                    "W1027",
+                    f"transfer edge `{hop.seam}` is relaxed: data crossing it is "
+                    "not published with a release",
+                    h.span,
+                    notes=["every read after this seam is proved with z3 (E6004)"],
+                )
+        topo.edges = resolved
+        topo.visible = [m.space(v) or v for v in topo.visible]
+        if topo.memory:
+            topo.memory = m.space(topo.memory) or topo.memory

@@ -1,0 +1,211 @@
+"""Every diagnostic code the compiler can emit, defined once.
+
+The CLI's `vxc explain`, the docs (docs/CODES.md) and the emitters all read this
+table; emitting a code that is not here is a bug caught by the tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    severity: str  # "error" | "warning"
+    title: str
+    explanation: str
+
+
+_TABLE = [
+    # -- lexical and syntax ----------------------------------------------------
+    Code(
+        "E0001",
+        "error",
+        "source is not valid UTF-8",
+        "Vx sources are UTF-8. The span points at the first byte that does not decode.",
+    ),
+    Code(
+        "E0002",
+        "error",
+        "syntax error",
+        "The parser met a token it did not expect. The message lists what it expected.",
+    ),
+    Code(
+        "E0003",
+        "error",
+        "unterminated block comment",
+        "A `/*` comment has no closing `*/`. Block comments do not nest.",
+    ),
+    Code(
+        "E0004",
+        "error",
+        "nesting too deep",
+        "Expressions or blocks nest deeper than the compiler's limit (200 levels). Split the "
+        "expression with `let` bindings.",
+    ),
+    Code(
+        "E0005",
+        "error",
+        "invalid literal",
+        "A numeric or size literal is malformed or out of range (integers must fit in 64 bits).",
+    ),
+    # -- names and types -------------------------------------------------------
+    Code(
+        "E0101",
+        "error",
+        "unknown name",
+        "A variable, function or parameter is used but never declared in scope.",
+    ),
+    Code(
+        "E0102",
+        "error",
+        "duplicate definition",
+        "Two items (functions, memories, topologies) or two parameters share a name.",
+    ),
+    Code(
+        "E0103",
+        "error",
+        "unknown type",
+        "A type name is not a scalar (`i32`, `f32`, ...), `Tensor`, `Vec`, `Token` or `void`.",
+    ),
+    Code(
+        "E0201",
+        "error",
+        "mismatched types",
+        "An expression has a different type from the one its context requires.",
+    ),
+    Code(
+        "E0202",
+        "error",
+        "wrong number of arguments",
+        "A call passes a different number of arguments than the function declares.",
+    ),
+    Code(
+        "E0203",
+        "error",
+        "not a function or method",
+        "The callee is not a declared function, or the method does not exist for the type.",
+    ),
+    Code(
+        "E0204",
+        "error",
+        "cannot infer const generic",
+        "A const-generic parameter is not fixed by the arguments; pass it as `f::<N>(...)`.",
+    ),
+    Code(
+        "E0205",
+        "error",
+        "invalid machine declaration",
+        "A `Memory` or `Topology` facet is unknown or has a value of the wrong kind.",
+    ),
+    # -- ownership -------------------------------------------------------------
+    Code(
+        "E0301",
+        "error",
+        "use of moved value",
+        "Tensors and tokens are move-only. After a value is moved (passed by value, "
+        "transferred, waited) its variable may not be used until it is assigned again. A token "
+        "that was waited is moved.",
+    ),
+    Code(
+        "E0302",
+        "error",
+        "conflicting borrows",
+        "A value may have many shared borrows (`&`) or one unique borrow (`&mut`) at a time, "
+        "and may not be moved while borrowed.",
+    ),
+    Code(
+        "E0303",
+        "error",
+        "assignment to immutable variable",
+        "Only variables declared with `let mut` can be assigned after their `let`.",
+    ),
+    Code(
+        "E0304",
+        "error",
+        "cannot move out of a borrow",
+        "An element reached through `&` (such as `tiles[i]` of `tiles: &Vec<...>`) can be "
+        "read or be the source of a transfer, but not moved.",
+    ),
+    # -- placement (LANGUAGE.md section 7) ---------------------------------------
+    Code(
+        "E6001",
+        "error",
+        "no transfer route",
+        "No chain of declared `transfer A -> B` edges of the function's topology leads from the "
+        "tensor's space to the requested space.",
+    ),
+    Code(
+        "E6002",
+        "error",
+        "unknown memory space or topology",
+        "`Memory::X` or `Topology::X` names nothing declared in the machine model or program.",
+    ),
+    Code(
+        "E6003",
+        "error",
+        "memory not visible to the core",
+        "A function placed `on Topology::X` computes on a value in a space that `X` does not list "
+        "as `visible`. Transfer it into a visible space first.",
+    ),
+    Code(
+        "E6004",
+        "error",
+        "stale read across a seam",
+        "A buffer may be read before its data is published: it crossed a `relaxed` transfer "
+        "edge, or its transfer token was not waited yet. z3 found the stale state; its model "
+        "is printed as the counterexample. Wait the token (or route over a synchronizing edge) "
+        "before reading.",
+    ),
+    Code(
+        "E6005",
+        "error",
+        "bound not proved",
+        "A call passes an argument that the callee's `where` clause bounds, and neither the "
+        "literal value nor the caller's own bounds prove it.",
+    ),
+    Code(
+        "E6007",
+        "error",
+        "child space larger than its parent",
+        "A `Memory` declared `within` another has a larger capacity than that parent.",
+    ),
+    Code(
+        "E6009",
+        "error",
+        "tensor exceeds capacity",
+        "A tensor is larger than the capacity of a space it is transferred into.",
+    ),
+    Code(
+        "E6010",
+        "error",
+        "working set exceeds capacity",
+        "Tiles that each fit are live in a space at the same time, and together exceed its "
+        "capacity. Lifetimes decide what is live: a waited and dead tile frees its slot.",
+    ),
+    Code(
+        "E6011",
+        "error",
+        "transfer token dropped without wait",
+        "A token from `transfer_async` must be consumed by exactly one `wait` on every path: "
+        "at the end of its scope, before it is overwritten, and before a `return`.",
+    ),
+    # -- warnings --------------------------------------------------------------
+    Code(
+        "W1027",
+        "warning",
+        "relaxed transfer edge",
+        "A topology declares a `relaxed` edge: data crossing it is not published with a "
+        "release, so every read after it is checked (E6004).",
+    ),
+    Code(
+        "W1029",
+        "warning",
+        "unverified dynamic shape",
+        "A tensor with a runtime dimension is placed into a capacity-bounded space; without a "
+        "`where` bound on that dimension its size cannot be checked.",
+    ),
+]
+
+CODES: dict[str, Code] = {c.code: c for c in _TABLE}

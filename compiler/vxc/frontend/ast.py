@@ -1,0 +1,265 @@
+"""The Vx AST: plain dataclasses, every node with a source span.
+
+The HIR passes annotate expressions in place (`Expr.ty`), so the checked HIR is
+this same tree plus types; it serialises to protobuf generically (hir/serial.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from vxc.diagnostics import Span
+
+NO_SPAN = Span("<builtin>", 0, 0)
+
+
+@dataclass
+class Node:
+    span: Span
+
+
+# ---- syntactic types -------------------------------------------------------------
+@dataclass
+class TypeExpr(Node):
+    pass
+
+
+@dataclass
+class NamedType(TypeExpr):
+    name: str
+
+
+@dataclass
+class RefType(TypeExpr):
+    mutable: bool
+    inner: TypeExpr
+
+
+@dataclass
+class TensorType(TypeExpr):
+    elem: TypeExpr
+    dims: list[int | str]  # literal, or a const-generic / runtime name
+
+
+@dataclass
+class VecType(TypeExpr):
+    elem: TypeExpr
+
+
+@dataclass
+class TokenType(TypeExpr):
+    inner: TypeExpr
+    space: str
+
+
+# ---- expressions -----------------------------------------------------------------
+@dataclass
+class Expr(Node):
+    ty: Any = field(default=None, kw_only=True)  # set by hir.typecheck
+
+
+@dataclass
+class IntLit(Expr):
+    value: int
+
+
+@dataclass
+class FloatLit(Expr):
+    value: float
+
+
+@dataclass
+class BoolLit(Expr):
+    value: bool
+
+
+@dataclass
+class SizeLit(Expr):
+    value: int  # bytes
+
+
+@dataclass
+class Name(Expr):
+    name: str
+    vid: int = -1  # the variable it resolves to (hir.typecheck); -1 for const params
+
+
+@dataclass
+class MemPath(Expr):
+    name: str
+
+
+@dataclass
+class TopoPath(Expr):
+    name: str
+
+
+@dataclass
+class Unary(Expr):
+    op: str  # "-" | "!"
+    operand: Expr
+
+
+@dataclass
+class Binary(Expr):
+    op: str
+    lhs: Expr
+    rhs: Expr
+
+
+@dataclass
+class Borrow(Expr):
+    mutable: bool
+    operand: Expr
+
+
+@dataclass
+class Call(Expr):
+    callee: str
+    args: list[Expr]
+    const_args: list[Expr] | None = None  # f::<128>(...)
+
+
+@dataclass
+class MethodCall(Expr):
+    obj: Expr
+    method: str
+    args: list[Expr]
+
+
+@dataclass
+class Index(Expr):
+    obj: Expr
+    index: Expr
+
+
+@dataclass
+class Transfer(Expr):
+    src: Expr
+    space: str
+    is_async: bool
+
+
+@dataclass
+class Wait(Expr):
+    token: Expr
+
+
+@dataclass
+class TensorNew(Expr):
+    elem: TypeExpr
+    dims: list[int | str]
+
+
+# ---- statements ------------------------------------------------------------------
+@dataclass
+class Stmt(Node):
+    pass
+
+
+@dataclass
+class Block(Node):
+    stmts: list[Stmt]
+
+
+@dataclass
+class Let(Stmt):
+    name: str
+    mutable: bool
+    declared: TypeExpr | None
+    value: Expr
+    vid: int = -1
+
+
+@dataclass
+class Assign(Stmt):
+    name: str
+    value: Expr
+    vid: int = -1
+
+
+@dataclass
+class ExprStmt(Stmt):
+    expr: Expr
+
+
+@dataclass
+class Return(Stmt):
+    value: Expr | None
+
+
+@dataclass
+class For(Stmt):
+    var: str
+    start: Expr
+    end: Expr
+    body: Block
+    vid: int = -1
+
+
+@dataclass
+class If(Stmt):
+    cond: Expr
+    then: Block
+    orelse: Block | None
+
+
+@dataclass
+class Spawn(Stmt):
+    topology: str
+    body: Block
+
+
+# ---- items -----------------------------------------------------------------------
+@dataclass
+class Facet(Node):
+    name: str
+    kind: str  # "memory" | "topology" | "list" | "size" | "rate" | "int" | "word"
+    value: Any  # str, int, or list[str]
+    unit: str = ""  # for rates: "s" or "cyc"
+
+
+@dataclass
+class Edge(Node):
+    src: str
+    dst: str
+    cost: int
+    relaxed: bool
+
+
+@dataclass
+class MemoryDecl(Node):
+    name: str
+    facets: list[Facet]
+
+
+@dataclass
+class TopologyDecl(Node):
+    name: str
+    facets: list[Facet]
+    edges: list[Edge]
+
+
+@dataclass
+class Param(Node):
+    name: str
+    type: TypeExpr
+    vid: int = -1
+
+
+@dataclass
+class FnDecl(Node):
+    name: str
+    const_params: list[Param]
+    params: list[Param]
+    ret: TypeExpr | None
+    topology: str | None
+    where: list[Expr]
+    body: Block | None  # None for `extern fn`
+    name_span: Span = NO_SPAN
+
+
+@dataclass
+class Module(Node):
+    items: list[Node]

@@ -1,0 +1,436 @@
+"""Source bytes -> AST, with every failure turned into a diagnostic."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+import lark
+from lark import Token, Transformer, v_args
+
+from vxc.diagnostics import DiagnosticSink, Span
+from vxc.frontend import ast as A
+
+MAX_DEPTH = 200  # deeper trees are E0004: keeps every recursive pass far from Python's limit
+
+UNITS = {
+    "B": 1,
+    "KB": 1 << 10,
+    "KiB": 1 << 10,
+    "MB": 1 << 20,
+    "MiB": 1 << 20,
+    "GB": 1 << 30,
+    "GiB": 1 << 30,
+    "TB": 1 << 40,
+    "TiB": 1 << 40,
+}
+
+
+@cache
+def _lark() -> lark.Lark:
+    grammar = resources.files("vxc.frontend").joinpath("grammar.lark").read_text()
+    return lark.Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+class _Invalid(Exception):
+    """A literal that parsed but has no value (E0005)."""
+
+    def __init__(self, message: str, span: Span):
+        super().__init__(message)
+        self.span = span
+
+
+def _int(tok: Token, file: str) -> int:
+    value = int(str(tok).replace("_", ""))
+    if value >= 1 << 63:
+        raise _Invalid(f"integer literal `{tok}` does not fit in 64 bits", _tok_span(tok, file))
+    return value
+
+
+def _tok_span(tok: Token, file: str) -> Span:
+    return Span(
+        file,
+        tok.line,
+        tok.column,
+        tok.end_line or tok.line,
+        tok.end_column or tok.column + len(tok),
+    )
+
+
+def _facet_value(v) -> tuple[str, object, str]:
+    """Normalise a facet's right-hand side to (kind, value, unit)."""
+    if isinstance(v, tuple):
+        return v
+    if isinstance(v, A.MemPath):
+        return ("memory", v.name, "")
+    if isinstance(v, A.TopoPath):
+        return ("topology", v.name, "")
+    if isinstance(v, A.SizeLit):
+        return ("size", v.value, "")
+    return ("int", v.value, "")
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    """lark tree -> dataclasses. One method per grammar alias; each is one line of logic."""
+
+    def __init__(self, file: str):
+        super().__init__()
+        self.file = file
+
+    def _s(self, meta) -> Span:
+        if getattr(meta, "empty", True):
+            return Span(self.file, 1, 1)
+        return Span(self.file, meta.line, meta.column, meta.end_line, meta.end_column)
+
+    # items
+    def start(self, meta, items):
+        return A.Module(self._s(meta), list(items))
+
+    def memory_decl(self, meta, c):
+        return A.MemoryDecl(self._s(meta), str(c[0]), [f for f in c[1:] if f is not None])
+
+    def topology_decl(self, meta, c):
+        body = [x for x in c[1:] if x is not None]
+        facets = [x for x in body if isinstance(x, A.Facet)]
+        edges = [x for x in body if isinstance(x, A.Edge)]
+        return A.TopologyDecl(self._s(meta), str(c[0]), facets, edges)
+
+    def edge(self, meta, c):
+        relaxed = len(c) > 3 and str(c[3]) == "relaxed"
+        return A.Edge(self._s(meta), c[0].name, c[1].name, _int(c[2], self.file), relaxed)
+
+    def facet(self, meta, c):
+        kind, value, unit = _facet_value(c[1])
+        return A.Facet(self._s(meta), str(c[0]), kind, value, unit)
+
+    def path_list(self, meta, c):
+        return ("list", [x.name for x in c if x is not None], "")
+
+    def size(self, meta, c):
+        return A.SizeLit(self._s(meta), _int(c[0], self.file) * UNITS[str(c[1])])
+
+    def rate(self, meta, c):
+        unit, per = str(c[1]).split("/")
+        amount = (
+            float(str(c[0]).replace("_", "")) if c[0].type == "FLOAT" else _int(c[0], self.file)
+        )
+        return ("rate", int(amount * UNITS[unit]), per)
+
+    def word(self, meta, c):
+        return ("word", str(c[0]), "")
+
+    def mem_path(self, meta, c):
+        return A.MemPath(self._s(meta), str(c[0]))
+
+    def topo_path(self, meta, c):
+        return A.TopoPath(self._s(meta), str(c[0]))
+
+    def fn_decl(self, meta, c):
+        return self._fn(meta, c, c[6])
+
+    def extern_fn(self, meta, c):
+        return self._fn(meta, [*c, None], None)  # no where clause
+
+    def _fn(self, meta, c, body):
+        name, generics, params, ret, placement, where = c[:6]
+        return A.FnDecl(
+            self._s(meta),
+            str(name),
+            generics or [],
+            params or [],
+            ret,
+            placement.name if placement else None,
+            where or [],
+            body,
+            _tok_span(name, self.file),
+        )
+
+    def generics(self, meta, c):
+        return list(c)
+
+    def const_param(self, meta, c):
+        return A.Param(self._s(meta), str(c[0]), c[1])
+
+    def params(self, meta, c):
+        return list(c)
+
+    def param(self, meta, c):
+        return A.Param(self._s(meta), str(c[0]), c[1])
+
+    def placement(self, meta, c):
+        return c[0]
+
+    def where_clause(self, meta, c):
+        return list(c)
+
+    # types
+    def mut_ref_type(self, meta, c):
+        return A.RefType(self._s(meta), True, c[0])
+
+    def ref_type(self, meta, c):
+        return A.RefType(self._s(meta), False, c[0])
+
+    def tensor_type(self, meta, c):
+        return A.TensorType(self._s(meta), c[0], c[1])
+
+    def vec_type(self, meta, c):
+        return A.VecType(self._s(meta), c[0])
+
+    def token_type(self, meta, c):
+        return A.TokenType(self._s(meta), c[0], c[1].name)
+
+    def named_type(self, meta, c):
+        return A.NamedType(self._s(meta), str(c[0]))
+
+    def dims(self, meta, c):
+        return [d for d in c if d is not None]
+
+    def dim_int(self, meta, c):
+        return _int(c[0], self.file)
+
+    def dim_name(self, meta, c):
+        return str(c[0])
+
+    # statements
+    def block(self, meta, c):
+        return A.Block(self._s(meta), list(c))
+
+    def let_stmt(self, meta, c):
+        mutable = isinstance(c[0], Token) and c[0].type == "MUT"
+        rest = c[1:] if mutable else c
+        # The span is the bound name: E6011 and friends point at the binding itself.
+        return A.Let(_tok_span(rest[0], self.file), str(rest[0]), mutable, rest[1], rest[2])
+
+    def assign_stmt(self, meta, c):
+        return A.Assign(self._s(meta), str(c[0]), c[1])
+
+    def expr_stmt(self, meta, c):
+        return A.ExprStmt(self._s(meta), c[0])
+
+    def return_stmt(self, meta, c):
+        return A.Return(self._s(meta), c[0])
+
+    def for_stmt(self, meta, c):
+        return A.For(self._s(meta), str(c[0]), c[1], c[2], c[3])
+
+    def if_stmt(self, meta, c):
+        orelse = c[2]
+        if isinstance(orelse, A.If):  # `else if` is an else block holding one if
+            orelse = A.Block(orelse.span, [orelse])
+        return A.If(self._s(meta), c[0], c[1], orelse)
+
+    def spawn_stmt(self, meta, c):
+        return A.Spawn(self._s(meta), c[0].name, c[1])
+
+    # expressions
+    def _bin(self, meta, c):
+        return A.Binary(self._s(meta), str(c[1]), c[0], c[2])
+
+    binop_cmp = binop_add = binop_mul = _bin
+
+    def cmp_op(self, meta, c):
+        return str(c[0])
+
+    add_op = mul_op = cmp_op
+
+    def binop_or(self, meta, c):
+        return A.Binary(self._s(meta), "||", c[0], c[1])
+
+    def binop_and(self, meta, c):
+        return A.Binary(self._s(meta), "&&", c[0], c[1])
+
+    def neg(self, meta, c):
+        return A.Unary(self._s(meta), "-", c[0])
+
+    def not_(self, meta, c):
+        return A.Unary(self._s(meta), "!", c[0])
+
+    def borrow(self, meta, c):
+        return A.Borrow(self._s(meta), False, c[0])
+
+    def borrow_mut(self, meta, c):
+        return A.Borrow(self._s(meta), True, c[0])
+
+    def _callee(self, target) -> str:
+        if not isinstance(target, A.Name):
+            raise _Invalid("only named functions can be called", target.span)
+        return target.name
+
+    def call(self, meta, c):
+        return A.Call(self._s(meta), self._callee(c[0]), c[1] or [])
+
+    def generic_call(self, meta, c):
+        return A.Call(self._s(meta), self._callee(c[0]), c[2] or [], c[1])
+
+    def method_call(self, meta, c):
+        return A.MethodCall(self._s(meta), c[0], str(c[1]), c[2] or [])
+
+    def index(self, meta, c):
+        return A.Index(self._s(meta), c[0], c[1])
+
+    def args(self, meta, c):
+        return list(c)
+
+    type_args = args
+
+    def int_lit(self, meta, c):
+        return A.IntLit(self._s(meta), _int(c[0], self.file))
+
+    def float_lit(self, meta, c):
+        return A.FloatLit(self._s(meta), float(str(c[0]).replace("_", "")))
+
+    def true_lit(self, meta, c):
+        return A.BoolLit(self._s(meta), True)
+
+    def false_lit(self, meta, c):
+        return A.BoolLit(self._s(meta), False)
+
+    def name(self, meta, c):
+        return A.Name(self._s(meta), str(c[0]))
+
+    def transfer(self, meta, c):
+        return A.Transfer(self._s(meta), c[0], c[1].name, False)
+
+    def transfer_async(self, meta, c):
+        return A.Transfer(self._s(meta), c[0], c[1].name, True)
+
+    def wait(self, meta, c):
+        return A.Wait(self._s(meta), c[0])
+
+    def tensor_new(self, meta, c):
+        return A.TensorNew(self._s(meta), c[0], c[1])
+
+
+def _depth_ok(tree: lark.Tree) -> bool:
+    """Iterative depth check, so a 10 000-deep expression cannot exhaust the stack."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return False
+        stack.extend((ch, depth + 1) for ch in node.children if isinstance(ch, lark.Tree))
+    return True
+
+
+def _deepest_span(tree: lark.Tree, file: str) -> Span:
+    node = tree
+    for _ in range(MAX_DEPTH):
+        kids = [ch for ch in node.children if isinstance(ch, lark.Tree)]
+        if not kids:
+            break
+        node = kids[0]
+    meta = node.meta
+    return Span(file, getattr(meta, "line", 1), getattr(meta, "column", 1))
+
+
+def decode(data: bytes, file: str, sink: DiagnosticSink) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        prefix = data[: e.start]
+        line = prefix.count(b"\n") + 1
+        column = len(prefix[prefix.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
+        sink.emit(
+            "E0001",
+            f"source is not valid UTF-8 (byte 0x{data[e.start]:02x})",
+            Span(file, line, column, line, column + 1),
+            help="save the file as UTF-8",
+        )
+        return None
+
+
+def _expected(exc: lark.exceptions.UnexpectedInput) -> str:
+    names = sorted(getattr(exc, "expected", None) or getattr(exc, "allowed", None) or [])
+    shown = [_pretty_terminal(n) for n in names][:8]
+    return ", ".join(shown) + (", ..." if len(names) > 8 else "")
+
+
+def _pretty_terminal(name: str) -> str:
+    try:
+        pattern = _lark().get_terminal(name).pattern
+    except KeyError:
+        return name
+    if pattern.type == "str":
+        return f"`{pattern.value}`"
+    return {
+        "NAME": "a name",
+        "INT": "an integer",
+        "FLOAT": "a float",
+        "UNIT": "a size unit",
+        "CMP_OP": "a comparison",
+        "ADD_OP": "`+`/`-`",
+        "MUL_OP": "`*`/`/`/`%`",
+        "RATE": "a rate",
+        "MUT": "`mut`",
+        "EDGE_KIND": "`relaxed`/`sync`",
+    }.get(name, name)
+
+
+def parse(text: str, file: str, sink: DiagnosticSink) -> A.Module | None:
+    """Parse one file. Returns None (with one diagnostic in `sink`) on a syntax error."""
+    try:
+        tree = _lark().parse(text)
+    except lark.exceptions.UnexpectedCharacters as e:
+        span = Span(file, e.line, e.column, e.line, e.column + 1)
+        if text.startswith("/*", e.pos_in_stream):
+            sink.emit(
+                "E0003",
+                "unterminated block comment",
+                span,
+                help="close the comment with `*/` (block comments do not nest)",
+            )
+        else:
+            sink.emit(
+                "E0002",
+                f"unexpected character {text[e.pos_in_stream]!r}",
+                span,
+                notes=[f"expected one of: {_expected(e)}"] if _expected(e) else [],
+            )
+        return None
+    except lark.exceptions.UnexpectedToken as e:
+        tok = e.token
+        if tok.type == "$END":
+            line = text.count("\n") + 1
+            column = len(text) - (text.rfind("\n") + 1) + 1
+            span, what = Span(file, line, column), "end of file"
+        else:
+            span, what = _tok_span(tok, file), f"`{tok}`"
+            if text.startswith("/*", tok.start_pos):
+                sink.emit(
+                    "E0003",
+                    "unterminated block comment",
+                    span,
+                    help="close the comment with `*/` (block comments do not nest)",
+                )
+                return None
+        sink.emit("E0002", f"unexpected {what}", span, notes=[f"expected one of: {_expected(e)}"])
+        return None
+    except lark.exceptions.UnexpectedEOF as e:  # pragma: no cover - LALR reports UnexpectedToken
+        sink.emit(
+            "E0002",
+            "unexpected end of file",
+            Span(file, 1, 1),
+            notes=[f"expected one of: {_expected(e)}"],
+        )
+        return None
+    if not _depth_ok(tree):
+        sink.emit(
+            "E0004",
+            f"expression or block nests deeper than {MAX_DEPTH} levels",
+            _deepest_span(tree, file),
+            help="split it with `let` bindings",
+        )
+        return None
+    try:
+        return _ToAst(file).transform(tree)
+    except lark.exceptions.VisitError as e:
+        if isinstance(e.orig_exc, _Invalid):
+            sink.emit("E0005", str(e.orig_exc), e.orig_exc.span)
+            return None
+        raise
+
+
+def parse_source(data: bytes, file: str, sink: DiagnosticSink) -> A.Module | None:
+    text = decode(data, file, sink)
+    return None if text is None else parse(text, file, sink)

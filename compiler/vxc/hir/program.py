@@ -1,0 +1,42 @@
+"""The checked HIR: typed, resolved functions (const generics monomorphised)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vxc.diagnostics import Span
+from vxc.frontend import ast as A
+from vxc.hir.types import Type
+
+
+@dataclass
+class Var:
+    vid: int
+    name: str
+    ty: Type
+    mutable: bool
+    span: Span  # where it is bound (E6011 points here)
+    kind: str  # "let" | "param" | "for"
+
+
+@dataclass
+class Function:
+    name: str  # instance name: `scale<128>` for a const-generic instance
+    decl: A.FnDecl  # the (substituted) declaration whose Exprs carry types
+    params: list[Var]
+    ret: Type
+    topology: str | None
+    home: str  # memory space of its arguments
+    vars: dict[int, Var] = field(default_factory=dict)
+    ok: bool = True  # typechecked without errors (later passes skip failed bodies)
+    generic_of: str | None = None
+
+    @property
+    def is_extern(self) -> bool:
+        return self.decl.body is None
+
+
+@dataclass
+class Program:
+    functions: dict[str, Function]
+    decls: list[A.Node]  # Memory/Topology declarations from the sources, in order

@@ -1,0 +1,545 @@
+"""Name resolution, type checking and const-generic monomorphisation.
+
+Placement is symbolic here (space names); the per-target checks give the names
+meaning. Parameters are placement-polymorphic at call sites: a device function's
+tensor parameters live in HBM when it is a kernel entry, and accept a tensor in
+any space when called from device code (visibility is checked per target).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+
+from vxc.diagnostics import DiagnosticSink, Span
+from vxc.frontend import ast as A
+from vxc.hir import types as T
+from vxc.hir.program import Function, Program, Var
+
+PORTABLE_HOME = {"TensorCore": "VMEM"}  # every shipped model declares TensorCore.memory = VMEM
+HOST_SPACE = "CPU_DRAM"
+DEVICE_ARG_SPACE = "HBM"
+INTRINSICS = {"matmul_acc", "assert"}
+
+
+@dataclass
+class _Scope:
+    names: dict[str, int]
+    parent: _Scope | None
+
+    def lookup(self, name: str) -> int | None:
+        s: _Scope | None = self
+        while s is not None:
+            if name in s.names:
+                return s.names[name]
+            s = s.parent
+        return None
+
+
+class _Error(Exception):
+    """Abandons the current expression after its diagnostic was emitted."""
+
+
+class TypeChecker:
+    def __init__(self, items: list[A.Node], machine_decls: list[A.Node], sink: DiagnosticSink):
+        self.sink = sink
+        self.decls = [i for i in items if isinstance(i, A.MemoryDecl | A.TopologyDecl)]
+        self.homes = dict(PORTABLE_HOME)
+        for d in machine_decls + self.decls:
+            if isinstance(d, A.TopologyDecl):
+                for f in d.facets:
+                    if f.name == "memory" and f.kind == "memory":
+                        self.homes[d.name] = f.value
+        self.fns: dict[str, A.FnDecl] = {}
+        for item in items:
+            if isinstance(item, A.FnDecl):
+                if item.name in self.fns:
+                    sink.emit(
+                        "E0102",
+                        f"function `{item.name}` is defined twice",
+                        item.name_span,
+                        notes=[f"first defined at line {self.fns[item.name].span.line}"],
+                    )
+                    continue
+                self.fns[item.name] = item
+        self.out: dict[str, Function] = {}
+        self.next_vid = 0
+
+    # ---- driver ----------------------------------------------------------------
+    def run(self) -> Program:
+        for name, decl in self.fns.items():
+            if name not in self.out:  # a callee may have been checked on first call
+                self._function(decl, name, {}, None)
+        return Program(self.out, self.decls)
+
+    def _function(
+        self, decl: A.FnDecl, name: str, consts: dict[str, int], generic_of: str | None
+    ) -> Function:
+        if consts:
+            decl = _substitute(decl, consts)
+        self.cur_topology = decl.topology
+        home = self.homes.get(decl.topology, "VMEM") if decl.topology else HOST_SPACE
+        arg_space = DEVICE_ARG_SPACE if decl.topology else HOST_SPACE
+        fn = Function(name, decl, [], T.VOID, decl.topology, home, generic_of=generic_of)
+        self.out[name] = fn
+        self.fn = fn
+        errors_before = len([d for d in self.sink.items if d.severity == "error"])
+        scope = _Scope({}, None)
+        for cp in decl.const_params if not consts else []:
+            scope.names[cp.name] = -1  # symbolic const dim; usable in types and bounds
+        for p in decl.params:
+            if p.name in scope.names and scope.names[p.name] != -1:
+                self.sink.emit("E0102", f"parameter `{p.name}` is declared twice", p.span)
+            ty = self._type(p.type, arg_space)
+            p.vid = self._bind(scope, p.name, ty, False, p.span, "param")
+            fn.params.append(fn.vars[p.vid])
+        fn.ret = self._type(decl.ret, arg_space) if decl.ret else T.VOID
+        self.home = home
+        for w in decl.where:
+            self._expect_bool(self._expr(w, scope, want=None), w)
+        if decl.body is not None:
+            self._block(decl.body, _Scope({}, scope))
+        errors_after = len([d for d in self.sink.items if d.severity == "error"])
+        fn.ok = errors_after == errors_before
+        return fn
+
+    def _bind(
+        self, scope: _Scope, name: str, ty: T.Type, mutable: bool, span: Span, kind: str
+    ) -> int:
+        vid = self.next_vid
+        self.next_vid += 1
+        scope.names[name] = vid
+        self.fn.vars[vid] = Var(vid, name, ty, mutable, span, kind)
+        return vid
+
+    # ---- types -----------------------------------------------------------------------
+    def _type(self, t: A.TypeExpr, space: str) -> T.Type:
+        if isinstance(t, A.RefType):
+            return T.RefT(t.mutable, self._type(t.inner, space))
+        if isinstance(t, A.VecType):
+            return T.VecT(self._type(t.elem, space), space)
+        if isinstance(t, A.TensorType):
+            return T.TensorT(self._elem(t.elem), tuple(t.dims), space)
+        if isinstance(t, A.TokenType):
+            inner = self._type(t.inner, t.space)
+            if not isinstance(inner, T.TensorT):
+                self.sink.emit("E0201", f"a token carries a tensor, not `{inner.show()}`", t.span)
+                inner = T.TensorT("f32", (), t.space)
+            return T.TokenT(inner, t.space)
+        if isinstance(t, A.NamedType):
+            if t.name == "void":
+                return T.VOID
+            if t.name in T.SCALARS:
+                return T.Scalar(t.name)
+        name = getattr(t, "name", type(t).__name__)
+        self.sink.emit(
+            "E0103",
+            f"unknown type `{name}`",
+            t.span,
+            help="types are scalars (i32, f32, ...), Tensor, Vec, Token, & and &mut",
+        )
+        return T.I32
+
+    def _elem(self, t: A.TypeExpr) -> str:
+        if isinstance(t, A.NamedType) and t.name in T.SCALARS:
+            return t.name
+        self.sink.emit("E0103", "a tensor's element type must be a scalar", t.span)
+        return "f32"
+
+    # ---- statements ---------------------------------------------------------------------
+    def _block(self, block: A.Block, scope: _Scope) -> None:
+        for s in block.stmts:
+            try:
+                self._stmt(s, scope)
+            except _Error:
+                continue
+
+    def _stmt(self, s: A.Stmt, scope: _Scope) -> None:
+        if isinstance(s, A.Let):
+            want = self._type(s.declared, self.home) if s.declared else None
+            ty = self._expr(s.value, scope, want)
+            if want is not None:
+                self._coerce(want, ty, s.value, "this `let`")
+                ty = want
+            s.vid = self._bind(scope, s.name, ty, s.mutable, s.span, "let")
+        elif isinstance(s, A.Assign):
+            vid = self._resolve(s.name, scope, s.span)
+            var = self.fn.vars[vid]
+            s.vid = vid
+            ty = self._expr(s.value, scope, var.ty)
+            if not var.mutable:
+                self.sink.emit(
+                    "E0303",
+                    f"cannot assign twice to immutable variable `{s.name}`",
+                    s.span,
+                    help=f"declare it with `let mut {s.name}`",
+                )
+            if ty != var.ty and not _literal_fits(s.value, var.ty):
+                self._mismatch(var.ty, ty, s.value, f"assignment to `{s.name}`")
+        elif isinstance(s, A.ExprStmt):
+            self._expr(s.expr, scope, None)
+        elif isinstance(s, A.Return):
+            if s.value is None:
+                if self.fn.ret != T.VOID:
+                    self._mismatch(self.fn.ret, T.VOID, s, "this return")
+            else:
+                self._coerce(
+                    self.fn.ret,
+                    self._expr(s.value, scope, self.fn.ret),
+                    s.value,
+                    "the return value",
+                )
+        elif isinstance(s, A.For):
+            lo = self._expr(s.start, scope, None)
+            hi = self._expr(s.end, scope, lo if not isinstance(s.start, A.IntLit) else None)
+            if isinstance(s.start, A.IntLit) and T.is_int(hi):
+                s.start.ty = lo = hi
+            for e, t in ((s.start, lo), (s.end, hi)):
+                if not T.is_int(t):
+                    self._mismatch(T.I64, t, e, "a range bound")
+            inner = _Scope({}, scope)
+            s.vid = self._bind(inner, s.var, lo if T.is_int(lo) else T.I64, False, s.span, "for")
+            self._block(s.body, inner)
+        elif isinstance(s, A.If):
+            self._expect_bool(self._expr(s.cond, scope, T.BOOL), s.cond)
+            self._block(s.then, _Scope({}, scope))
+            if s.orelse:
+                self._block(s.orelse, _Scope({}, scope))
+        elif isinstance(s, A.Spawn):
+            saved = self.home
+            self.home = self.homes.get(s.topology, "VMEM")
+            self._block(s.body, _Scope({}, scope))
+            self.home = saved
+
+    # ---- expressions ------------------------------------------------------------------------
+    def _expr(self, e: A.Expr, scope: _Scope, want: T.Type | None) -> T.Type:
+        e.ty = self._infer(e, scope, want)
+        return e.ty
+
+    def _infer(self, e: A.Expr, scope: _Scope, want: T.Type | None) -> T.Type:
+        match e:
+            case A.IntLit():
+                return want if want is not None and T.is_int(want) else T.I32
+            case A.FloatLit():
+                return want if want is not None and T.is_float(want) else T.F32
+            case A.SizeLit():
+                return T.I64
+            case A.BoolLit():
+                return T.BOOL
+            case A.MemPath():
+                return T.SpaceT("Memory")
+            case A.TopoPath():
+                return T.SpaceT("Topology")
+            case A.Name():
+                vid = self._resolve(e.name, scope, e.span)
+                e.vid = vid
+                return T.I64 if vid == -1 else self.fn.vars[vid].ty
+            case A.Unary(op="-"):
+                t = self._expr(e.operand, scope, want)
+                if not (T.is_int(t) or T.is_float(t)):
+                    self._mismatch(T.I32, t, e.operand, "negation")
+                return t
+            case A.Unary():
+                self._expect_bool(self._expr(e.operand, scope, T.BOOL), e.operand)
+                return T.BOOL
+            case A.Binary():
+                return self._binary(e, scope, want)
+            case A.Borrow():
+                inner = self._expr(e.operand, scope, None)
+                if isinstance(inner, T.RefT):  # &tiles[i] of an already borrowed element
+                    return T.RefT(e.mutable, inner.inner)
+                return T.RefT(e.mutable, inner)
+            case A.Index():
+                return self._index(e, scope)
+            case A.MethodCall():
+                obj = T.deref(self._expr(e.obj, scope, None))
+                if e.method == "len" and isinstance(obj, T.VecT) and not e.args:
+                    return T.I64
+                self.sink.emit(
+                    "E0203",
+                    f"no method `{e.method}` on `{obj.show()}`",
+                    e.span,
+                    notes=["`Vec` has one method, `len()`"],
+                )
+                raise _Error
+            case A.Transfer():
+                return self._transfer(e, scope)
+            case A.Wait():
+                t = self._expr(e.token, scope, None)
+                if isinstance(t, T.TokenT):
+                    return t.inner
+                self.sink.emit(
+                    "E0201",
+                    f"`wait` needs a transfer token, found `{t.show()}`",
+                    e.token.span,
+                    help="`wait` takes the result of `transfer_async`",
+                )
+                raise _Error
+            case A.TensorNew():
+                return T.TensorT(self._elem(e.elem), tuple(e.dims), self.home)
+            case A.Call():
+                return self._call(e, scope)
+        raise AssertionError(f"unhandled expression {type(e).__name__}")
+
+    def _resolve(self, name: str, scope: _Scope, span: Span) -> int:
+        vid = scope.lookup(name)
+        if vid is None:
+            self.sink.emit("E0101", f"cannot find `{name}` in this scope", span)
+            raise _Error
+        return vid
+
+    def _binary(self, e: A.Binary, scope: _Scope, want: T.Type | None) -> T.Type:
+        if e.op in ("&&", "||"):
+            for side in (e.lhs, e.rhs):
+                self._expect_bool(self._expr(side, scope, T.BOOL), side)
+            return T.BOOL
+        arith = e.op in "+-*/%"
+        lt = self._expr(e.lhs, scope, want if arith else None)
+        rt = self._expr(e.rhs, scope, lt if not isinstance(T.deref(lt), T.TensorT) else None)
+        if isinstance(e.lhs, A.IntLit | A.FloatLit) and not isinstance(e.rhs, A.IntLit):
+            lt = e.lhs.ty = self._expr(e.lhs, scope, rt)
+        tensor_side = next((t for t in (lt, rt) if isinstance(T.deref(_read(t)), T.TensorT)), None)
+        if tensor_side is not None and e.op in ("==", "!="):
+            return T.BOOL  # `buf == v`: the value contract of a seam (all elements equal v)
+        if lt != rt or not (T.is_int(lt) or T.is_float(lt) or (lt == T.BOOL and not arith)):
+            self._mismatch(lt, rt, e, f"operator `{e.op}`")
+        return lt if arith else T.BOOL
+
+    def _index(self, e: A.Index, scope: _Scope) -> T.Type:
+        obj = self._expr(e.obj, scope, None)
+        idx = self._expr(e.index, scope, T.I64)
+        if not T.is_int(idx):
+            self._mismatch(T.I64, idx, e.index, "an index")
+        base = T.deref(obj)
+        if isinstance(base, T.VecT):
+            return T.RefT(False, base.elem)  # a borrowed element: readable, not movable
+        self.sink.emit(
+            "E0201",
+            f"cannot index into `{obj.show()}`",
+            e.span,
+            notes=["only `Vec` is indexed; tensors are computed on by intrinsics"],
+        )
+        raise _Error
+
+    def _transfer(self, e: A.Transfer, scope: _Scope) -> T.Type:
+        src = T.deref(self._expr(e.src, scope, None))
+        if isinstance(src, T.TokenT):
+            src = src.inner  # transferring an in-flight buffer reads it: E6004 in checks
+        if not isinstance(src, T.TensorT):
+            what = "transfer_async" if e.is_async else "transfer"
+            self.sink.emit("E0201", f"`{what}` moves a tensor, found `{src.show()}`", e.src.span)
+            raise _Error
+        placed = replace(src, space=e.space)
+        return T.TokenT(placed, e.space) if e.is_async else placed
+
+    def _call(self, e: A.Call, scope: _Scope) -> T.Type:
+        decl = self.fns.get(e.callee)
+        if decl is None and e.callee in INTRINSICS:
+            return self._intrinsic(e, scope)
+        if decl is None:
+            self.sink.emit("E0203", f"cannot find function `{e.callee}`", e.span)
+            raise _Error
+        if len(e.args) != len(decl.params):
+            self.sink.emit(
+                "E0202",
+                f"`{e.callee}` takes {len(decl.params)} argument(s) but "
+                f"{len(e.args)} were supplied",
+                e.span,
+            )
+            raise _Error
+        arg_types = [self._expr(a, scope, None) for a in e.args]
+        for a, t in zip(e.args, arg_types, strict=True):
+            if T.is_int(t) and isinstance(a, A.IntLit):
+                a.ty = None  # re-inferred against the parameter below
+        inst = self._instance(decl, e, scope, arg_types)
+        for a, p in zip(e.args, inst.params, strict=True):
+            if a.ty is None:
+                a.ty = self._expr(a, scope, p.ty)
+            self._coerce(p.ty, a.ty, a, f"argument `{p.name}` of `{e.callee}`")
+        e.callee = inst.name
+        return inst.ret
+
+    def _instance(
+        self, decl: A.FnDecl, e: A.Call, scope: _Scope, arg_types: list[T.Type]
+    ) -> Function:
+        if not decl.const_params:
+            return self.out[decl.name] if decl.name in self.out else self._defer(decl)
+        consts: dict[str, int] = {}
+        if e.const_args:
+            for cp, ca in zip(decl.const_params, e.const_args, strict=False):
+                if not isinstance(ca, A.IntLit):
+                    self.sink.emit("E0204", "const arguments must be integer literals", ca.span)
+                    raise _Error
+                consts[cp.name] = ca.value
+        for p, t in zip(decl.params, arg_types, strict=True):
+            _unify_dims(p.type, t, {c.name for c in decl.const_params}, consts)
+        missing = [c.name for c in decl.const_params if c.name not in consts]
+        if missing:
+            self.sink.emit(
+                "E0204",
+                f"cannot infer const parameter `{missing[0]}` of `{decl.name}`",
+                e.span,
+                help=f"pass it explicitly: `{decl.name}::<...>(...)`",
+            )
+            raise _Error
+        name = f"{decl.name}<{', '.join(str(consts[c.name]) for c in decl.const_params)}>"
+        if name not in self.out:
+            saved = (self.fn, self.home, self.cur_topology)
+            self._function(decl, name, consts, decl.name)
+            self.fn, self.home, self.cur_topology = saved
+        return self.out[name]
+
+    def _defer(self, decl: A.FnDecl) -> Function:
+        """A callee declared later in the file: check it now (its signature is what we need)."""
+        saved = (self.fn, self.home, self.cur_topology)
+        fn = self._function(decl, decl.name, {}, None)
+        self.fn, self.home, self.cur_topology = saved
+        return fn
+
+    def _intrinsic(self, e: A.Call, scope: _Scope) -> T.Type:
+        if e.callee == "assert":
+            if len(e.args) != 1:
+                self.sink.emit("E0202", "`assert` takes one condition", e.span)
+                raise _Error
+            self._expect_bool(self._expr(e.args[0], scope, T.BOOL), e.args[0])
+            return T.VOID
+        if len(e.args) != 3:
+            self.sink.emit(
+                "E0202",
+                f"`matmul_acc` takes 3 arguments (acc, a, b) but {len(e.args)} were supplied",
+                e.span,
+                help="the one-argument form of the seed is not an intrinsic: declare it "
+                "(`extern fn matmul_acc(t: Tensor<...>) -> void on Topology::X;`)",
+            )
+            raise _Error
+        acc, a, b = (self._expr(x, scope, None) for x in e.args)
+        if not (isinstance(acc, T.RefT) and acc.mutable and isinstance(acc.inner, T.TensorT)):
+            self._mismatch(
+                T.RefT(True, T.TensorT("f32", ("M", "N"), "VMEM")),
+                acc,
+                e.args[0],
+                "the accumulator of `matmul_acc`",
+            )
+        ta, tb = T.deref(_read(a)), T.deref(_read(b))
+        for arg, t in ((e.args[1], ta), (e.args[2], tb)):
+            if not isinstance(t, T.TensorT) or len(t.dims) != 2:
+                self.sink.emit(
+                    "E0201", f"`matmul_acc` multiplies 2-D tensors, found `{t.show()}`", arg.span
+                )
+                raise _Error
+        tacc = acc.inner
+        if not (
+            len(tacc.dims) == 2
+            and tacc.elem == "f32"
+            and ta.elem == tb.elem
+            and ta.dims[1] == tb.dims[0]
+            and tacc.dims == (ta.dims[0], tb.dims[1])
+        ):
+            self.sink.emit(
+                "E0201",
+                f"`matmul_acc` shapes do not agree: acc {tacc.show()}, "
+                f"a {ta.show()}, b {tb.show()}",
+                e.span,
+                notes=["acc: [M, N] f32 += a: [M, K] @ b: [K, N]"],
+            )
+        return T.VOID
+
+    # ---- helpers --------------------------------------------------------------------------------
+    def _coerce(self, want: T.Type, got: T.Type, e: A.Node, what: str) -> None:
+        if not _compatible(want, got):
+            if (
+                isinstance(want, T.TensorT)
+                and isinstance(got, T.RefT)
+                and isinstance(got.inner, T.TensorT)
+                and isinstance(e, A.Index)
+            ):
+                self.sink.emit(
+                    "E0304",
+                    f"cannot move `{got.inner.show()}` out of a borrowed `Vec`",
+                    e.span,
+                    help="transfer it instead: the DMA reads the element without moving it",
+                )
+                return
+            self._mismatch(want, got, e, what)
+
+    def _mismatch(self, want: T.Type, got: T.Type, e: A.Node, what: str) -> None:
+        self.sink.emit(
+            "E0201",
+            f"mismatched types in {what}: expected `{want.show()}`, found `{got.show()}`",
+            e.span,
+        )
+
+    def _expect_bool(self, t: T.Type, e: A.Node) -> None:
+        if t != T.BOOL:
+            self._mismatch(T.BOOL, t, e, "a condition")
+
+
+def _read(t: T.Type) -> T.Type:
+    """The tensor a value is read as: a token reads its (possibly in-flight) buffer."""
+    base = T.deref(t)
+    return base.inner if isinstance(base, T.TokenT) else t
+
+
+def _compatible(want: T.Type, got: T.Type) -> bool:
+    if want == got:
+        return True
+    if isinstance(want, T.TensorT) and isinstance(got, T.TokenT):
+        return want.shape_matches(got.inner)  # implicit read of the buffer: E6004 in checks
+    if isinstance(want, T.TensorT) and isinstance(got, T.TensorT):
+        return want.shape_matches(got)  # placement-polymorphic parameter
+    if isinstance(want, T.RefT) and isinstance(got, T.RefT):
+        return (not want.mutable or got.mutable) and _compatible(want.inner, got.inner)
+    if isinstance(want, T.VecT) and isinstance(got, T.VecT):
+        return _compatible(want.elem, got.elem)
+    if isinstance(want, T.TokenT) and isinstance(got, T.TokenT):
+        return want.inner.shape_matches(got.inner) and want.space == got.space
+    if T.is_int(want) and T.is_int(got):
+        return False
+    return False
+
+
+def _literal_fits(e: A.Expr, ty: T.Type) -> bool:
+    return isinstance(e, A.IntLit) and T.is_int(ty)
+
+
+def _unify_dims(pt: A.TypeExpr, at: T.Type, names: set[str], out: dict[str, int]) -> None:
+    """Bind const-generic dims of a parameter type from an argument's type."""
+    at = T.deref(at)
+    if isinstance(pt, A.RefType):
+        _unify_dims(pt.inner, at, names, out)
+    elif isinstance(pt, A.VecType) and isinstance(at, T.VecT):
+        _unify_dims(pt.elem, at.elem, names, out)
+    elif isinstance(pt, A.TokenType) and isinstance(at, T.TokenT):
+        _unify_dims(pt.inner, at.inner, names, out)
+    elif isinstance(pt, A.TensorType) and isinstance(at, T.TensorT | T.TokenT):
+        tensor = at.inner if isinstance(at, T.TokenT) else at
+        for d, actual in zip(pt.dims, tensor.dims, strict=False):
+            if isinstance(d, str) and d in names and isinstance(actual, int):
+                out.setdefault(d, actual)
+
+
+def _substitute(decl: A.FnDecl, consts: dict[str, int]) -> A.FnDecl:
+    """A copy of a const-generic function with its parameters replaced by values."""
+    new = copy.deepcopy(decl)
+    stack: list[object] = [new]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, A.TensorType | A.TensorNew):
+            node.dims = [consts.get(d, d) if isinstance(d, str) else d for d in node.dims]
+        for name, value in vars(node).items() if hasattr(node, "__dict__") else ():
+            if isinstance(value, A.Name) and value.name in consts:
+                setattr(node, name, A.IntLit(value.span, consts[value.name]))
+            elif isinstance(value, list):
+                for i, v in enumerate(value):
+                    if isinstance(v, A.Name) and v.name in consts:
+                        value[i] = A.IntLit(v.span, consts[v.name])
+                    elif isinstance(v, A.Node):
+                        stack.append(v)
+            elif isinstance(value, A.Node):
+                stack.append(value)
+    new.const_params = []
+    return new
+
+
+def typecheck(items: list[A.Node], machine_decls: list[A.Node], sink: DiagnosticSink) -> Program:
+    return TypeChecker(items, machine_decls, sink).run()

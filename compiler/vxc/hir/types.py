@@ -1,0 +1,147 @@
+"""Semantic types. A tensor's placement (its memory space) is part of its type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCALARS = {
+    "i8": 1,
+    "i16": 2,
+    "i32": 4,
+    "i64": 8,
+    "u8": 1,
+    "u16": 2,
+    "u32": 4,
+    "u64": 8,
+    "f16": 2,
+    "bf16": 2,
+    "f32": 4,
+    "f64": 8,
+    "bool": 1,
+}
+INTS = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
+FLOATS = {"f16", "bf16", "f32", "f64"}
+
+
+@dataclass(frozen=True)
+class Type:
+    """Base of all semantic types; each subclass defines `show()` (the user-facing spelling)."""
+
+    @property
+    def movable(self) -> bool:
+        """Move-only (tensors, vectors, tokens); everything else is copied."""
+        return False
+
+
+@dataclass(frozen=True)
+class Scalar(Type):
+    name: str
+
+    def show(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Void(Type):
+    def show(self) -> str:
+        return "void"
+
+
+@dataclass(frozen=True)
+class SpaceT(Type):
+    """The type of `Memory::X` and `Topology::X` paths (only valid as intrinsic arguments)."""
+
+    kind: str
+
+    def show(self) -> str:
+        return self.kind
+
+
+@dataclass(frozen=True)
+class TensorT(Type):
+    elem: str
+    dims: tuple[int | str, ...]
+    space: str
+
+    def show(self) -> str:
+        dims = ", ".join(str(d) for d in self.dims)
+        return f"Tensor<{self.elem}, [{dims}]> @ {self.space}"
+
+    @property
+    def movable(self) -> bool:
+        return True
+
+    @property
+    def static_bytes(self) -> int | None:
+        if any(isinstance(d, str) for d in self.dims):
+            return None
+        n = SCALARS[self.elem]
+        for d in self.dims:
+            n *= d
+        return n
+
+    def shape_matches(self, other: TensorT) -> bool:
+        return self.elem == other.elem and self.dims == other.dims
+
+
+@dataclass(frozen=True)
+class VecT(Type):
+    elem: Type
+    space: str
+
+    def show(self) -> str:
+        return f"Vec<{_strip(self.elem)}> @ {self.space}"
+
+    @property
+    def movable(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class RefT(Type):
+    mutable: bool
+    inner: Type
+
+    def show(self) -> str:
+        return ("&mut " if self.mutable else "&") + self.inner.show()
+
+
+@dataclass(frozen=True)
+class TokenT(Type):
+    """Receipt of an asynchronous transfer of `inner` (already placed in `space`)."""
+
+    inner: TensorT
+    space: str
+
+    def show(self) -> str:
+        return f"Token<{_strip(self.inner)}, Memory::{self.space}>"
+
+    @property
+    def movable(self) -> bool:
+        return True
+
+
+def _strip(t: Type) -> str:
+    """A tensor type without its placement, as written inside Vec<> and Token<>."""
+    if isinstance(t, TensorT):
+        return f"Tensor<{t.elem}, [{', '.join(str(d) for d in t.dims)}]>"
+    return t.show()
+
+
+I64 = Scalar("i64")
+I32 = Scalar("i32")
+F32 = Scalar("f32")
+BOOL = Scalar("bool")
+VOID = Void()
+
+
+def deref(t: Type) -> Type:
+    return t.inner if isinstance(t, RefT) else t
+
+
+def is_int(t: Type) -> bool:
+    return isinstance(t, Scalar) and t.name in INTS
+
+
+def is_float(t: Type) -> bool:
+    return isinstance(t, Scalar) and t.name in FLOATS

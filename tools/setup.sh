@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Creates .venv/ at the repository root with vxc and its locked dependencies.
+# Idempotent: a stamp holding the digest of the lock and pyproject makes a
+# second run take well under a second.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+pick_python() {
+  for py in "${VX_PYTHON:-}" python3.13 python3.12 python3.11 python3; do
+    [ -n "$py" ] || continue
+    if command -v "$py" >/dev/null 2>&1 &&
+       "$py" -c 'import sys, venv; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      command -v "$py"; return 0
+    fi
+  done
+  return 1
+}
+
+stamp_now="$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ -x .venv/bin/vxc ] && [ "$(cat .venv/.vx-stamp 2>/dev/null)" = "$stamp_now" ]; then
+  exit 0
+fi
+
+if ! py="$(pick_python)"; then
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing python3 and python3-venv with apt-get" >&2
+    apt-get update -qq && apt-get install -y -qq python3 python3-venv >/dev/null
+    py="$(pick_python)" || { echo "setup: need Python >= 3.11" >&2; exit 2; }
+  else
+    echo "setup: need Python >= 3.11 with the venv module" >&2; exit 2
+  fi
+fi
+
+echo "setup: creating .venv with $py" >&2
+rm -rf .venv
+"$py" -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes -r requirements.lock
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+echo "$stamp_now" > .venv/.vx-stamp
+echo "setup: ready (.venv/bin/vxc)" >&2
