@@ -6,6 +6,7 @@ exception.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from jaxlib.mlir import ir
@@ -115,13 +116,26 @@ def _rings(func: ir.Operation, out: list[VerifyError]) -> None:
     func.walk(visit)
 
 
+_CURRENT_OP = re.compile(r'see current operation: (?:[^"]*= )?"([\w.]+)"')
+
+
+def _diag_op(d: ir.DiagnosticInfo) -> str:
+    """MLIR names the failing op only in a note; fall back to "mlir"."""
+    for note in d.notes:
+        m = _CURRENT_OP.search(note.message)
+        if m:
+            return m.group(1)
+    return "mlir"
+
+
 def _mlir_errors(module: ir.Module) -> list[VerifyError]:
     try:
         module.operation.verify()
     except ir.MLIRError as e:
-        return [VerifyError("mlir", str(d.location), d.message) for d in e.error_diagnostics] or [
-            VerifyError("mlir", str(module.operation.location), str(e))
-        ]
+        return [
+            VerifyError(_diag_op(d), str(d.location), f"{d.message} (MLIR verifier)")
+            for d in e.error_diagnostics
+        ] or [VerifyError("mlir", str(module.operation.location), str(e))]
     return []
 
 
