@@ -159,9 +159,12 @@ def llvm_function_type(sig: abi.Signature) -> ll.FunctionType:
 
 
 def _scalar_ll(dtype: str) -> ll.Type:
-    return {"f32": ll.FloatType(), "f64": ll.DoubleType(), "f16": ll.HalfType(), "index": I64}.get(
-        dtype, ll.IntType(int(dtype.lstrip("ui") or 64))
-    )
+    floats = {"f32": ll.FloatType(), "f64": ll.DoubleType(), "f16": ll.HalfType()}
+    if dtype in floats:
+        return floats[dtype]
+    if dtype == "index":
+        return I64
+    return ll.IntType(int(dtype.lstrip("ui")))
 
 
 class ModuleLowering:
