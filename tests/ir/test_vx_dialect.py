@@ -265,3 +265,10 @@ def test_parse_module_raises_on_vx_errors():
     with pytest.raises(IRVerificationError, match="'vx.wait' op unknown attribute 'x'") as info:
         parse_module(bad)
     assert len(info.value.errors) == 1
+
+
+def test_ring_minus_one_ignores_offset():
+    # With no ring the offset is meaningless, so a non-granule offset is no error.
+    alloc = _ALLOC.replace("ring = 0", "ring = -1").replace("offset = 0", "offset = 100")
+    body = f'%a = "vx.transfer"(%t) {{{_xfer("VMEM", alloc)}}} : ({_T}) -> {_V}'
+    assert verify_module(_module(body)) == []

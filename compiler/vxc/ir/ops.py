@@ -126,7 +126,7 @@ def _check_allocation(op: ir.Operation, placed: ir.MemRefType, bounded: bool) ->
         errs.append(f"ring must be >= -1, got {ring}")
     if slots < 1:
         errs.append(f"slots must be >= 1, got {slots}")
-    if offset < 0:
+    if ring >= 0 and offset < 0:  # ring -1: offset is ignored
         errs.append(f"offset must be >= 0, got {offset}")
     nbytes = T.static_bytes(placed)
     if nbytes is not None and slot_bytes < nbytes:
@@ -137,7 +137,7 @@ def _check_allocation(op: ir.Operation, placed: ir.MemRefType, bounded: bool) ->
     if granule < 0 or capacity < 0:
         errs.append("granule and capacity must be >= 0")
         return errs
-    if granule > 0 and offset % granule != 0:
+    if ring >= 0 and granule > 0 and offset % granule != 0:
         errs.append(f"offset {offset} is not a multiple of the granule {granule}")
     if ring >= 0 and capacity > 0 and offset + slots * slot_bytes > capacity:
         errs.append(
@@ -253,8 +253,9 @@ OPS: dict[str, OpDef] = {
             _verify_transfer,
             _infer_transfer,
             "result shape/element = operand's; result space == `space`; operand space == "
-            "`from`; slot_bytes >= tensor bytes; offset % granule == 0 (granule > 0); "
-            "offset + slots*slot_bytes <= capacity (capacity > 0, ring >= 0); slots >= 1.",
+            "`from`; slot_bytes >= tensor bytes; slots >= 1; for ring >= 0 (offset is ignored "
+            "otherwise): offset >= 0, offset % granule == 0 (granule > 0), "
+            "offset + slots*slot_bytes <= capacity (capacity > 0).",
         ),
         OpDef(
             "vx.transfer_async",

@@ -3,6 +3,7 @@ through vxc.runtime and from C, and compare with numpy."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -166,8 +167,6 @@ def test_builds_are_deterministic():
         env=env,
         check=True,
     )
-    import hashlib
-
     assert proc.stdout.strip() == str(
         {k: hashlib.sha256(v).hexdigest() for k, v in sorted(a.items())}
     )
@@ -292,3 +291,9 @@ def test_unsupported_input_is_a_backend_error():
     module = parse_module(F16_MM)  # valid vx: f16 operands are allowed by the dialect
     with pytest.raises(BackendError, match="matmul_acc supports f32"):
         compile_module(module, "mm16")
+
+
+def test_colliding_c_names_are_rejected():
+    text = SEED.replace('{vx.name = "w"}', '{vx.name = "out"}')
+    with pytest.raises(BackendError, match=r"\['out'\] collide"):
+        compile_module(parse_module(text), "stream")

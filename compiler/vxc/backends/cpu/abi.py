@@ -127,6 +127,11 @@ def signature(func: ir.Operation, written: set[int]) -> Signature:
         if r.kind == "tensor" and r.dynamic_dims:
             raise BackendError(f"@{name} result {i}: a returned tensor needs a static shape")
         results.append(r)
+    c_names = [n.split()[-1].lstrip("*") for p in params for n in p.c_params()]
+    c_names += [r.name for r in results]
+    dup = sorted({n for n in c_names if c_names.count(n) > 1})
+    if dup:
+        raise BackendError(f"@{name}: C parameter name(s) {dup} collide; rename the argument(s)")
     topo = func.attributes["vx.topology"] if "vx.topology" in func.attributes else None
     topology = ir.StringAttr(topo).value if isinstance(topo, ir.StringAttr) else None
     extern = len(func.regions[0].blocks) == 0
