@@ -3,6 +3,7 @@ produce the contract form, and every op's verifier rejects type errors."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -272,3 +273,29 @@ def test_ring_minus_one_ignores_offset():
     alloc = _ALLOC.replace("ring = 0", "ring = -1").replace("offset = 0", "offset = 100")
     body = f'%a = "vx.transfer"(%t) {{{_xfer("VMEM", alloc)}}} : ({_T}) -> {_V}'
     assert verify_module(_module(body)) == []
+
+
+def test_mutated_modules_give_errors_never_crashes():
+    # Swap types, attribute values and op names inside the seed at random: the
+    # only outcomes allowed are a verified module or one of our two error types.
+    rng = random.Random(1234)
+    words = ["f32", "f16", "i64", "index", '"VMEM"', '"HBM"', '"SMEM"', "128", "?", "-1", "0"]
+    lines = SEED.splitlines()
+    outcomes = set()
+    for _ in range(150):
+        mutated = list(lines)
+        i = rng.randrange(len(mutated))
+        line = mutated[i]
+        for w in rng.sample(words, 3):
+            if w in line:
+                line = line.replace(w, rng.choice(words), 1)
+        mutated[i] = line
+        try:
+            parse_module("\n".join(mutated))
+            outcomes.add("ok")
+        except IRParseError:
+            outcomes.add("parse")
+        except IRVerificationError as e:
+            assert all(err.op and err.location for err in e.errors)
+            outcomes.add("verify")
+    assert {"parse", "verify"} <= outcomes

@@ -297,3 +297,9 @@ def test_colliding_c_names_are_rejected():
     text = SEED.replace('{vx.name = "w"}', '{vx.name = "out"}')
     with pytest.raises(BackendError, match=r"\['out'\] collide"):
         compile_module(parse_module(text), "stream")
+
+
+def test_module_for_another_target_is_rejected():
+    text = SEED.replace('vx.target = "cpu"', 'vx.target = "tpu"')
+    with pytest.raises(BackendError, match="lowered for target 'tpu'"):
+        compile_module(parse_module(text), "stream")

@@ -40,6 +40,11 @@ def lower_to_llvm(
 ) -> tuple[str, ModuleLowering]:
     """Verified vx module -> unoptimised LLVM IR text (plus the lowering, for signatures)."""
     check_module(module)
+    top = module.operation.attributes
+    if "vx.target" in top and ir.StringAttr(top["vx.target"]).value != "cpu":
+        raise BackendError(
+            f"cpu backend: module was lowered for target '{ir.StringAttr(top['vx.target']).value}'"
+        )
     target = target or host_target()
     lowering = ModuleLowering(
         module, target.triple, data_layout(target), blocking_for(target.features)

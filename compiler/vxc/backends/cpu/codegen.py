@@ -6,6 +6,7 @@ import functools
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,11 @@ class HostTarget:
     triple: str
     cpu: str
     features: str
+
+
+# One cached TargetMachine is shared by every build in the process; LLVM does not
+# promise it is safe to run passes/emission on it from several threads at once.
+_LLVM_LOCK = threading.Lock()
 
 
 @functools.cache
@@ -52,6 +58,11 @@ def data_layout(target: HostTarget) -> str:
 def optimize(llvm_ir: str, target: HostTarget) -> llvm.ModuleRef:
     """Parse, verify and run the O3 pipeline (loop + SLP vectorisation on)."""
     tm = target_machine(target)
+    with _LLVM_LOCK:
+        return _optimize(tm, llvm_ir)
+
+
+def _optimize(tm: llvm.TargetMachine, llvm_ir: str) -> llvm.ModuleRef:
     mod = llvm.parse_assembly(llvm_ir)
     mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
@@ -65,7 +76,9 @@ def optimize(llvm_ir: str, target: HostTarget) -> llvm.ModuleRef:
 
 
 def emit_object(mod: llvm.ModuleRef, target: HostTarget) -> bytes:
-    return target_machine(target).emit_object(mod)
+    tm = target_machine(target)
+    with _LLVM_LOCK:
+        return tm.emit_object(mod)
 
 
 def link_shared(obj: bytes, soname: str) -> bytes:
@@ -76,7 +89,7 @@ def link_shared(obj: bytes, soname: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="vxc-link-") as tmp:
         o, so = Path(tmp) / "kernel.o", Path(tmp) / "kernel.so"
         o.write_bytes(obj)
-        cmd = [cc, "-shared", "-nostartfiles", f"-Wl,-soname,{soname}", "-o", str(so), str(o)]
+        cmd = [cc, "-shared", f"-Wl,-soname,{soname}", "-o", str(so), str(o)]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise BackendError(f"cpu backend: linking {soname} failed:\n{proc.stderr.strip()}")
