@@ -1,23 +1,47 @@
 """The one compile API that the CLI, the worker and the tests drive.
 
 Pipeline: frontend (parse) -> hir (resolve, types, ownership, token linearity)
--> [Analysis: target-independent, cacheable] -> checks (placement, seams, bounds,
-allocation; per target) -> ir (vx dialect) -> backends/<target> -> artifacts.
+-> Analysis (target-independent, cacheable as .vxhir) -> checks (placement, seams,
+bounds, allocation; per target) -> ir (vx dialect) -> backends/<target>.
+Heavy modules (jaxlib, llvmlite) are imported only when a build needs them, so
+`vxc check` stays fast.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 
-from vxc.diagnostics import Diagnostic
+import vxc
+from vxc.checks.machine import Machine, build_machine
+from vxc.checks.seams import check_seams
+from vxc.checks.solver import Solver
+from vxc.diagnostics import Diagnostic, DiagnosticSink
+from vxc.diagnostics.render import render_all_human
+from vxc.frontend import ast as A
+from vxc.frontend.parser import parse_source
+from vxc.hir import serial
+from vxc.hir.ownership import check_ownership
+from vxc.hir.program import CheckedHir, Program
+from vxc.hir.typecheck import typecheck
+from vxc.targets import TARGETS, model_source
 
-TARGETS = ("cpu", "tpu", "b200", "h100")
 EMITS = ("vx-mlir", "target-ir", "artifact")
+
+
+class StaleCache(Exception):
+    """A .vxhir that is corrupt, from another compiler, or of other sources."""
+
+
+class Unsupported(Exception):
+    """A request this build of vxc cannot serve yet (said plainly, never faked)."""
 
 
 @dataclass(frozen=True)
 class Source:
-    """One input file: its display path (relative, as the user named it) and its bytes."""
+    """One input file: its display path (as the user named it) and its bytes."""
 
     path: str
     data: bytes
@@ -26,9 +50,197 @@ class Source:
 @dataclass
 class BuildResult:
     diagnostics: list[Diagnostic]
-    # File name (no directory) -> bytes. Names carry the target: stream.cpu.o, ...
-    outputs: dict[str, bytes] = field(default_factory=dict)
+    outputs: dict[str, bytes] = field(default_factory=dict)  # file name -> bytes
+    stats: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not any(d.severity == "error" for d in self.diagnostics)
+
+
+@cache
+def compiler_version() -> str:
+    """Package version plus a digest of the compiler's own files: an edit invalidates caches."""
+    h = hashlib.sha256()
+    root = resources.files("vxc")
+    stack = [root]
+    files = []
+    while stack:
+        node = stack.pop()
+        for child in node.iterdir():
+            if child.is_dir() and child.name != "__pycache__":
+                stack.append(child)
+            elif child.name.endswith((".py", ".lark", ".vx")):
+                files.append(child)
+    for f in sorted(files, key=lambda f: str(f)):
+        h.update(str(f).split("vxc", 1)[-1].encode() + b"\0" + f.read_bytes())
+    return f"{vxc.__version__}+{h.hexdigest()[:12]}"
+
+
+def _key(sources: list[Source], machine: Source | None) -> str:
+    h = hashlib.sha256(compiler_version().encode())
+    for s in [*sources, *([machine] if machine else [])]:
+        h.update(b"\0" + s.path.encode() + b"\0" + hashlib.sha256(s.data).digest())
+    return h.hexdigest()
+
+
+@dataclass
+class Analysis:
+    """The target-independent front half of one source set."""
+
+    key: str
+    sources: list[Source]
+    machine: Source | None
+    hir: CheckedHir
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return self.hir.diagnostics
+
+    @property
+    def ok(self) -> bool:
+        return self.hir.program is not None and not any(
+            d.severity == "error" for d in self.hir.diagnostics
+        )
+
+    @property
+    def program(self) -> Program | None:
+        return self.hir.program
+
+    def to_bytes(self) -> bytes:
+        return serial.dump(self.hir, self.key, compiler_version())
+
+    @staticmethod
+    def from_bytes(data: bytes, sources: list[Source], machine: Source | None = None) -> Analysis:
+        key = _key(sources, machine)
+        try:
+            hir = serial.load(data, key, compiler_version())
+        except serial.CacheError as e:
+            raise StaleCache(str(e)) from e
+        if not isinstance(hir, CheckedHir):
+            raise StaleCache("HIR cache holds no analysis")
+        return Analysis(key, list(sources), machine, hir)
+
+
+def analyze(sources: list[Source], machine: Source | None = None) -> Analysis:
+    sink = DiagnosticSink()
+    modules = [parse_source(s.data, s.path, sink) for s in sources]
+    machine_mod = parse_source(machine.data, machine.path, sink) if machine else None
+    machine_decls = list(machine_mod.items) if machine_mod else []
+    program = None
+    if all(m is not None for m in modules) and (machine is None or machine_mod is not None):
+        items = [i for m in modules for i in m.items]
+        program = typecheck(items, machine_decls, sink)
+        check_ownership(program.functions, sink)
+    diags = sorted(sink.items, key=Diagnostic.sort_key)
+    return Analysis(
+        _key(sources, machine), list(sources), machine, CheckedHir(program, diags, machine_decls)
+    )
+
+
+@cache
+def _model_decls(target: str) -> tuple[A.Node, ...]:
+    path, data = model_source(target)
+    sink = DiagnosticSink()
+    mod = parse_source(data, path, sink)
+    if mod is None or sink.has_errors:
+        raise RuntimeError(f"the shipped {target} machine model does not parse: {sink.items}")
+    return tuple(mod.items)
+
+
+def target_machine(analysis: Analysis, target: str, sink: DiagnosticSink) -> Machine:
+    """The target's model, then --machine, then the program's own declarations."""
+    program_decls = analysis.program.decls if analysis.program else []
+    return build_machine([*_model_decls(target), *analysis.hir.machine_decls, *program_decls], sink)
+
+
+@dataclass
+class Checked:
+    """A program checked for one target: what lowering needs."""
+
+    analysis: Analysis
+    target: str
+    machine: Machine
+    placements: dict  # function name -> checks.placement.FnPlacement
+    diagnostics: list[Diagnostic]
+    solver: Solver
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.severity == "error" for d in self.diagnostics)
+
+
+def check_target(analysis: Analysis, target: str) -> Checked:
+    from vxc.checks.placement import check_placement
+
+    if target not in TARGETS:
+        raise Unsupported(f"unknown target `{target}` (targets: {', '.join(TARGETS)})")
+    sink = DiagnosticSink()
+    for d in analysis.diagnostics:
+        sink.emit(d.code, d.message, d.span, d.notes, d.help)
+    machine = target_machine(analysis, target, sink)
+    solver = Solver()
+    placements: dict = {}
+    if analysis.ok:
+        fns = analysis.program.functions
+        for fn in fns.values():
+            if fn.is_extern or not fn.ok or (fn.generic_of is None and fn.decl.const_params):
+                continue
+            placements[fn.name] = check_placement(fn, machine, fns, sink)
+            check_seams(fn, machine, fns, solver, sink)
+    diags = sorted(sink.items, key=Diagnostic.sort_key)
+    return Checked(analysis, target, machine, placements, diags, solver)
+
+
+def check(sources: list[Source], target: str = "cpu", machine: Source | None = None) -> Checked:
+    return check_target(analyze(sources, machine), target)
+
+
+def build(analysis: Analysis, target: str, emit: str = "artifact") -> BuildResult:
+    """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files)."""
+    import time
+
+    if emit not in EMITS:
+        raise Unsupported(f"unknown --emit `{emit}` (one of: {', '.join(EMITS)})")
+    t0 = time.perf_counter()
+    checked = check_target(analysis, target)
+    t1 = time.perf_counter()
+    result = BuildResult(checked.diagnostics, stats={"check_s": t1 - t0})
+    if not checked.ok:
+        return result
+    from vxc.ir.from_hir import lower_program
+
+    module = lower_program(checked)
+    stem = _stem(analysis.sources)
+    if emit == "vx-mlir":
+        from vxc.ir import print_module
+
+        result.outputs[f"{stem}.{target}.mlir"] = print_module(module).encode()
+    else:
+        from vxc.backends import emit_target
+
+        result.outputs.update(emit_target(target, module, stem, emit))
+    result.stats["emit_s"] = time.perf_counter() - t1
+    return result
+
+
+def _stem(sources: list[Source]) -> str:
+    name = sources[0].path.replace("\\", "/").rsplit("/", 1)[-1] if sources else "module"
+    return name[:-3] if name.endswith(".vx") else name
+
+
+def source_lines(
+    sources: list[Source], machine: Source | None = None, target: str | None = None
+) -> dict[str, list[str]]:
+    files = list(sources) + ([machine] if machine else [])
+    out = {s.path: s.data.decode("utf-8", "replace").splitlines() for s in files}
+    for t in [target] if target else TARGETS:
+        path, data = model_source(t)
+        out[path] = data.decode().splitlines()
+    return out
+
+
+def render_human(
+    diagnostics: list[Diagnostic], sources: list[Source], machine: Source | None = None
+) -> str:
+    return render_all_human(diagnostics, source_lines(sources, machine))

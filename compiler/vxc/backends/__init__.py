@@ -1,0 +1,19 @@
+"""Backends, one module per target; `emit_target` is the single dispatch point."""
+
+from __future__ import annotations
+
+
+def emit_target(target: str, module, stem: str, emit: str) -> dict[str, bytes]:
+    from vxc.api import Unsupported
+
+    if target == "cpu":
+        from vxc.backends.cpu import compile_module, target_ir
+
+        if emit == "target-ir":
+            return {f"{stem}.cpu.ll": target_ir(module).encode()}
+        return compile_module(module, stem)
+    raise Unsupported(
+        f"the `{target}` backend is not built yet: `vxc check --target {target}` "
+        f"and `vxc build --target {target} --emit vx-mlir` work; artifacts for "
+        f"{target} do not exist in this version"
+    )

@@ -40,3 +40,12 @@ class Function:
 class Program:
     functions: dict[str, Function]
     decls: list[A.Node]  # Memory/Topology declarations from the sources, in order
+
+
+@dataclass
+class CheckedHir:
+    """What the .vxhir cache holds: the program and the diagnostics of the front half."""
+
+    program: Program | None
+    diagnostics: list
+    machine_decls: list[A.Node]

@@ -1,0 +1,5 @@
+import sys
+
+from vxc.cli import main
+
+sys.exit(main())

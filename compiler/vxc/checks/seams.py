@@ -1,0 +1,475 @@
+"""Seam obligations (E6004) and `where`-bound obligations (E6005), proved with z3.
+
+A symbolic walk of each function: every tensor value carries a z3 state
+(tag, val); a synchronizing hop is the identity, a relaxed hop (a declared
+`relaxed` edge, or a token read before its `wait`) sends it to TOP. Branches
+merge states with `If(cond, then, else)` and reads are checked under the path
+condition, so a read that no feasible path reaches stale is accepted.
+Integers are z3 Ints: parameters are bounded by their `where` clauses, loop
+variables by their ranges.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import z3
+
+from vxc.checks.machine import Machine
+from vxc.checks.solver import CONST, TAG_BITS, TOP, VAL_BITS, Solver, format_model
+from vxc.diagnostics import DiagnosticSink
+from vxc.frontend import ast as A
+from vxc.hir import types as T
+from vxc.hir.program import Function
+
+STALE = "a consumer may read stale data"
+
+
+@dataclass(frozen=True)
+class BufState:
+    """Abstract state of one buffer: z3 tag and value, plus why it may be stale."""
+
+    tag: z3.BitVecRef
+    val: z3.BitVecRef
+    seam: str | None = None  # the relaxed seam it crossed, or "token" for an unwaited read
+    const: int | None = None  # the producer's compile-time constant, when known
+
+
+def _bv(v: int, bits: int) -> z3.BitVecNumRef:
+    return z3.BitVecVal(v, bits)
+
+
+class SeamChecker:
+    def __init__(
+        self,
+        fn: Function,
+        machine: Machine,
+        functions: dict[str, Function],
+        solver: Solver,
+        sink: DiagnosticSink,
+    ):
+        self.fn, self.machine, self.functions = fn, machine, functions
+        self.solver, self.sink = solver, sink
+        self.bufs: dict[int, BufState] = {}
+        self.ints: dict[int, z3.ArithRef] = {}
+        self.bools: dict[int, z3.BoolRef] = {}
+        self.assume: list[z3.BoolRef] = []
+        self.emit = True
+        self.reported: set[int] = set()
+        self.contracts = _contracts(fn.decl.body) if fn.decl.body else {}
+
+    # ---- entry -------------------------------------------------------------------
+    def run(self) -> None:
+        for p in self.fn.params:
+            self._bind_param(p.vid, p.name, p.ty)
+        for w in self.fn.decl.where:
+            self.assume.append(self._bool(w))
+        self._block(self.fn.decl.body, z3.BoolVal(True))
+
+    def _bind_param(self, vid: int, name: str, ty: T.Type) -> None:
+        if T.is_int(ty):
+            self.ints[vid] = z3.Int(name)
+        elif ty == T.BOOL:
+            self.bools[vid] = z3.Bool(name)
+        else:
+            self.bufs[vid] = self._opaque(name)
+
+    def _opaque(self, name: str) -> BufState:
+        """A published buffer of unknown content (arguments, call results)."""
+        return BufState(
+            _bv(CONST, TAG_BITS), z3.BitVec(self.solver.fresh_name(f"val_{name}"), VAL_BITS)
+        )
+
+    def _stale(self, name: str, seam: str) -> BufState:
+        return BufState(
+            _bv(TOP, TAG_BITS), z3.BitVec(self.solver.fresh_name(f"val_{name}"), VAL_BITS), seam
+        )
+
+    # ---- statements ------------------------------------------------------------------
+    def _block(self, block: A.Block, pc: z3.BoolRef) -> bool:
+        """Walk a block under path condition `pc`; False when every path returned."""
+        for s in block.stmts:
+            if not self._stmt(s, pc):
+                return False
+        return True
+
+    def _stmt(self, s: A.Stmt, pc: z3.BoolRef) -> bool:
+        if isinstance(s, A.Let | A.Assign):
+            self._define(s.vid, s.value, pc)
+        elif isinstance(s, A.ExprStmt):
+            self._effects(s.expr, pc)
+        elif isinstance(s, A.Return):
+            if s.value is not None:
+                self._effects(s.value, pc)
+            return False
+        elif isinstance(s, A.If):
+            return self._if(s, pc)
+        elif isinstance(s, A.For):
+            self._for(s, pc)
+        elif isinstance(s, A.Spawn):
+            return self._block(s.body, pc)
+        return True
+
+    def _define(self, vid: int, value: A.Expr, pc: z3.BoolRef) -> None:
+        ty = self.fn.vars[vid].ty
+        self._effects(value, pc)
+        if T.is_int(ty):
+            self.ints[vid] = self._int(value)
+        elif ty == T.BOOL:
+            self.bools[vid] = self._bool(value)
+        elif ty.movable or isinstance(ty, T.RefT):
+            self.bufs[vid] = self._buf(value, pc, read=False)
+
+    def _snapshot(self) -> tuple[dict, dict, dict]:
+        return dict(self.bufs), dict(self.ints), dict(self.bools)
+
+    def _restore(self, snap: tuple[dict, dict, dict]) -> None:
+        self.bufs, self.ints, self.bools = (dict(x) for x in snap)
+
+    def _if(self, s: A.If, pc: z3.BoolRef) -> bool:
+        cond = self._bool(s.cond)
+        entry = self._snapshot()
+        then_live = self._block(s.then, z3.And(pc, cond))
+        then_state = self._snapshot()
+        self._restore(entry)
+        else_live = self._block(s.orelse, z3.And(pc, z3.Not(cond))) if s.orelse else True
+        if not then_live:
+            return else_live
+        if not else_live:
+            self._restore(then_state)
+            return True
+        self._merge(cond, then_state)
+        return True
+
+    def _merge(self, cond: z3.BoolRef, then: tuple[dict, dict, dict]) -> None:
+        tb, ti, tbo = then
+        for vid, t in tb.items():
+            e = self.bufs.get(vid)
+            if e is not None and e is not t:
+                self.bufs[vid] = BufState(
+                    z3.If(cond, t.tag, e.tag),
+                    z3.If(cond, t.val, e.val),
+                    t.seam or e.seam,
+                    t.const if t.const == e.const else None,
+                )
+        for vid, t in ti.items():
+            if vid in self.ints and self.ints[vid] is not t:
+                self.ints[vid] = z3.If(cond, t, self.ints[vid])
+        for vid, t in tbo.items():
+            if vid in self.bools and self.bools[vid] is not t:
+                self.bools[vid] = z3.If(cond, t, self.bools[vid])
+
+    def _for(self, s: A.For, pc: z3.BoolRef) -> None:
+        lo, hi = self._int(s.start), self._int(s.end)
+        entry = self._snapshot()
+        # Pass 1 (silent) finds the state at the end of an iteration; pass 2 starts from
+        # "entry or a previous iteration" and reports.
+        emit, self.emit = self.emit, False
+        self._iteration(s, pc, lo, hi)
+        end = self._snapshot()
+        self.emit = emit
+        self._restore(entry)
+        again = z3.Bool(self.solver.fresh_name("iterated"))
+        self._merge(again, end)
+        self._iteration(s, pc, lo, hi)
+        after = self._snapshot()
+        self._restore(entry)
+        self._merge(z3.Bool(self.solver.fresh_name("entered")), after)
+
+    def _iteration(self, s: A.For, pc: z3.BoolRef, lo, hi) -> None:
+        i = z3.Int(self.solver.fresh_name(s.var))
+        self.ints[s.vid] = i
+        self._block(s.body, z3.And(pc, lo <= i, i < hi))
+
+    # ---- expressions: effects and reads -------------------------------------------------
+    def _effects(self, e: A.Expr, pc: z3.BoolRef) -> None:
+        """Check every read inside `e` (calls, intrinsics, transfers of in-flight buffers)."""
+        for node in _calls(e):
+            if isinstance(node, A.Transfer):
+                if isinstance(node.src.ty, T.TokenT):
+                    self._read(node.src, pc, None)
+                continue
+            if node.callee == "assert" and node.callee not in self.functions:
+                self._assert(node, pc)
+                continue
+            callee = self.functions.get(node.callee)
+            for a in node.args:
+                if _is_tensorish(a.ty):
+                    self._read(a, pc, None)
+            if callee is not None:
+                self._bounds(node, callee, pc)
+
+    def _assert(self, call: A.Call, pc: z3.BoolRef) -> None:
+        cond = call.args[0]
+        if isinstance(cond, A.Binary) and cond.op == "==" and _is_tensorish(cond.lhs.ty):
+            value = _const_int(cond.rhs)
+            self._read(cond.lhs, pc, value)
+
+    def _read(self, e: A.Expr, pc: z3.BoolRef, contract: int | None) -> None:
+        """The obligation of one read: the buffer is not TOP, or holds the contracted value."""
+        base = _strip(e)
+        if not isinstance(base, A.Name | A.Wait | A.Transfer):
+            return  # a fresh element or call result: published, nothing crossed a seam
+        name = base.name if isinstance(base, A.Name) else "tmp"
+        key = base.vid if isinstance(base, A.Name) else id(base)
+        state = self._buf(base, pc, read=True)
+        if (
+            state.seam is None
+            and contract is None
+            and (base.vid if isinstance(base, A.Name) else -1) not in self.contracts
+        ):
+            return  # never crossed a relaxed seam and no value is required: nothing to prove
+        if contract is None and isinstance(base, A.Name):
+            contract = self.contracts.get(base.vid)
+        if contract is None:
+            contract = state.const
+        if not self.emit or key in self.reported:
+            return
+        tag, val = z3.BitVec(f"tag_{name}", TAG_BITS), z3.BitVec(f"val_{name}", VAL_BITS)
+        if contract is None:
+            violated = tag == TOP
+        else:
+            violated = z3.Not(z3.And(tag == CONST, val == contract % (1 << VAL_BITS)))
+        model = self.solver.counterexample(
+            [*self.assume, pc, tag == state.tag, val == state.val, violated]
+        )
+        if model is None:
+            return
+        self.reported.add(key)
+        note = f"z3 counterexample: {format_model(model, [tag, val])}"
+        if state.seam == "token":
+            msg = f"'{name}' is read before its transfer token is waited — {STALE}"
+            help_ = f"read `wait({name})` instead: it blocks until the DMA completed"
+        elif state.seam is not None:
+            msg = f"'{name}' is read after crossing the relaxed seam `{state.seam}` — {STALE}"
+            help_ = "route the transfer over a synchronizing edge, or declare the edge `sync`"
+        else:
+            msg = f"'{name}' may not hold the value {contract} its consumer requires"
+            help_ = None
+        self.sink.emit("E6004", msg, e.span, notes=[note], help=help_)
+
+    def _bounds(self, call: A.Call, callee: Function, pc: z3.BoolRef) -> None:
+        """Each `where` bound of the callee must follow from the caller's facts (E6005)."""
+        if not callee.decl.where or not self.emit:
+            return
+        sub = SeamChecker(callee, self.machine, self.functions, self.solver, self.sink)
+        for p, a in zip(callee.params, call.args, strict=False):
+            if T.is_int(p.ty):
+                sub.ints[p.vid] = self._int(a)
+        for w in callee.decl.where:
+            model = self.solver.counterexample([*self.assume, pc, z3.Not(sub._bool(w))])
+            if model is None:
+                continue
+            params = [p for p in callee.params if _mentions(w, p.vid)]
+            args = [a for p, a in zip(callee.params, call.args, strict=False) if p in params]
+            values = " ".join(
+                f"({p.name} {model.eval(sub.ints[p.vid], model_completion=True)})"
+                for p in params
+                if p.vid in sub.ints
+            )
+            text = _show(w)
+            self.sink.emit(
+                "E6005",
+                f"cannot prove `{text}` for argument `{params[0].name if params else '?'}`"
+                f" of `{callee.decl.name}`",
+                args[0].span if args else call.span,
+                notes=[f"z3 counterexample: ({values})"],
+                help=f"bound it in the caller (`where ...`) or pass a value satisfying `{text}`",
+            )
+
+    # ---- values ----------------------------------------------------------------------------
+    def _buf(self, e: A.Expr, pc: z3.BoolRef, read: bool) -> BufState:
+        base = _strip(e)
+        if isinstance(base, A.Name) and base.vid >= 0:
+            state = self.bufs.get(base.vid) or self._opaque(base.name)
+            if isinstance(base.ty, T.TokenT) and read:
+                return self._stale(base.name, "token")  # not yet waited: the hop is relaxed
+            return state
+        if isinstance(base, A.Transfer):
+            src = self._buf(base.src, pc, read=isinstance(base.src.ty, T.TokenT))
+            return self._route(base, src)
+        if isinstance(base, A.Wait):
+            return self._buf(base.token, pc, read=False)
+        if isinstance(base, A.TensorNew):
+            return BufState(_bv(CONST, TAG_BITS), _bv(0, VAL_BITS), None, 0)
+        return self._opaque("tmp")
+
+    def _route(self, t: A.Transfer, src: BufState) -> BufState:
+        space = _space_of(t.src.ty)
+        hops = self.machine.route(self.fn.topology, space, t.space) if space else None
+        for hop in hops or []:
+            if hop.relaxed:
+                return BufState(
+                    _bv(TOP, TAG_BITS),
+                    z3.BitVec(self.solver.fresh_name("val"), VAL_BITS),
+                    hop.seam,
+                    src.const,
+                )
+        return src
+
+    def _int(self, e: A.Expr) -> z3.ArithRef:
+        match e:
+            case A.IntLit() | A.SizeLit():
+                return z3.IntVal(e.value)
+            case A.Name() if e.vid in self.ints:
+                return self.ints[e.vid]
+            case A.Unary(op="-"):
+                return -self._int(e.operand)
+            case A.Binary(op="+" | "-" | "*"):
+                lhs, rhs = self._int(e.lhs), self._int(e.rhs)
+                return lhs + rhs if e.op == "+" else lhs - rhs if e.op == "-" else lhs * rhs
+            case A.MethodCall(method="len"):
+                n = z3.Int(self.solver.fresh_name("len"))
+                self.assume.append(n >= 0)
+                return n
+        return z3.Int(self.solver.fresh_name("int"))
+
+    def _bool(self, e: A.Expr) -> z3.BoolRef:
+        match e:
+            case A.BoolLit():
+                return z3.BoolVal(e.value)
+            case A.Name() if e.vid in self.bools:
+                return self.bools[e.vid]
+            case A.Unary(op="!"):
+                return z3.Not(self._bool(e.operand))
+            case A.Binary(op="&&"):
+                return z3.And(self._bool(e.lhs), self._bool(e.rhs))
+            case A.Binary(op="||"):
+                return z3.Or(self._bool(e.lhs), self._bool(e.rhs))
+            case A.Binary(op="==" | "!=" | "<" | "<=" | ">" | ">=") if T.is_int(e.lhs.ty):
+                lhs, rhs = self._int(e.lhs), self._int(e.rhs)
+                return {
+                    "==": lhs == rhs,
+                    "!=": lhs != rhs,
+                    "<": lhs < rhs,
+                    "<=": lhs <= rhs,
+                    ">": lhs > rhs,
+                    ">=": lhs >= rhs,
+                }[e.op]
+        return z3.Bool(self.solver.fresh_name("cond"))
+
+
+# ---- helpers ------------------------------------------------------------------------------
+def _strip(e: A.Expr) -> A.Expr:
+    while isinstance(e, A.Borrow):
+        e = e.operand
+    return e
+
+
+def _is_tensorish(t: T.Type | None) -> bool:
+    t = T.deref(t) if t is not None else None
+    return isinstance(t, T.TensorT | T.TokenT)
+
+
+def _space_of(t: T.Type | None) -> str | None:
+    t = T.deref(t) if t is not None else None
+    if isinstance(t, T.TokenT):
+        return t.space
+    return t.space if isinstance(t, T.TensorT) else None
+
+
+def _const_int(e: A.Expr) -> int | None:
+    if isinstance(e, A.IntLit):
+        return e.value
+    if isinstance(e, A.FloatLit) and float(e.value).is_integer():
+        return int(e.value)
+    if isinstance(e, A.Unary) and e.op == "-":
+        inner = _const_int(e.operand)
+        return None if inner is None else -inner
+    return None
+
+
+def _calls(e: A.Expr) -> list[A.Call | A.Transfer]:
+    """Calls and transfers inside `e`, innermost first (arguments are evaluated first)."""
+    out: list[A.Call | A.Transfer] = []
+    stack: list[tuple[A.Expr, bool]] = [(e, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            out.append(node)
+            continue
+        if isinstance(node, A.Call | A.Transfer):
+            stack.append((node, True))
+        stack.extend((c, False) for c in _children(node))
+    return out
+
+
+def _children(e: A.Expr) -> list[A.Expr]:
+    match e:
+        case A.Call():
+            return list(e.args)
+        case A.Transfer():
+            return [e.src]
+        case A.Wait():
+            return [e.token]
+        case A.Borrow() | A.Unary():
+            return [e.operand]
+        case A.Binary():
+            return [e.lhs, e.rhs]
+        case A.Index():
+            return [e.obj, e.index]
+        case A.MethodCall():
+            return [e.obj, *e.args]
+    return []
+
+
+def _contracts(body: A.Block) -> dict[int, int]:
+    """Pre-scan (into spawn/if/loop bodies) for consumers' `assert(buf == v)`."""
+    out: dict[int, int] = {}
+    stack: list[A.Node] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, A.Block):
+            stack.extend(node.stmts)
+        elif isinstance(node, A.If):
+            stack.extend([node.then] + ([node.orelse] if node.orelse else []))
+        elif isinstance(node, A.For | A.Spawn):
+            stack.append(node.body)
+        elif (
+            isinstance(node, A.ExprStmt)
+            and isinstance(node.expr, A.Call)
+            and node.expr.callee == "assert"
+            and len(node.expr.args) == 1
+        ):
+            cond = node.expr.args[0]
+            if isinstance(cond, A.Binary) and cond.op == "==":
+                lhs, value = _strip(cond.lhs), _const_int(cond.rhs)
+                if isinstance(lhs, A.Name) and value is not None:
+                    out[lhs.vid] = value
+    return out
+
+
+def _mentions(e: A.Expr, vid: int) -> bool:
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, A.Name) and node.vid == vid:
+            return True
+        stack.extend(_children(node))
+    return False
+
+
+def _show(e: A.Expr) -> str:
+    match e:
+        case A.Binary():
+            return f"{_show(e.lhs)} {e.op} {_show(e.rhs)}"
+        case A.Name():
+            return e.name
+        case A.IntLit() | A.SizeLit():
+            return str(e.value)
+        case A.Unary():
+            return f"{e.op}{_show(e.operand)}"
+    return re.sub(r"\s+", " ", type(e).__name__)
+
+
+def check_seams(
+    fn: Function,
+    machine: Machine,
+    functions: dict[str, Function],
+    solver: Solver,
+    sink: DiagnosticSink,
+) -> None:
+    if fn.is_extern or not fn.ok:
+        return
+    SeamChecker(fn, machine, functions, solver, sink).run()

@@ -1,0 +1,55 @@
+"""The one z3 solver of a compilation, shared by every obligation (push/pop).
+
+Seam obligations are QF_BV (a 2-bit tag and an 8-bit value per buffer);
+`where`-bound obligations are QF_LIA. Both go to the same instance.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import z3
+
+BOT, CONST, TOP = 0b00, 0b01, 0b11  # the buffer tags of LANGUAGE.md section 6
+TAG_BITS, VAL_BITS = 2, 8
+
+
+@dataclass
+class SolverStats:
+    obligations: int = 0
+    seconds: float = 0.0
+    per_obligation: list[float] = field(default_factory=list)
+
+
+class Solver:
+    def __init__(self) -> None:
+        self.z3 = z3.Solver()
+        self.stats = SolverStats()
+        self._fresh = 0
+
+    def fresh_name(self, base: str) -> str:
+        self._fresh += 1
+        return f"{base}!{self._fresh}"
+
+    def counterexample(self, constraints: list[z3.BoolRef]) -> z3.ModelRef | None:
+        """Model of `constraints` if satisfiable (the obligation fails), else None."""
+        start = time.perf_counter()
+        self.z3.push()
+        try:
+            self.z3.add(*constraints)
+            result = self.z3.check()
+            model = self.z3.model() if result == z3.sat else None
+        finally:
+            self.z3.pop()
+        took = time.perf_counter() - start
+        self.stats.obligations += 1
+        self.stats.seconds += took
+        self.stats.per_obligation.append(took)
+        return model
+
+
+def format_model(model: z3.ModelRef, consts: list[z3.ExprRef]) -> str:
+    """`((tag_cur #b11) (val_cur #x00))`: the SMT-LIB get-value form of the named consts."""
+    parts = [f"({c.sexpr()} {model.eval(c, model_completion=True).sexpr()})" for c in consts]
+    return "(" + " ".join(parts) + ")"

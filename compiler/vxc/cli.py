@@ -1,0 +1,155 @@
+"""`vxc`: check, build, explain. A thin driver over vxc.api (TOOLCHAIN.md's CLI contract).
+
+Exit status: 0 no errors, 1 the program has errors, 2 bad usage or an internal
+failure (which prints a short bug report, never a bare traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import traceback
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+TARGET_NAMES = ("cpu", "tpu", "b200", "h100")
+
+
+class UsageError(Exception):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="vxc", description="The Vx kernel compiler.")
+    sub = p.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("check", help="check sources for a target")
+    c.add_argument("files", nargs="+", metavar="FILE.vx")
+    c.add_argument("--target", choices=TARGET_NAMES, default="cpu")
+    c.add_argument("--machine", metavar="MODEL.vx", help="adds to or replaces the target model")
+    c.add_argument("--error-format", choices=("human", "json"), default="human")
+    b = sub.add_parser("build", help="build sources for a target")
+    b.add_argument("files", nargs="+", metavar="FILE.vx")
+    b.add_argument("--target", choices=TARGET_NAMES, required=True)
+    b.add_argument("--machine", metavar="MODEL.vx")
+    b.add_argument(
+        "-o",
+        "--out",
+        metavar="OUT",
+        help="output directory (default: stdout for vx-mlir/target-ir, . otherwise)",
+    )
+    b.add_argument("--emit", choices=("vx-mlir", "target-ir", "artifact"), default="artifact")
+    b.add_argument("--error-format", choices=("human", "json"), default="human")
+    e = sub.add_parser("explain", help="explain a diagnostic code")
+    e.add_argument("code")
+    return p
+
+
+def _read(path: str):
+    from vxc.api import Source
+
+    try:
+        with open(path, "rb") as f:
+            return Source(path, f.read())
+    except OSError as e:
+        raise UsageError(f"cannot read `{path}`: {e.strerror or e}") from e
+
+
+def _report(diags, sources, machine, fmt: str) -> None:
+    from vxc.api import render_human
+    from vxc.diagnostics.render import render_json
+
+    if fmt == "json":
+        for d in diags:
+            print(render_json(d), file=sys.stderr)
+    elif diags:
+        sys.stderr.write(render_human(diags, sources, machine))
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write via a temp file in the same directory and rename: never a partial file."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vxc-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _check(args) -> int:
+    from vxc import api
+
+    sources = [_read(f) for f in args.files]
+    machine = _read(args.machine) if args.machine else None
+    checked = api.check(sources, args.target, machine)
+    _report(checked.diagnostics, sources, machine, args.error_format)
+    return EXIT_OK if checked.ok else EXIT_ERRORS
+
+
+def _build(args) -> int:
+    from vxc import api
+
+    sources = [_read(f) for f in args.files]
+    machine = _read(args.machine) if args.machine else None
+    result = api.build(api.analyze(sources, machine), args.target, args.emit)
+    _report(result.diagnostics, sources, machine, args.error_format)
+    if not result.ok:
+        return EXIT_ERRORS
+    if args.out is None and args.emit in ("vx-mlir", "target-ir"):
+        for data in result.outputs.values():
+            sys.stdout.write(data.decode())
+        return EXIT_OK
+    for name, data in sorted(result.outputs.items()):
+        write_atomic(os.path.join(args.out or ".", name), data)
+        print(f"wrote {os.path.join(args.out or '.', name)}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _explain(args) -> int:
+    from vxc.diagnostics.codes import CODES
+
+    code = CODES.get(args.code.upper())
+    if code is None:
+        raise UsageError(f"unknown code `{args.code}`; codes: {', '.join(CODES)}")
+    print(f"{code.code} ({code.severity}): {code.title}\n\n{code.explanation}")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    sys.setrecursionlimit(10_000)
+    args = _parser().parse_args(argv)
+    try:
+        return {"check": _check, "build": _build, "explain": _explain}[args.command](args)
+    except UsageError as e:
+        print(f"vxc: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        from vxc.api import Unsupported
+
+        if isinstance(e, Unsupported):
+            print(f"vxc: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        _bug_report(e)
+        return EXIT_USAGE
+
+
+def _bug_report(e: BaseException) -> None:
+    frames = traceback.extract_tb(e.__traceback__)[-3:]
+    where = "; ".join(f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in frames)
+    print(
+        "vxc: internal compiler error (this is a bug in vxc, not in your program)\n"
+        f"  {type(e).__name__}: {e}\n  at: {where}\n"
+        "  please report it with the command line and the input files",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
