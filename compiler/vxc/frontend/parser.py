@@ -13,6 +13,13 @@ from vxc.frontend import ast as A
 
 MAX_DEPTH = 200  # deeper trees are E0004: keeps every recursive pass far from Python's limit
 
+# LANGUAGE.md section 1: reserved words, plus the two P0-2 intrinsic forms. The contextual
+# lexer would otherwise accept them wherever only a name can follow (`let fn = 1;`).
+KEYWORDS = frozenset(
+    "fn let mut for in if else return on spawn where const Memory Topology transfer relaxed "
+    "sync true false extern transfer_async wait".split()
+)
+
 UNITS = {
     "B": 1,
     "KB": 1 << 10,
@@ -29,7 +36,27 @@ UNITS = {
 @cache
 def _lark() -> lark.Lark:
     grammar = resources.files("vxc.frontend").joinpath("grammar.lark").read_text()
-    return lark.Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    return lark.Lark(
+        grammar,
+        parser="lalr",
+        propagate_positions=True,
+        maybe_placeholders=True,
+        lexer_callbacks={"NAME": _reject_keyword},
+    )
+
+
+class _Keyword(Exception):
+    """A reserved word where only a name can stand."""
+
+    def __init__(self, tok: Token):
+        super().__init__(str(tok))
+        self.tok = tok
+
+
+def _reject_keyword(tok: Token) -> Token:
+    if tok in KEYWORDS:
+        raise _Keyword(tok)
+    return tok
 
 
 class _Invalid(Exception):
@@ -371,6 +398,14 @@ def parse(text: str, file: str, sink: DiagnosticSink) -> A.Module | None:
     """Parse one file. Returns None (with one diagnostic in `sink`) on a syntax error."""
     try:
         tree = _lark().parse(text)
+    except _Keyword as e:
+        sink.emit(
+            "E0002",
+            f"`{e.tok}` is a keyword and cannot be used as a name",
+            _tok_span(e.tok, file),
+            help=f"rename it (for example `{e.tok}_`)",
+        )
+        return None
     except lark.exceptions.UnexpectedCharacters as e:
         span = Span(file, e.line, e.column, e.line, e.column + 1)
         if text.startswith("/*", e.pos_in_stream):
