@@ -1,0 +1,184 @@
+"""A flat control-flow graph of a function body, and variable liveness over it.
+
+The scratchpad allocator (checks/scratchpad.py) needs real lifetimes: a variable
+is live from its definition to its last use, across loop back edges. The
+structured body is flattened into one `Instr` per statement (plus one for each
+loop head and each `if` condition); liveness is the classic backward dataflow
+over that graph, iterated to its fixed point.
+
+Each instruction also records how buffers flow: which Transfer / TensorNew
+nodes it evaluates (`makes`), which of them the defined variable ends up
+holding (`source`), or which variable's buffer the defined variable takes over
+(`flow`: `let cur = wait(inflight)`, `inflight = next`). Tensors and tokens are
+move-only, so two live variables never hold the same buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vxc.diagnostics import Span
+from vxc.frontend import ast as A
+
+
+@dataclass
+class Instr:
+    """One step of the flattened body.
+
+    uses/defs are variable ids; `source` is the Transfer/TensorNew node whose
+    result the defined variable holds, `flow` the variable whose buffer it takes
+    over (at most one of the two is set); `makes` lists every Transfer/TensorNew
+    evaluated here, innermost first; `succ` are successor indices, where
+    `Cfg.exit` stands for the end of the function.
+    """
+
+    span: Span
+    uses: frozenset[int] = frozenset()
+    defs: frozenset[int] = frozenset()
+    source: A.Expr | None = None
+    flow: int | None = None
+    makes: list[A.Expr] = field(default_factory=list)
+    succ: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Cfg:
+    """The flattened body with its liveness sets (one per instruction)."""
+
+    instrs: list[Instr]
+    live_in: list[frozenset[int]] = field(default_factory=list)
+    live_out: list[frozenset[int]] = field(default_factory=list)
+
+    @property
+    def exit(self) -> int:
+        return len(self.instrs)
+
+
+class _Builder:
+    def __init__(self, identity: set[int]):
+        self.instrs: list[Instr] = []
+        self.identity = identity  # ids of Transfer nodes with no hop (already in place)
+
+    def add(self, instr: Instr, preds: list[int]) -> int:
+        idx = len(self.instrs)
+        self.instrs.append(instr)
+        for p in preds:
+            self.instrs[p].succ.append(idx)
+        return idx
+
+    def block(self, block: A.Block, preds: list[int]) -> list[int]:
+        for s in block.stmts:
+            preds = self.stmt(s, preds)
+        return preds
+
+    def stmt(self, s: A.Stmt, preds: list[int]) -> list[int]:
+        if isinstance(s, A.Let | A.Assign):
+            return [self.add(self.binding(s), preds)]
+        if isinstance(s, A.ExprStmt):
+            return [self.add(self.expr_instr(s.span, [s.expr]), preds)]
+        if isinstance(s, A.Return):
+            idx = self.add(self.expr_instr(s.span, [s.value] if s.value else []), preds)
+            self.instrs[idx].succ.append(-1)  # patched to Cfg.exit once the size is known
+            return []
+        if isinstance(s, A.If):
+            cond = self.add(self.expr_instr(s.cond.span, [s.cond]), preds)
+            then = self.block(s.then, [cond])
+            return then + (self.block(s.orelse, [cond]) if s.orelse else [cond])
+        if isinstance(s, A.For):
+            rng = self.add(self.expr_instr(s.span, [s.start, s.end]), preds)
+            head = self.add(Instr(s.span, defs=frozenset({s.vid})), [rng])
+            for end in self.block(s.body, [head]):
+                self.instrs[end].succ.append(head)  # the back edge
+            return [head]
+        if isinstance(s, A.Spawn):
+            return self.block(s.body, preds)
+        return preds
+
+    def binding(self, s: A.Let | A.Assign) -> Instr:
+        instr = self.expr_instr(s.span, [s.value])
+        instr.defs = frozenset({s.vid})
+        instr.flow, instr.source = self.origin(s.value)
+        return instr
+
+    def expr_instr(self, span: Span, exprs: list[A.Expr]) -> Instr:
+        uses: set[int] = set()
+        makes: list[A.Expr] = []
+        for e in exprs:
+            _walk(e, uses, makes)
+        return Instr(span, uses=frozenset(uses), makes=makes)
+
+    def origin(self, e: A.Expr) -> tuple[int | None, A.Expr | None]:
+        """Where the buffer of a bound value comes from: a variable, or a node that makes it."""
+        if isinstance(e, A.Wait):
+            return self.origin(e.token)
+        if isinstance(e, A.Transfer) and id(e) in self.identity:
+            return self.origin(e.src)
+        if isinstance(e, A.Transfer | A.TensorNew):
+            return None, e
+        if isinstance(e, A.Name) and e.vid >= 0 and e.ty is not None and e.ty.movable:
+            return e.vid, None
+        return None, None
+
+
+def _walk(e: A.Expr | None, uses: set[int], makes: list[A.Expr]) -> None:
+    """Collect variable uses and buffer-making nodes of an expression, innermost first."""
+    if e is None:
+        return
+    if isinstance(e, A.Name) and e.vid >= 0:
+        uses.add(e.vid)
+    for child in children(e):
+        _walk(child, uses, makes)
+    if isinstance(e, A.Transfer | A.TensorNew):
+        makes.append(e)
+
+
+def children(e: A.Expr) -> list[A.Expr]:
+    match e:
+        case A.Unary():
+            return [e.operand]
+        case A.Binary():
+            return [e.lhs, e.rhs]
+        case A.Borrow():
+            return [e.operand]
+        case A.Call():
+            return list(e.args)
+        case A.MethodCall():
+            return [e.obj, *e.args]
+        case A.Index():
+            return [e.obj, e.index]
+        case A.Transfer():
+            return [e.src]
+        case A.Wait():
+            return [e.token]
+    return []
+
+
+def build_cfg(body: A.Block, identity: set[int]) -> Cfg:
+    """Flatten `body`; `identity` holds the ids of transfers that move nothing (no hop)."""
+    b = _Builder(identity)
+    b.add(Instr(body.span), [])  # entry: parameters are defined before it
+    ends = b.block(body, [0])
+    cfg = Cfg(b.instrs)
+    for instr in cfg.instrs:
+        instr.succ = [cfg.exit if s == -1 else s for s in instr.succ]
+    for end in ends:
+        cfg.instrs[end].succ.append(cfg.exit)
+    _liveness(cfg)
+    return cfg
+
+
+def _liveness(cfg: Cfg) -> None:
+    n = len(cfg.instrs)
+    live_in: list[frozenset[int]] = [frozenset()] * (n + 1)  # index n: the exit, nothing live
+    live_out: list[frozenset[int]] = [frozenset()] * n
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(n)):
+            instr = cfg.instrs[i]
+            out = frozenset().union(*(live_in[s] for s in instr.succ))
+            new_in = instr.uses | (out - instr.defs)
+            if out != live_out[i] or new_in != live_in[i]:
+                live_out[i], live_in[i] = out, new_in
+                changed = True
+    cfg.live_in, cfg.live_out = live_in[:n], live_out

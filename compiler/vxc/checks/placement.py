@@ -1,0 +1,426 @@
+"""Per-target placement checks of one typechecked function (LANGUAGE.md §7, §5 rule 5).
+
+- Routing: each `transfer` / `transfer_async` is routed from its source tensor's
+  space (a token source reads its buffer) to the requested space over the
+  function's topology edges (host code: every edge). E6002 for a space or
+  topology the machine does not declare, E6001 when no route exists. Each hop
+  becomes one `vx.transfer` in the IR.
+- Capacity: a tensor larger than a hop destination's capacity is E6009. A
+  runtime dimension into a capacity-bounded space is W1029 unless a `where`
+  clause bounds it (`n <= 512`, `n < 513`, `512 >= n`); then the bound's size is
+  what is checked and allocated.
+- Visibility: code placed on a topology may only compute on values in the
+  spaces it lists as `visible` (host code: CPU_DRAM): tensor operands of
+  `matmul_acc` and of calls, and tensor sides of `assert(buf == v)`. Transfers
+  need no visibility (DMA does them). E6003 otherwise.
+- Scratchpads: every tile placed into a granule'd space (a hop destination, or a
+  `Tensor<E>([..])` in such a home space) gets a ring, slot count and offset
+  from real lifetimes; see checks/scratchpad.py for the rotation rule, layout
+  and the working-set check (E6010).
+
+The result, `FnPlacement`, is keyed by `id(node)` of each A.Transfer / A.TensorNew
+node; the HIR -> IR lowering reads it (`hop_attributes` gives the attributes of
+one `vx.transfer`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vxc.checks.liveness import build_cfg, children
+from vxc.checks.machine import CPU_DRAM, Hop, Machine, Memory
+from vxc.checks.scratchpad import Alloc, Allocator, Ring, Tile, human_size
+from vxc.diagnostics import DiagnosticSink
+from vxc.frontend import ast as A
+from vxc.hir import types as T
+from vxc.hir.program import Function
+
+__all__ = [
+    "Alloc",
+    "FnPlacement",
+    "NodePlacement",
+    "Ring",
+    "check_placement",
+    "hop_attributes",
+    "new_tensor_attributes",
+    "place_program",
+    "where_bounds",
+]
+
+
+@dataclass
+class NodePlacement:
+    """What one A.Transfer or A.TensorNew node does on this target.
+
+    kind: "transfer", "transfer_async" or "new"; source: canonical space the
+    tensor starts in (None for a new tensor); space: canonical destination (the
+    home space of a new tensor); hops: the route, one `vx.transfer` each (empty
+    for a new tensor or a tensor already in place); allocs: parallel to hops, the
+    scratchpad allocation of each hop's destination buffer (None where the
+    destination is not explicitly managed); alloc: the buffer the node's result
+    lives in when that is a scratchpad (the last hop's, or the new tensor's);
+    bytes: the tensor's size (at its `where` bound), None when unverified;
+    routed: False when the route failed (E6001/E6002), hops then empty.
+    """
+
+    kind: str
+    source: str | None
+    space: str
+    hops: list[Hop] = field(default_factory=list)
+    allocs: list[Alloc | None] = field(default_factory=list)
+    alloc: Alloc | None = None
+    bytes: int | None = None
+    routed: bool = True
+
+
+@dataclass
+class FnPlacement:
+    """Placement of one function on one target.
+
+    nodes: id(A.Transfer | A.TensorNew) -> NodePlacement; rings: the scratchpad
+    rings (`Ring.id` is what `Alloc.ring` names; ids are per function, in
+    program order); working_set: per scratchpad space, the peak bytes live at
+    once; footprint: per scratchpad space, the bytes the ring layout spans.
+    """
+
+    function: str
+    nodes: dict[int, NodePlacement] = field(default_factory=dict)
+    rings: list[Ring] = field(default_factory=list)
+    working_set: dict[str, int] = field(default_factory=dict)
+    footprint: dict[str, int] = field(default_factory=dict)
+
+    def of(self, node: A.Expr) -> NodePlacement:
+        return self.nodes[id(node)]
+
+
+def hop_attributes(machine: Machine, hop: Hop, alloc: Alloc | None) -> dict[str, object]:
+    """The placement attributes of the `vx.transfer` for one hop."""
+    attrs = _space_attributes(machine, hop.dst, alloc)
+    attrs.update({"from": hop.src, "edge_cost": hop.cost, "relaxed": hop.relaxed})
+    return attrs
+
+
+def new_tensor_attributes(machine: Machine, node: NodePlacement) -> dict[str, object]:
+    """The placement attributes of a new (zero-filled) tensor in its home space."""
+    return _space_attributes(machine, node.space, node.alloc)
+
+
+def _space_attributes(machine: Machine, space: str, alloc: Alloc | None) -> dict[str, object]:
+    mem = machine.memories[space]
+    return {
+        "space": space,
+        "within": machine.space(mem.within) or mem.within if mem.within else "",
+        "capacity": mem.capacity,
+        "granule": mem.granule,
+        "scope": mem.scope,
+        "offset": alloc.offset if alloc else 0,
+        "slots": alloc.slots if alloc else 0,
+        "slot_bytes": alloc.slot_bytes if alloc else 0,
+        "ring": alloc.ring if alloc else -1,
+    }
+
+
+def where_bounds(where: list[A.Expr]) -> dict[str, int]:
+    """Upper bounds on names from a `where` clause: `n <= 512`, `n < 513`, `512 >= n`."""
+    out: dict[str, int] = {}
+    todo = list(where)
+    while todo:
+        e = todo.pop()
+        if isinstance(e, A.Binary) and e.op == "&&":
+            todo += [e.lhs, e.rhs]
+            continue
+        bound = _upper_bound(e)
+        if bound is not None:
+            name, value = bound
+            out[name] = min(out.get(name, value), value)
+    return out
+
+
+_FLIP = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "==": "=="}
+
+
+def _upper_bound(e: A.Expr) -> tuple[str, int] | None:
+    if not isinstance(e, A.Binary):
+        return None
+    if isinstance(e.lhs, A.Name) and isinstance(e.rhs, A.IntLit):
+        name, op, value = e.lhs.name, e.op, e.rhs.value
+    elif isinstance(e.rhs, A.Name) and isinstance(e.lhs, A.IntLit) and e.op in _FLIP:
+        name, op, value = e.rhs.name, _FLIP[e.op], e.lhs.value  # `512 >= n` is `n <= 512`
+    else:
+        return None
+    return {"<=": (name, value), "<": (name, value - 1), "==": (name, value)}.get(op)
+
+
+@dataclass
+class _Size:
+    """A tensor's size: bytes (at the `where` bounds), the runtime dims that no bound covers,
+    and the bounds that were used."""
+
+    bytes: int | None
+    unbounded: list[str]
+    used: list[str]
+
+
+class _Placer:
+    def __init__(
+        self, fn: Function, machine: Machine, functions: dict[str, Function], sink: DiagnosticSink
+    ):
+        self.fn, self.machine, self.functions, self.sink = fn, machine, functions, sink
+        self.bounds = where_bounds(fn.decl.where)
+        self.out = FnPlacement(fn.name)
+        self.tiles: dict[int, list[Tile]] = {}
+
+    def run(self) -> FnPlacement:
+        if not self._topology_known(self.fn.topology, self.fn.decl.name_span):
+            return self.out
+        self._block(self.fn.decl.body, self.fn.topology)
+        identity = {k for k, p in self.out.nodes.items() if p.routed and p.kind != "new"}
+        identity = {k for k in identity if not self.out.nodes[k].hops}
+        cfg = build_cfg(self.fn.decl.body, identity)
+        result = Allocator(self.fn, cfg, self.tiles, self.machine.memories, self.sink).run()
+        self.out.rings, self.out.working_set = result.rings, result.working_set
+        self.out.footprint = result.footprint
+        for node_id, tiles in self.tiles.items():
+            node = self.out.nodes[node_id]
+            for t in tiles:
+                alloc = result.allocs[t.key]
+                if t.hop >= 0:
+                    node.allocs[t.hop] = alloc
+                if t.final:
+                    node.alloc = alloc
+        return self.out
+
+    def _topology_known(self, topo: str | None, span) -> bool:
+        if topo is None or topo in self.machine.topologies:
+            return True
+        self.sink.emit(
+            "E6002",
+            f"`Topology::{topo}` is not declared",
+            span,
+            notes=[f"declared topologies: {', '.join(sorted(self.machine.topologies)) or 'none'}"],
+        )
+        return False
+
+    # ---- walk -----------------------------------------------------------------------
+    def _block(self, block: A.Block, topo: str | None) -> None:
+        for s in block.stmts:
+            self._stmt(s, topo)
+
+    def _stmt(self, s: A.Stmt, topo: str | None) -> None:
+        match s:
+            case A.Let() | A.Assign():
+                self._expr(s.value, topo)
+            case A.ExprStmt():
+                self._expr(s.expr, topo)
+            case A.Return() if s.value is not None:
+                self._expr(s.value, topo)
+            case A.For():
+                self._expr(s.start, topo)
+                self._expr(s.end, topo)
+                self._block(s.body, topo)
+            case A.If():
+                self._expr(s.cond, topo)
+                self._block(s.then, topo)
+                if s.orelse:
+                    self._block(s.orelse, topo)
+            case A.Spawn():
+                if self._topology_known(s.topology, s.span):
+                    self._block(s.body, s.topology)
+
+    def _expr(self, e: A.Expr, topo: str | None) -> None:
+        for child in children(e):
+            self._expr(child, topo)
+        if isinstance(e, A.Transfer):
+            self._transfer(e, topo)
+        elif isinstance(e, A.TensorNew):
+            self._tensor_new(e)
+        elif isinstance(e, A.Call):
+            self._call(e, topo)
+
+    # ---- routing and capacity ------------------------------------------------------------
+    def _transfer(self, e: A.Transfer, topo: str | None) -> None:
+        kind = "transfer_async" if e.is_async else "transfer"
+        src_t = _tensor(e.src.ty)
+        if src_t is None:
+            return
+        src, dst = self._space(src_t.space, e), self._space(e.space, e)
+        node = NodePlacement(kind, src, dst or e.space, routed=False)
+        self.out.nodes[id(e)] = node
+        if src is None or dst is None:
+            return
+        hops = self.machine.route(topo, src, dst)
+        if hops is None:
+            self._no_route(e, topo, src, dst)
+            return
+        node.hops, node.allocs, node.routed = hops, [None] * len(hops), True
+        size = self._size(src_t)
+        node.bytes = size.bytes
+        self._capacity(e, src_t, size, [h.dst for h in hops])
+        tiles = [
+            self._tile(e, k, h.dst, size, final=k == len(hops) - 1, label=kind)
+            for k, h in enumerate(hops)
+        ]
+        self.tiles[id(e)] = [t for t in tiles if t is not None]
+
+    def _tensor_new(self, e: A.TensorNew) -> None:
+        home = self._space(e.ty.space, e)
+        node = NodePlacement("new", None, home or e.ty.space, routed=home is not None)
+        self.out.nodes[id(e)] = node
+        if home is None:
+            return
+        size = self._size(e.ty)
+        node.bytes = size.bytes
+        self._capacity(e, e.ty, size, [home])
+        tile = self._tile(e, -1, home, size, final=True, label="new tensor")
+        self.tiles[id(e)] = [tile] if tile is not None else []
+
+    def _space(self, name: str, e: A.Expr) -> str | None:
+        space = self.machine.space(name)
+        if space is None:
+            self.sink.emit(
+                "E6002",
+                f"`Memory::{name}` is not declared",
+                e.span,
+                notes=[f"declared spaces: {', '.join(sorted(self.machine.memories))}"],
+            )
+        return space
+
+    def _no_route(self, e: A.Transfer, topo: str | None, src: str, dst: str) -> None:
+        where = f"`Topology::{topo}`" if topo else "any topology (host code)"
+        topos = [self.machine.topologies[topo]] if topo else self.machine.topologies.values()
+        edges = [h for t in topos for h in t.edges]
+        from_src = [h.seam for h in edges if h.src == src]
+        self.sink.emit(
+            "E6001",
+            f"no transfer route from `{src}` to `{dst}` over the edges of {where}",
+            e.span,
+            notes=[f"edges out of `{src}`: {', '.join(from_src) or 'none'}"],
+            help=f"declare a `transfer Memory::{src} -> Memory::{dst} : COST` edge, or stage "
+            "through a space that has one",
+        )
+
+    def _size(self, t: T.TensorT) -> _Size:
+        n = T.SCALARS[t.elem]
+        unbounded, used = [], []
+        for d in t.dims:
+            if isinstance(d, int):
+                n *= d
+            elif d in self.bounds:
+                n *= max(self.bounds[d], 0)
+                used.append(f"{d} <= {self.bounds[d]}")
+            else:
+                unbounded.append(d)
+        return _Size(None if unbounded else n, unbounded, used)
+
+    def _capacity(self, e: A.Expr, t: T.TensorT, size: _Size, spaces: list[str]) -> None:
+        bounded = [self.machine.memories[s] for s in spaces if self.machine.memories[s].capacity]
+        if size.bytes is None and bounded:
+            self._unverified(e, t, size, bounded[0])
+            return
+        for mem in bounded:
+            if size.bytes is not None and size.bytes > mem.capacity:
+                self._too_big(e, t, size, mem)
+
+    def _unverified(self, e: A.Expr, t: T.TensorT, size: _Size, mem: Memory) -> None:
+        dims = ", ".join(f"`{d}`" for d in size.unbounded)
+        self.sink.emit(
+            "W1029",
+            f"`{_shape(t)}` has runtime dimension {dims}: its size in `{mem.name}` "
+            f"(capacity {mem.capacity} B, {human_size(mem.capacity)}) cannot be checked",
+            e.span,
+            help=f"bound it on the function: `where {size.unbounded[0]} <= ...`",
+        )
+
+    def _too_big(self, e: A.Expr, t: T.TensorT, size: _Size, mem: Memory) -> None:
+        at_bound = f" at its bound ({', '.join(size.used)})" if size.used else ""
+        self.sink.emit(
+            "E6009",
+            f"`{_shape(t)}` is {size.bytes} B ({human_size(size.bytes)}){at_bound}, larger "
+            f"than `{mem.name}` (capacity {mem.capacity} B, {human_size(mem.capacity)})",
+            e.span,
+            help="split it into tiles that fit and transfer them one by one",
+        )
+
+    def _tile(
+        self, e: A.Expr, hop: int, space: str, size: _Size, final: bool, label: str
+    ) -> Tile | None:
+        mem = self.machine.memories[space]
+        if not (mem.granule or mem.managed == "explicit"):
+            return None  # a cached space: nothing to allocate
+        granule = max(mem.granule, 1)
+        slot = None if size.bytes is None else -(-size.bytes // granule) * granule
+        return Tile(id(e), hop, space, slot, final, e.span, label)
+
+    # ---- visibility --------------------------------------------------------------------
+    def _call(self, e: A.Call, topo: str | None) -> None:
+        if e.callee == "assert" and e.callee not in self.functions:
+            for side in _compared_tensors(e.args[0] if e.args else None):
+                self._visible(side, topo, "`assert`")
+        elif e.callee in self.functions or e.callee == "matmul_acc":
+            for a in e.args:
+                self._visible(a, topo, f"`{e.callee}`")
+
+    def _visible(self, a: A.Expr, topo: str | None, what: str) -> None:
+        t = _tensor(a.ty)
+        if t is None:
+            return
+        space = self.machine.space(t.space) or t.space
+        seen = self.machine.topologies[topo].visible if topo else [CPU_DRAM]
+        if space in seen:
+            return
+        core = f"`Topology::{topo}`" if topo else "host code"
+        target = next((s for s in seen if s != CPU_DRAM), seen[0]) if seen else None
+        self.sink.emit(
+            "E6003",
+            f"{core} cannot read `{space}`: this operand of {what} is `{t.show()}`",
+            a.span,
+            notes=[f"{core} sees: {', '.join(seen) or 'nothing'}"],
+            help=f"transfer it into a visible space first (`transfer(..., Memory::{target})`)"
+            if target
+            else None,
+        )
+
+
+def _tensor(ty: T.Type | None) -> T.TensorT | None:
+    """The tensor a value reads as: through borrows, and a token reads its buffer."""
+    if ty is None:
+        return None
+    t = T.deref(ty)
+    if isinstance(t, T.TokenT):
+        t = t.inner
+    return t if isinstance(t, T.TensorT) else None
+
+
+def _compared_tensors(e: A.Expr | None) -> list[A.Expr]:
+    """Tensor sides of the comparisons in an `assert` condition (`buf == v`)."""
+    if not isinstance(e, A.Binary):
+        return []
+    if e.op in ("&&", "||"):
+        return _compared_tensors(e.lhs) + _compared_tensors(e.rhs)
+    if e.op in ("==", "!="):
+        return [side for side in (e.lhs, e.rhs) if _tensor(side.ty) is not None]
+    return []
+
+
+def _shape(t: T.TensorT) -> str:
+    return f"Tensor<{t.elem}, [{', '.join(str(d) for d in t.dims)}]>"
+
+
+def check_placement(
+    fn: Function, machine: Machine, functions: dict[str, Function], sink: DiagnosticSink
+) -> FnPlacement:
+    """Route, size, visibility-check and allocate one typechecked, non-extern function."""
+    return _Placer(fn, machine, functions, sink).run()
+
+
+def place_program(
+    functions: dict[str, Function], machine: Machine, sink: DiagnosticSink
+) -> dict[str, FnPlacement]:
+    """check_placement for every function that has a checked body (skips externs, failed
+    bodies and un-instantiated const-generic templates)."""
+    out = {}
+    for name, fn in functions.items():
+        if fn.is_extern or not fn.ok or (fn.generic_of is None and fn.decl.const_params):
+            continue
+        out[name] = check_placement(fn, machine, functions, sink)
+    return out
