@@ -487,3 +487,44 @@ def test_check_placement_single_function() -> None:
     sink = DiagnosticSink()
     placed = check_placement(c.functions["stream"], c.machine, c.functions, sink)
     assert sink.items == [] and placed.rings[0].slots == 2
+
+
+TWO_TO_TMEM = """\
+fn host(x: Tensor<f32, [128, 128]>, y: Tensor<f32, [128, 128]>) -> void {
+  let t0 = transfer_async(x, Memory::TMEM);
+  let t1 = transfer_async(y, Memory::TMEM);
+  let a = wait(t0);
+  let b = wait(t1);
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "source,vmem",
+    [
+        (TWO_TO_TMEM, 2 * TILE),  # both staging tiles stay live until their `wait`
+        (
+            TWO_TO_TMEM.replace("_async", "").replace("wait(t0)", "t0").replace("wait(t1)", "t1"),
+            TILE,
+        ),
+    ],
+    ids=["async", "blocking"],
+)
+def test_staging_tiles_live_until_the_route_completes(source: str, vmem: int) -> None:
+    c = compile_vx("b200", source)
+    assert c.codes == []
+    assert c.placed["host"].working_set == {"VMEM": vmem, "TMEM": 2 * TILE}
+
+
+def test_lowering_view() -> None:
+    """What ir/from_hir.py reads: (hop, alloc) pairs per Transfer, the alloc of a TensorNew."""
+    c = compile_vx("tpu", MATMUL_VMEM)
+    placed = c.placed["k"]
+    transfers: list[A.Expr] = []
+    _collect(c.functions["k"].decl.body, A.Transfer, transfers)
+    ((hop, alloc),) = placed.hops_of(transfers[0])
+    assert hop.seam == "HBM -> VMEM" and alloc == placed.of(transfers[0]).alloc
+    news: list[A.Expr] = []
+    _collect(c.functions["k"].decl.body, A.TensorNew, news)
+    assert placed.alloc_of(news[0]).ring == 0
+    assert placed.hops_of(news[0]) == []

@@ -92,6 +92,17 @@ class FnPlacement:
     def of(self, node: A.Expr) -> NodePlacement:
         return self.nodes[id(node)]
 
+    def hops_of(self, node: A.Expr) -> list[tuple[Hop, Alloc | None]]:
+        """The route of a Transfer as (hop, allocation of its destination) pairs, one
+        `vx.transfer` each; empty when the tensor is already in place (or unrouted)."""
+        p = self.nodes.get(id(node))
+        return list(zip(p.hops, p.allocs, strict=True)) if p else []
+
+    def alloc_of(self, node: A.Expr) -> Alloc | None:
+        """The scratchpad buffer a node's result lives in (None outside scratchpads)."""
+        p = self.nodes.get(id(node))
+        return p.alloc if p else None
+
 
 def hop_attributes(machine: Machine, hop: Hop, alloc: Alloc | None) -> dict[str, object]:
     """The placement attributes of the `vx.transfer` for one hop."""
