@@ -171,11 +171,15 @@ class Lowering:
 
     # ---- expressions ------------------------------------------------------------------------------
     def index(self, v: ir.Value) -> ir.Value:
-        return (
-            v
-            if ir.IndexType.isinstance(v.type)
-            else arith.IndexCastOp(ir.IndexType.get(), v).result
-        )
+        """`v` as an index; folds the i64 round trip of a loop variable or `len()`."""
+        if isinstance(v.type, ir.IndexType):
+            return v
+        owner = getattr(v.owner, "operation", v.owner)
+        if getattr(owner, "name", None) == "arith.index_cast":
+            source = owner.operands[0]
+            if isinstance(source.type, ir.IndexType):
+                return source
+        return arith.IndexCastOp(ir.IndexType.get(), v).result
 
     def expr(self, ctx: _Ctx, e: A.Expr) -> ir.Value | None:
         match e:
