@@ -21,8 +21,8 @@ class CacheError(Exception):
 
 
 def _registry() -> dict[str, type]:
-    classes: list[type] = [Span, Diagnostic, P.Var, P.Function, P.Program]
-    for module in (A, T):
+    classes: list[type] = [Span, Diagnostic]
+    for module in (A, T, P):
         classes += [
             c
             for c in vars(module).values()
