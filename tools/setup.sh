@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates .venv/ at the repository root with vxc and its locked dependencies.
-# Idempotent: a stamp holding the digest of the lock and pyproject makes a
+# Idempotent: a stamp holding the digest of the lock and pyproject's [project] makes a
 # second run take well under a second.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,7 +17,8 @@ pick_python() {
   return 1
 }
 
-stamp_now="$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)"
+# Only the lock and the [project] table (deps, scripts) decide what .venv holds.
+stamp_now="$( { cat requirements.lock; sed -n '/^\[project\]/,/^\[tool/p' pyproject.toml; } | sha256sum | cut -d' ' -f1)"
 if [ -x .venv/bin/vxc ] && [ "$(cat .venv/.vx-stamp 2>/dev/null)" = "$stamp_now" ]; then
   exit 0
 fi
