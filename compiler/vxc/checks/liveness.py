@@ -132,25 +132,7 @@ def _walk(e: A.Expr | None, uses: set[int], makes: list[A.Expr]) -> None:
         makes.append(e)
 
 
-def children(e: A.Expr) -> list[A.Expr]:
-    match e:
-        case A.Unary():
-            return [e.operand]
-        case A.Binary():
-            return [e.lhs, e.rhs]
-        case A.Borrow():
-            return [e.operand]
-        case A.Call():
-            return list(e.args)
-        case A.MethodCall():
-            return [e.obj, *e.args]
-        case A.Index():
-            return [e.obj, e.index]
-        case A.Transfer():
-            return [e.src]
-        case A.Wait():
-            return [e.token]
-    return []
+children = A.expr_children  # one definition of an expression's operands, in ast.py
 
 
 def build_cfg(body: A.Block, identity: set[int]) -> Cfg:

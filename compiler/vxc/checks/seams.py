@@ -391,52 +391,22 @@ def _calls(e: A.Expr) -> list[A.Call | A.Transfer]:
             continue
         if isinstance(node, A.Call | A.Transfer):
             stack.append((node, True))
-        stack.extend((c, False) for c in _children(node))
+        stack.extend((c, False) for c in A.expr_children(node))
     return out
-
-
-def _children(e: A.Expr) -> list[A.Expr]:
-    match e:
-        case A.Call():
-            return list(e.args)
-        case A.Transfer():
-            return [e.src]
-        case A.Wait():
-            return [e.token]
-        case A.Borrow() | A.Unary():
-            return [e.operand]
-        case A.Binary():
-            return [e.lhs, e.rhs]
-        case A.Index():
-            return [e.obj, e.index]
-        case A.MethodCall():
-            return [e.obj, *e.args]
-    return []
 
 
 def _contracts(body: A.Block) -> dict[int, int]:
     """Pre-scan (into spawn/if/loop bodies) for consumers' `assert(buf == v)`."""
     out: dict[int, int] = {}
-    stack: list[A.Node] = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, A.Block):
-            stack.extend(node.stmts)
-        elif isinstance(node, A.If):
-            stack.extend([node.then] + ([node.orelse] if node.orelse else []))
-        elif isinstance(node, A.For | A.Spawn):
-            stack.append(node.body)
-        elif (
-            isinstance(node, A.ExprStmt)
-            and isinstance(node.expr, A.Call)
-            and node.expr.callee == "assert"
-            and len(node.expr.args) == 1
-        ):
-            cond = node.expr.args[0]
-            if isinstance(cond, A.Binary) and cond.op == "==":
-                lhs, value = _strip(cond.lhs), _const_int(cond.rhs)
-                if isinstance(lhs, A.Name) and value is not None:
-                    out[lhs.vid] = value
+    for s in A.walk_stmts(body):
+        call = s.expr if isinstance(s, A.ExprStmt) else None
+        if not (isinstance(call, A.Call) and call.callee == "assert" and len(call.args) == 1):
+            continue
+        cond = call.args[0]
+        if isinstance(cond, A.Binary) and cond.op == "==":
+            lhs, value = _strip(cond.lhs), _const_int(cond.rhs)
+            if isinstance(lhs, A.Name) and value is not None:
+                out[lhs.vid] = value
     return out
 
 
@@ -446,7 +416,7 @@ def _mentions(e: A.Expr, vid: int) -> bool:
         node = stack.pop()
         if isinstance(node, A.Name) and node.vid == vid:
             return True
-        stack.extend(_children(node))
+        stack.extend(A.expr_children(node))
     return False
 
 

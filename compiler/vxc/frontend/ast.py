@@ -263,3 +263,43 @@ class FnDecl(Node):
 @dataclass
 class Module(Node):
     items: list[Node]
+
+
+# ---- traversal (iterative: a deep program cannot exhaust the stack) --------------------------
+def sub_blocks(s: Node) -> list[Block]:
+    """The blocks directly nested in a statement."""
+    if isinstance(s, If):
+        return [s.then] + ([s.orelse] if s.orelse else [])
+    if isinstance(s, For | Spawn):
+        return [s.body]
+    return []
+
+
+def walk_stmts(block: Block | None):
+    """Every statement in `block`, including those in nested if/for/spawn bodies."""
+    stack: list[Block] = [block] if block else []
+    while stack:
+        b = stack.pop()
+        for s in b.stmts:
+            yield s
+            stack.extend(sub_blocks(s))
+
+
+def expr_children(e: Node) -> list[Expr]:
+    """The direct sub-expressions of an expression, in evaluation order."""
+    match e:
+        case Call():
+            return list(e.args)
+        case Transfer():
+            return [e.src]
+        case Wait():
+            return [e.token]
+        case Borrow() | Unary():
+            return [e.operand]
+        case Binary():
+            return [e.lhs, e.rhs]
+        case Index():
+            return [e.obj, e.index]
+        case MethodCall():
+            return [e.obj, *e.args]
+    return []

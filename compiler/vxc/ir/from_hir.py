@@ -343,19 +343,7 @@ class Lowering:
 
 def _assigned(block: A.Block | None) -> set[int]:
     """Variables assigned (not declared) anywhere inside `block`."""
-    out: set[int] = set()
-    stack: list[A.Node] = [block] if block else []
-    while stack:
-        node = stack.pop()
-        if isinstance(node, A.Block):
-            stack.extend(node.stmts)
-        elif isinstance(node, A.Assign):
-            out.add(node.vid)
-        elif isinstance(node, A.If):
-            stack.extend([node.then] + ([node.orelse] if node.orelse else []))
-        elif isinstance(node, A.For | A.Spawn):
-            stack.append(node.body)
-    return out
+    return {s.vid for s in A.walk_stmts(block) if isinstance(s, A.Assign)}
 
 
 def lower_program(checked) -> ir.Module:
