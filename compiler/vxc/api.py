@@ -20,6 +20,7 @@ from vxc.checks.seams import check_seams
 from vxc.checks.solver import Solver
 from vxc.diagnostics import Diagnostic, DiagnosticSink
 from vxc.diagnostics.render import render_all_human
+from vxc.errors import Unsupported
 from vxc.frontend import ast as A
 from vxc.frontend.parser import parse_source
 from vxc.hir import serial
@@ -33,10 +34,6 @@ EMITS = ("vx-mlir", "target-ir", "artifact")
 
 class StaleCache(Exception):
     """A .vxhir that is corrupt, from another compiler, or of other sources."""
-
-
-class Unsupported(Exception):
-    """A request this build of vxc cannot serve yet (said plainly, never faked)."""
 
 
 @dataclass(frozen=True)

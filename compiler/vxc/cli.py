@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:
-        from vxc.api import Unsupported
+        from vxc.errors import Unsupported
 
         if isinstance(e, Unsupported):
             print(f"vxc: error: {e}", file=sys.stderr)

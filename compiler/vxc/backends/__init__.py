@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def emit_target(target: str, module, stem: str, emit: str) -> dict[str, bytes]:
-    from vxc.api import Unsupported
+    from vxc.errors import Unsupported
 
     if target == "cpu":
         from vxc.backends.cpu import compile_module, target_ir

@@ -194,8 +194,10 @@ class SeamChecker:
                 self._assert(node, pc)
                 continue
             callee = self.functions.get(node.callee)
-            for a in node.args:
-                if _is_tensorish(a.ty):
+            params = [p.ty for p in callee.params] if callee else [None] * len(node.args)
+            for a, want in zip(node.args, params, strict=False):
+                # A token passed where a token is expected moves it; anywhere else it is read.
+                if _is_tensorish(a.ty) and not isinstance(want, T.TokenT):
                     self._read(a, pc, None)
             if callee is not None:
                 self._bounds(node, callee, pc)

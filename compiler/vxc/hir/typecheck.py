@@ -67,13 +67,35 @@ class TypeChecker:
 
     # ---- driver ----------------------------------------------------------------
     def run(self) -> Program:
+        helpers = self._called_by_others()
         for name, decl in self.fns.items():
-            if name not in self.out:  # a callee may have been checked on first call
-                self._function(decl, name, {}, None)
+            if name in self.out:  # a callee may have been checked on first call
+                continue
+            if name in helpers and decl.body is not None and not decl.const_params:
+                continue  # checked per call site, in the caller's placements (see _instance)
+            self._function(decl, name, {}, None)
         return Program(self.out, self.decls)
 
+    def _called_by_others(self) -> set[str]:
+        """Functions some other function calls: helpers, not kernel entries."""
+        out: set[str] = set()
+        for decl in self.fns.values():
+            for s in A.walk_stmts(decl.body):
+                stack = [x for x in vars(s).values() if isinstance(x, A.Expr)]
+                while stack:
+                    e = stack.pop()
+                    if isinstance(e, A.Call) and e.callee != decl.name:
+                        out.add(e.callee)
+                    stack.extend(A.expr_children(e))
+        return out
+
     def _function(
-        self, decl: A.FnDecl, name: str, consts: dict[str, int], generic_of: str | None
+        self,
+        decl: A.FnDecl,
+        name: str,
+        consts: dict[str, int],
+        generic_of: str | None,
+        spaces: dict[int, str] | None = None,
     ) -> Function:
         if consts:
             decl = _substitute(decl, consts)
@@ -87,10 +109,10 @@ class TypeChecker:
         scope = _Scope({}, None)
         for cp in decl.const_params if not consts else []:
             scope.names[cp.name] = -1  # symbolic const dim; usable in types and bounds
-        for p in decl.params:
+        for i, p in enumerate(decl.params):
             if p.name in scope.names and scope.names[p.name] != -1:
                 self.sink.emit("E0102", f"parameter `{p.name}` is declared twice", p.span)
-            ty = self._type(p.type, arg_space)
+            ty = self._type(p.type, (spaces or {}).get(i, arg_space))
             p.vid = self._bind(scope, p.name, ty, False, p.span, "param")
             fn.params.append(fn.vars[p.vid])
         fn.ret = self._type(decl.ret, arg_space) if decl.ret else T.VOID
@@ -362,15 +384,29 @@ class TypeChecker:
     def _instance(
         self, decl: A.FnDecl, e: A.Call, scope: _Scope, arg_types: list[T.Type]
     ) -> Function:
-        if not decl.const_params:
-            return self.out[decl.name] if decl.name in self.out else self._defer(decl)
+        """The function a call runs: const generics and the tensors' placements fixed.
+
+        A Vx function called from Vx code is checked once per distinct tuple of its
+        tensor arguments' spaces (placement monomorphisation), so its body sees where
+        its arguments really live; kernel entries (never called) take them in HBM.
+        """
+        consts = self._consts(decl, e, arg_types) if decl.const_params else {}
+        spaces = _arg_spaces(decl, arg_types) if decl.body is not None else {}
+        parts = [str(consts[c.name]) for c in decl.const_params] + list(spaces.values())
+        name = f"{decl.name}<{', '.join(parts)}>" if parts else decl.name
+        if name not in self.out:
+            saved = (self.fn, self.home, self.cur_topology)
+            self._function(decl, name, consts, decl.name if parts else None, spaces)
+            self.fn, self.home, self.cur_topology = saved
+        return self.out[name]
+
+    def _consts(self, decl: A.FnDecl, e: A.Call, arg_types: list[T.Type]) -> dict[str, int]:
         consts: dict[str, int] = {}
-        if e.const_args:
-            for cp, ca in zip(decl.const_params, e.const_args, strict=False):
-                if not isinstance(ca, A.IntLit):
-                    self.sink.emit("E0204", "const arguments must be integer literals", ca.span)
-                    raise _Error
-                consts[cp.name] = ca.value
+        for cp, ca in zip(decl.const_params, e.const_args or [], strict=False):
+            if not isinstance(ca, A.IntLit):
+                self.sink.emit("E0204", "const arguments must be integer literals", ca.span)
+                raise _Error
+            consts[cp.name] = ca.value
         for p, t in zip(decl.params, arg_types, strict=True):
             _unify_dims(p.type, t, {c.name for c in decl.const_params}, consts)
         missing = [c.name for c in decl.const_params if c.name not in consts]
@@ -382,19 +418,7 @@ class TypeChecker:
                 help=f"pass it explicitly: `{decl.name}::<...>(...)`",
             )
             raise _Error
-        name = f"{decl.name}<{', '.join(str(consts[c.name]) for c in decl.const_params)}>"
-        if name not in self.out:
-            saved = (self.fn, self.home, self.cur_topology)
-            self._function(decl, name, consts, decl.name)
-            self.fn, self.home, self.cur_topology = saved
-        return self.out[name]
-
-    def _defer(self, decl: A.FnDecl) -> Function:
-        """A callee declared later in the file: check it now (its signature is what we need)."""
-        saved = (self.fn, self.home, self.cur_topology)
-        fn = self._function(decl, decl.name, {}, None)
-        self.fn, self.home, self.cur_topology = saved
-        return fn
+        return consts
 
     def _intrinsic(self, e: A.Call, scope: _Scope) -> T.Type:
         if e.callee == "assert":
@@ -496,6 +520,17 @@ def _compatible(want: T.Type, got: T.Type) -> bool:
     if T.is_int(want) and T.is_int(got):
         return False
     return False
+
+
+def _arg_spaces(decl: A.FnDecl, arg_types: list[T.Type]) -> dict[int, str]:
+    """Parameter index -> the space of the tensor (or Vec) the caller passes."""
+    out: dict[int, str] = {}
+    for i, (p, at) in enumerate(zip(decl.params, arg_types, strict=True)):
+        pt = p.type.inner if isinstance(p.type, A.RefType) else p.type
+        base = T.deref(at)
+        if isinstance(pt, A.TensorType | A.VecType) and isinstance(base, T.TensorT | T.VecT):
+            out[i] = base.space
+    return out
 
 
 def _literal_fits(e: A.Expr, ty: T.Type) -> bool:

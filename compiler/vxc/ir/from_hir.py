@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, memref, scf
 
+from vxc.errors import Unsupported
 from vxc.frontend import ast as A
 from vxc.hir import types as T
 from vxc.hir.program import Function
@@ -24,8 +25,16 @@ from vxc.ir.context import make_context
 _ELEM = {"u8": "ui8", "u16": "ui16", "u32": "ui32", "u64": "ui64", "bool": "i1"}
 
 
-class LoweringError(Exception):
+class LoweringError(Unsupported):
     """A checked program that uses a form the IR does not express yet (said plainly)."""
+
+
+def symbol(name: str) -> str:
+    """IR/C symbol of a function: instances `scale<128, VMEM>` become `scale__128_VMEM`."""
+    if "<" not in name:
+        return name
+    base, args = name.split("<", 1)
+    return base + "__" + "_".join(a.strip() for a in args.rstrip(">").split(","))
 
 
 def _elem(name: str) -> str:
@@ -86,7 +95,7 @@ class Lowering:
         arg_types = [self.ty(p.ty) for p in fn.params]
         results = [] if fn.ret == T.VOID else [self.ty(fn.ret)]
         op = func.FuncOp(
-            fn.name,
+            symbol(fn.name),
             ir.FunctionType.get(arg_types, results),
             visibility="private" if fn.is_extern else None,
         )
@@ -337,7 +346,7 @@ class Lowering:
                 v = memref.MemorySpaceCastOp(want, v).result  # placement-polymorphic param
             args.append(v)
         results = [] if callee.ret == T.VOID else [self.ty(callee.ret)]
-        op = func.CallOp(results, ir.FlatSymbolRefAttr.get(callee.name), args)
+        op = func.CallOp(results, ir.FlatSymbolRefAttr.get(symbol(callee.name)), args)
         return op.results[0] if results else None
 
 

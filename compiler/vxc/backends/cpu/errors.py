@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from vxc.errors import Unsupported
 
-class BackendError(ValueError):
+
+class BackendError(Unsupported, ValueError):
     """The module uses something the CPU backend cannot lower; the message says what."""
 
 
