@@ -1,0 +1,217 @@
+"""The persistent-worker request loop, independent of what a request does.
+
+Bazel starts the worker once with ``--persistent_worker`` and sends
+length-delimited ``WorkRequest`` messages on stdin; the worker answers each with a
+``WorkResponse`` on stdout. This loop:
+
+- reads requests on the calling thread and runs them one at a time on an executor
+  thread, so a ``cancel`` request is seen while a compile is running;
+- answers a cancelled request (queued or running) once, with ``was_cancelled``;
+- answers a frame that is not a ``WorkRequest`` with exit code 2 and goes on;
+- turns an exception escaping the handler into exit code 2 and a bug report, and goes
+  on serving;
+- logs one stats line per request to stderr (Bazel's worker log), and appends it to
+  the response's output when the request's ``verbosity`` is above 0
+  (``--worker_verbose``).
+
+The handler is a parameter: ``handler(arguments, ctx) -> (exit_code, output)``.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import BinaryIO, TextIO
+
+from google.protobuf.message import DecodeError
+
+from vxc.worker import framing
+from vxc.worker.vx_worker_protocol_pb2 import WorkRequest, WorkResponse
+
+
+class Cancelled(Exception):
+    """Raised by a handler that noticed ``ctx.cancelled`` and stopped early."""
+
+
+@dataclass
+class RequestContext:
+    request_id: int = 0
+    verbosity: int = 0
+    sandbox_dir: str = ""
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    # Filled by the handler; logged as key=value pairs after the request.
+    stats: dict[str, object] = field(default_factory=dict)
+
+    def path(self, p: str) -> str:
+        """Where to find an argument path: under sandbox_dir when Bazel set one."""
+        if self.sandbox_dir and not os.path.isabs(p):
+            return os.path.join(self.sandbox_dir, p)
+        return p
+
+    def check_cancelled(self) -> None:
+        if self.cancelled.is_set():
+            raise Cancelled()
+
+
+Handler = Callable[[list[str], RequestContext], tuple[int, str]]
+
+
+def bug_report(exc: BaseException) -> str:
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return (
+        f"internal compiler error: {type(exc).__name__}: {exc}\n"
+        "This is a bug in vxc, not in your program. Please report it with the text below\n"
+        "and the command that ran (bazel aquery --output=text for the failing action).\n"
+        f"--- vxc worker pid {os.getpid()} ---\n{tb}"
+    )
+
+
+def expand_flagfiles(args: list[str], ctx: RequestContext, depth: int = 0) -> list[str]:
+    """Expands ``@file`` arguments (one argument per line), recursively."""
+    out: list[str] = []
+    for a in args:
+        if a.startswith("@") and not a.startswith("@@") and depth < 8:
+            with open(ctx.path(a[1:]), encoding="utf-8") as f:
+                lines = f.read().splitlines()
+            out.extend(expand_flagfiles(lines, ctx, depth + 1))
+        elif a.startswith("@@"):
+            out.append(a[1:])
+        else:
+            out.append(a)
+    return out
+
+
+def stats_line(ctx: RequestContext, exit_code: int, seconds: float) -> str:
+    parts = [f"pid={os.getpid()}", f"request_id={ctx.request_id}", f"exit={exit_code}"]
+    parts += [f"{k}={v}" for k, v in ctx.stats.items()]
+    parts.append(f"total_ms={seconds * 1000:.1f}")
+    return "vxc-worker: " + " ".join(parts)
+
+
+def run_one(handler: Handler, args: list[str], ctx: RequestContext) -> tuple[int, str, bool]:
+    """Runs one request; returns (exit_code, output, was_cancelled)."""
+    t0 = time.perf_counter()
+    cancelled = False
+    try:
+        ctx.check_cancelled()
+        code, output = handler(expand_flagfiles(args, ctx), ctx)
+    except Cancelled:
+        code, output, cancelled = 0, "", True
+    except Exception as exc:  # the worker must survive its own bugs
+        code, output = 2, bug_report(exc)
+    if ctx.cancelled.is_set():
+        cancelled = True
+    line = stats_line(ctx, code, time.perf_counter() - t0)
+    ctx.stats["_line"] = line
+    return code, output, cancelled
+
+
+def private_stdout() -> BinaryIO:
+    """Returns a private handle on the real stdout for the protocol and points fd 1
+    (and ``sys.stdout``) at stderr, so that a stray print in the compiler or a
+    library, or native code writing to fd 1, lands in Bazel's worker log instead of
+    corrupting the response stream."""
+    import sys
+
+    proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto_out
+
+
+class WorkerServer:
+    def __init__(self, handler: Handler, stdin: BinaryIO, stdout: BinaryIO, log: TextIO):
+        self.handler = handler
+        self.stdin = stdin
+        self.stdout = stdout
+        self.log = log
+        self._write_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._queue: queue.Queue[tuple[WorkRequest, RequestContext] | None] = queue.Queue()
+        # request_id -> context, for requests queued or running and not yet answered.
+        self._open: dict[int, RequestContext] = {}
+
+    def _respond(self, request_id: int, exit_code: int, output: str, cancelled: bool) -> None:
+        resp = WorkResponse(
+            request_id=request_id, exit_code=exit_code, output=output, was_cancelled=cancelled
+        )
+        with self._write_lock:
+            framing.write_frame(self.stdout, resp.SerializeToString())
+
+    def _log(self, line: str) -> None:
+        self.log.write(line + "\n")
+        self.log.flush()
+
+    def _execute(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            req, ctx = item
+            code, output, cancelled = run_one(self.handler, list(req.arguments), ctx)
+            line = str(ctx.stats.pop("_line"))
+            self._log(line + (" cancelled" if cancelled else ""))
+            if cancelled:
+                output = "cancelled\n"
+                code = 0
+            elif ctx.verbosity > 0:
+                output = output + ("" if not output or output.endswith("\n") else "\n")
+                output += line + "\n"
+            with self._state_lock:
+                self._open.pop(ctx.request_id, None)
+            self._respond(ctx.request_id, code, output, cancelled)
+
+    def serve(self) -> int:
+        executor = threading.Thread(target=self._execute, name="vxc-worker-exec", daemon=True)
+        executor.start()
+        try:
+            while True:
+                try:
+                    payload = framing.read_frame(self.stdin)
+                except framing.TruncatedFrame as e:
+                    self._log(f"vxc-worker: truncated frame at end of input ({e}); exiting")
+                    break
+                except framing.MalformedFrame as e:
+                    self._log(f"vxc-worker: malformed frame ({e})")
+                    self._respond(0, 2, f"vxc worker: malformed request frame: {e}\n", False)
+                    continue
+                if payload is None:
+                    break
+                req = WorkRequest()
+                try:
+                    req.ParseFromString(payload)
+                except DecodeError as e:
+                    self._log(f"vxc-worker: undecodable request of {len(payload)} bytes ({e})")
+                    self._respond(
+                        0,
+                        2,
+                        f"vxc worker: request is not a WorkRequest ({len(payload)} bytes)\n",
+                        False,
+                    )
+                    continue
+                self._dispatch(req)
+        finally:
+            self._queue.put(None)
+            executor.join()
+        return 0
+
+    def _dispatch(self, req: WorkRequest) -> None:
+        with self._state_lock:
+            if req.cancel:
+                ctx = self._open.get(req.request_id)
+                if ctx is not None:
+                    ctx.cancelled.set()
+                # A cancel for a request already answered (or never seen) is ignored.
+                return
+            ctx = RequestContext(
+                request_id=req.request_id,
+                verbosity=req.verbosity,
+                sandbox_dir=req.sandbox_dir,
+            )
+            self._open[req.request_id] = ctx
+        self._queue.put((req, ctx))

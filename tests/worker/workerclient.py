@@ -1,0 +1,61 @@
+"""A minimal client of Bazel's proto worker protocol, for the tests: it starts a
+worker process and exchanges length-delimited WorkRequest/WorkResponse frames."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from vxc.worker import framing
+from vxc.worker.vx_worker_protocol_pb2 import WorkRequest, WorkResponse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class WorkerClient:
+    def __init__(self, argv: list[str], cwd: str | None = None, env: dict | None = None):
+        e = dict(os.environ)
+        e["PYTHONPATH"] = (
+            os.path.join(ROOT, "compiler") + os.pathsep + os.path.join(ROOT, "tests", "worker")
+        )
+        e.update(env or {})
+        self.proc = subprocess.Popen(
+            [sys.executable, *argv, "--persistent_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd or ROOT,
+            env=e,
+        )
+
+    def send(self, **fields) -> None:
+        self.send_raw(WorkRequest(**fields).SerializeToString())
+
+    def send_raw(self, payload: bytes) -> None:
+        self.send_bytes(framing.encode_varint(len(payload)) + payload)
+
+    def send_bytes(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def recv(self) -> WorkResponse:
+        payload = framing.read_frame(self.proc.stdout)
+        assert payload is not None, "worker closed stdout: " + self.stderr_text()
+        r = WorkResponse()
+        r.ParseFromString(payload)
+        return r
+
+    def call(self, args: list[str], **fields) -> WorkResponse:
+        self.send(arguments=args, **fields)
+        return self.recv()
+
+    def close(self, timeout: float = 30) -> int:
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        return self.proc.wait(timeout)
+
+    def stderr_text(self) -> str:
+        if self.proc.poll() is None:
+            return "(worker still running)"
+        return self.proc.stderr.read().decode(errors="replace")
