@@ -4,6 +4,7 @@ size literals with units and rates, spans, and syntax errors as diagnostics."""
 from __future__ import annotations
 
 import pytest
+
 from vxc.diagnostics import DiagnosticSink
 from vxc.frontend import ast as A
 from vxc.frontend.parser import MAX_DEPTH, UNITS, parse_source
@@ -578,3 +579,11 @@ def test_deep_nesting_is_E0004_not_a_recursion_error(inner):
 def test_deeply_nested_blocks_are_E0004():
     d = parse_err("fn f() " + "{ if a " * 400 + "{}" + " }" * 400)
     assert d.code == "E0004"
+
+
+def test_leading_utf8_bom_is_skipped():
+    mod = parse_ok("\ufefffn f() {}")
+    (fn,) = mod.items
+    assert (fn.name_span.line, fn.name_span.column) == (1, 4)
+    d = parse_err("fn f() {}\ufeff")  # only a leading BOM is skipped
+    assert d.code == "E0002"

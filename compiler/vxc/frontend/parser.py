@@ -353,7 +353,8 @@ def _deepest_span(tree: lark.Tree, file: str) -> Span:
 
 def decode(data: bytes, file: str, sink: DiagnosticSink) -> str | None:
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
+        return text[1:] if text.startswith("\ufeff") else text  # a BOM is not source (rustc)
     except UnicodeDecodeError as e:
         prefix = data[: e.start]
         line = prefix.count(b"\n") + 1
