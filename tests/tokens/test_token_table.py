@@ -538,6 +538,22 @@ fn f(tiles: {VEC}, w: {W}) -> void {ON} {{
 """,
     ),
     Case(
+        "every stale read is reported, also of a reassigned token",
+        f"""\
+fn f(tiles: {VEC}, w: {W}) -> void {ON} {{
+  let mut acc = Tensor<f32>([32, 32]);
+  let wv = transfer(w, Memory::VMEM);
+  let mut t = transfer_async(tiles[0], Memory::VMEM);
+  matmul_acc(&mut acc, &t, &wv); //~ E6004
+  matmul_acc(&mut acc, &t, &wv); //~ E6004
+  let x = wait(t);
+  t = transfer_async(tiles[1], Memory::VMEM);
+  matmul_acc(&mut acc, &t, &wv); //~ E6004
+  let y = wait(t);
+}}
+""",
+    ),
+    Case(
         "in-flight buffer transferred onward is a read",
         f"""\
 fn f(tiles: {VEC}) -> void {ON} {{

@@ -56,7 +56,7 @@ class SeamChecker:
         self.bools: dict[int, z3.BoolRef] = {}
         self.assume: list[z3.BoolRef] = []
         self.emit = True
-        self.reported: set[int] = set()
+        self.reported: set[tuple] = set()
         self.contracts = _contracts(fn.decl.body) if fn.decl.body else {}
 
     # ---- entry -------------------------------------------------------------------
@@ -214,7 +214,9 @@ class SeamChecker:
         if not isinstance(base, A.Name | A.Wait | A.Transfer):
             return  # a fresh element or call result: published, nothing crossed a seam
         name = base.name if isinstance(base, A.Name) else "tmp"
-        key = base.vid if isinstance(base, A.Name) else id(base)
+        # One report per read (a reassigned token is a new transfer; each stale read counts);
+        # the loop's second pass re-walks the same reads, and reports them once.
+        key = (e.span, base.vid if isinstance(base, A.Name) else id(base))
         state = self._buf(base, pc, read=True)
         if (
             state.seam is None
