@@ -27,9 +27,12 @@ def _compile_handler():
     ]
     if missing:
         raise RuntimeError(f"vxc.api lacks {', '.join(missing)}: this compiler cannot run actions")
-    version = getattr(vxc, "__version__", "") or "unversioned"
+    from vxc.errors import Unsupported
+
+    version = api.compiler_version() if hasattr(api, "compiler_version") else vxc.__version__
     entries = int(os.environ.get("VX_WORKER_HIR_CACHE_ENTRIES", "64"))
-    return VxCompile(api, version, entries)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    return VxCompile(api, version, entries, unsupported=Unsupported)
 
 
 class _LazyHandler:

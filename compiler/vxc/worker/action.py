@@ -106,8 +106,15 @@ def _ms(t0: float) -> str:
 class VxCompile:
     """One instance per worker process; ``__call__`` is the server's handler."""
 
-    def __init__(self, api: ModuleType, version: str, cache_entries: int = 64):
+    def __init__(
+        self,
+        api: ModuleType,
+        version: str,
+        cache_entries: int = 64,
+        unsupported: type[Exception] | None = None,
+    ):
         self.api = api
+        self.unsupported = unsupported
         self.version = version
         self.cache = HirCache(cache_entries)
 
@@ -150,9 +157,16 @@ class VxCompile:
         ctx.stats["mode"] = opts.mode
         ctx.stats["checked_sources"] = 0
         srcs, machine = self._load(ctx, opts.src, opts.machine)
-        if opts.mode == "hir":
-            return self._hir(opts, ctx, srcs, machine)
-        return self._build(opts, ctx, srcs, machine)
+        try:
+            if opts.mode == "hir":
+                return self._hir(opts, ctx, srcs, machine)
+            return self._build(opts, ctx, srcs, machine)
+        except Exception as e:
+            # A request this compiler version cannot serve yet is the user's to read,
+            # not a crash (the CLI answers it the same way, exit 2).
+            if self.unsupported is not None and isinstance(e, self.unsupported):
+                return 2, f"vxc: error: {e}\n"
+            raise
 
     def _hir(self, opts, ctx, srcs, machine) -> tuple[int, str]:
         skey = self._source_key(srcs, machine)

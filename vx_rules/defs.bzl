@@ -1,0 +1,57 @@
+"""Public API of the Vx Bazel rules.
+
+    load("@vx//vx_rules:defs.bzl", "vx_kernel", "vx_multi_kernel", "vx_test")
+
+    vx_kernel(name, srcs, deps = [], machine = None, emit = "artifact")
+        One artifact directory, <name>.<target>/, for the configured target
+        (//vx_rules:target, set with --config=cpu|tpu|b200|h100); every file in it
+        is named <stem>.<target>.<ext>. Its checked HIR (<name>.vxhir) is built
+        once, in a configuration shared by every target. emit = "vx-mlir" or
+        "target-ir" produces that IR instead of the artifact.
+    vx_test(name, kernel, srcs = [...], data = [], ...)
+        Runs pytest on srcs with VX_TARGET, VX_KERNEL, VX_ARTIFACT_DIR and
+        VX_SOURCES set for `kernel` as configured; the test fails if it runs no test.
+    vx_multi_kernel(name, kernel, targets = ["cpu", "tpu", "b200", "h100"])
+        Builds `kernel` for each target in one invocation (a split transition),
+        each in its own configured output directory.
+"""
+
+load("//vx_rules/private:kernel.bzl", _vx_hir = "vx_hir", _vx_kernel_rule = "vx_kernel_rule")
+load("//vx_rules/private:multi.bzl", _check_targets = "check_targets", _vx_multi_kernel_rule = "vx_multi_kernel_rule")
+load("//vx_rules/private:providers.bzl", _VxKernelInfo = "VxKernelInfo", _VxToolchainInfo = "VxToolchainInfo")
+load("//vx_rules/private:target_flag.bzl", _TARGETS = "TARGETS")
+load("//vx_rules/private:test.bzl", _vx_test = "vx_test")
+load("//vx_rules/private:toolchain.bzl", _vx_toolchain = "vx_toolchain")
+
+VxKernelInfo = _VxKernelInfo
+VxToolchainInfo = _VxToolchainInfo
+TARGETS = _TARGETS
+vx_toolchain = _vx_toolchain
+
+def vx_kernel(name, srcs, deps = [], machine = None, visibility = None, tags = [], **kwargs):
+    _vx_hir(
+        name = name + "_hir",
+        kernel_name = name,
+        srcs = srcs,
+        deps = deps,
+        machine = machine,
+        visibility = ["//visibility:private"],
+        tags = tags,
+    )
+    _vx_kernel_rule(
+        name = name,
+        hir = ":" + name + "_hir",
+        srcs = srcs,
+        deps = deps,
+        machine = machine,
+        visibility = visibility,
+        tags = tags,
+        **kwargs
+    )
+
+def vx_test(name, kernel, srcs, data = [], **kwargs):
+    _vx_test(name = name, kernel = kernel, srcs = srcs, data = data, **kwargs)
+
+def vx_multi_kernel(name, kernel, targets = _TARGETS, **kwargs):
+    _check_targets(targets)
+    _vx_multi_kernel_rule(name = name, kernel = kernel, targets = targets, **kwargs)

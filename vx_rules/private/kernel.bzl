@@ -1,0 +1,143 @@
+"""vx_kernel's private rules: the checked HIR (one configuration for all targets)
+and the per-target build, both VxCompile actions."""
+
+load(":providers.bzl", "VxHirInfo", "VxKernelInfo", "VxSourcesInfo")
+load(":target_flag.bzl", "HIR_CONFIG_TARGET", "TARGETS", "VxTargetInfo", "hir_transition")
+load(":toolchain.bzl", "TOOLCHAIN_TYPE")
+
+# The action environment is explicit (no use_default_shell_env): the client's PATH
+# never enters an action key. PATH is pinned to the system directories because the
+# CPU backend links its optional shared library with the system's `cc`.
+def action_env(tc):
+    return {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": tc.pythonpath,
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "LC_ALL": "C.UTF-8",
+        "TZ": "UTC",
+    }
+
+# supports-workers: Bazel may run VxCompile in the persistent worker (its default
+# strategy list tries a worker first); a remote executor or --strategy=VxCompile=local
+# runs the same arguments one-shot, with the same outputs.
+_EXEC_REQS = {"supports-workers": "1"}
+
+def _sources(ctx):
+    deps = [d[VxSourcesInfo].srcs for d in ctx.attr.deps]
+    srcs = depset(ctx.files.srcs, transitive = deps, order = "postorder")
+    machine = ctx.file.machine
+    if machine == None:
+        for d in ctx.attr.deps:
+            if d[VxSourcesInfo].machine != None:
+                machine = d[VxSourcesInfo].machine
+                break
+    return srcs, machine
+
+def _src_args(args, srcs, machine):
+    args.add_all(srcs, before_each = "--src")
+    if machine != None:
+        args.add("--machine", machine)
+
+def _run_vxcompile(ctx, tc, args, inputs, outputs, progress):
+    args.use_param_file("@%s", use_always = True)
+    args.set_param_file_format("multiline")
+    launch = ctx.actions.args()
+    launch.add_all(["-s", "-B", "-m", "vxc.worker"])
+    ctx.actions.run(
+        executable = tc.python,
+        arguments = [launch, args],
+        inputs = depset(inputs),
+        tools = depset([tc.python], transitive = [tc.runtime, tc.compiler]),
+        outputs = outputs,
+        mnemonic = "VxCompile",
+        progress_message = progress,
+        execution_requirements = _EXEC_REQS,
+        env = action_env(tc),
+    )
+
+_COMMON_ATTRS = {
+    "srcs": attr.label_list(allow_files = [".vx"], mandatory = True, doc = "the kernel's .vx sources"),
+    "deps": attr.label_list(providers = [VxSourcesInfo], doc = "vx_kernel targets whose sources this kernel uses"),
+    "machine": attr.label(allow_single_file = [".vx"], doc = "a machine model; default: the target's own"),
+}
+
+def _vx_hir_impl(ctx):
+    tc = ctx.toolchains[TOOLCHAIN_TYPE].vx
+    srcs, machine = _sources(ctx)
+    out = ctx.actions.declare_file(ctx.attr.kernel_name + ".vxhir")
+    args = ctx.actions.args()
+    args.add("hir")
+    args.add("--out", out)
+    _src_args(args, srcs, machine)
+    inputs = srcs.to_list() + ([machine] if machine else [])
+    _run_vxcompile(ctx, tc, args, inputs, [out], "VxCompile checking %s (all targets)" % ctx.label)
+    return [
+        DefaultInfo(files = depset([out])),
+        VxHirInfo(hir = out, srcs = srcs, machine = machine),
+    ]
+
+# The incoming transition puts the checked HIR in the one target-independent
+# configuration however it is reached: through a vx_kernel in any config, or as a
+# top-level target of a pattern such as //kernels/...
+vx_hir = rule(
+    implementation = _vx_hir_impl,
+    cfg = hir_transition,
+    attrs = dict(
+        _COMMON_ATTRS,
+        kernel_name = attr.string(mandatory = True),
+        _allowlist_function_transition = attr.label(
+            default = Label("@bazel_tools//tools/allowlists/function_transition_allowlist"),
+        ),
+    ),
+    toolchains = [TOOLCHAIN_TYPE],
+    doc = "The checked HIR (.vxhir) of a kernel's sources: target-independent, cacheable.",
+)
+
+def _vx_kernel_impl(ctx):
+    tc = ctx.toolchains[TOOLCHAIN_TYPE].vx
+    target = ctx.attr._target[VxTargetInfo].target
+    if target == HIR_CONFIG_TARGET:
+        fail("%s: no Vx target is configured; use --config=%s" % (ctx.label, "|".join(TARGETS)))
+    hir = ctx.attr.hir[VxHirInfo]
+    srcs, machine = _sources(ctx)
+    out_dir = ctx.actions.declare_directory("%s.%s" % (ctx.label.name, target))
+    args = ctx.actions.args()
+    args.add("build")
+    args.add("--hir", hir.hir)
+    _src_args(args, srcs, machine)
+    args.add("--target", target)
+    args.add("--emit", ctx.attr.emit)
+    args.add_all([out_dir], before_each = "--out-dir", expand_directories = False)
+    inputs = [hir.hir] + srcs.to_list() + ([machine] if machine else [])
+    _run_vxcompile(ctx, tc, args, inputs, [out_dir], "VxCompile %s for %s (%s)" % (ctx.label, target, ctx.attr.emit))
+    return [
+        DefaultInfo(files = depset([out_dir])),
+        VxKernelInfo(
+            name = ctx.label.name,
+            target = target,
+            artifact_dir = out_dir,
+            hir = hir.hir,
+            srcs = srcs,
+            machine = machine,
+        ),
+        VxSourcesInfo(srcs = srcs, machine = machine),
+        OutputGroupInfo(**{target: depset([out_dir]), "vxhir": depset([hir.hir])}),
+    ]
+
+vx_kernel_rule = rule(
+    implementation = _vx_kernel_impl,
+    attrs = dict(
+        _COMMON_ATTRS,
+        hir = attr.label(mandatory = True, providers = [VxHirInfo]),
+        emit = attr.string(
+            default = "artifact",
+            values = ["artifact", "vx-mlir", "target-ir"],
+            doc = "what to produce: the target's artifact, the vx dialect module, or the target IR",
+        ),
+        _target = attr.label(default = Label("//vx_rules:target")),
+    ),
+    toolchains = [TOOLCHAIN_TYPE],
+    doc = "One kernel compiled for the configured target (//vx_rules:target).",
+)
