@@ -587,3 +587,9 @@ def test_leading_utf8_bom_is_skipped():
     assert (fn.name_span.line, fn.name_span.column) == (1, 4)
     d = parse_err("fn f() {}\ufeff")  # only a leading BOM is skipped
     assert d.code == "E0002"
+
+
+def test_e0004_points_into_the_deep_expression_not_the_first_subtree():
+    d = parse_err("fn f(a: i32) -> i32 {\n  let y = 1;\n  return " + "-" * 300 + "a;\n}")
+    assert d.code == "E0004"
+    assert d.span.line == 3 and d.span.column > 9

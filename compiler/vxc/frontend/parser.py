@@ -329,24 +329,20 @@ class _ToAst(Transformer):
         return A.TensorNew(self._s(meta), c[0], c[1])
 
 
-def _depth_ok(tree: lark.Tree) -> bool:
-    """Iterative depth check, so a 10 000-deep expression cannot exhaust the stack."""
+def _too_deep(tree: lark.Tree) -> lark.Tree | None:
+    """The first node nested deeper than MAX_DEPTH, or None. Iterative, so a 10 000-deep
+    expression cannot exhaust the stack; the node found lies inside the deep subtree
+    (the diagnostic points there, not at whatever subtree comes first)."""
     stack = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
-            return False
+            return node
         stack.extend((ch, depth + 1) for ch in node.children if isinstance(ch, lark.Tree))
-    return True
+    return None
 
 
-def _deepest_span(tree: lark.Tree, file: str) -> Span:
-    node = tree
-    for _ in range(MAX_DEPTH):
-        kids = [ch for ch in node.children if isinstance(ch, lark.Tree)]
-        if not kids:
-            break
-        node = kids[0]
+def _node_span(node: lark.Tree, file: str) -> Span:
     meta = node.meta
     return Span(file, getattr(meta, "line", 1), getattr(meta, "column", 1))
 
@@ -450,11 +446,12 @@ def parse(text: str, file: str, sink: DiagnosticSink) -> A.Module | None:
             notes=[f"expected one of: {_expected(e)}"],
         )
         return None
-    if not _depth_ok(tree):
+    deep = _too_deep(tree)
+    if deep is not None:
         sink.emit(
             "E0004",
             f"expression or block nests deeper than {MAX_DEPTH} levels",
-            _deepest_span(tree, file),
+            _node_span(deep, file),
             help="split it with `let` bindings",
         )
         return None

@@ -1,0 +1,88 @@
+"""Golden tests: each `cases/NAME.vx` is checked with `vxc check --target T NAME.vx` (run
+from `cases/`, so the output names the file as the user typed it) and its stderr must
+equal `cases/NAME.expected` byte for byte; the exit status must be 1 exactly when the
+expected output has an error. The target is `cpu` unless the first line says
+`// target: T`.
+
+Naming: `CODE_what.vx` is a rejected form that emits CODE; `CODE_ok_what.vx` is the
+accepted form, which must not emit it. Every code of the code table needs both.
+
+Regenerate after an intended change of the diagnostics, then review the diff:
+
+    VX_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/golden
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from vxc import cli
+from vxc.diagnostics.codes import CODES
+
+CASES = Path(__file__).resolve().parent / "cases"
+UPDATE = os.environ.get("VX_UPDATE_GOLDEN") == "1"
+TARGET = re.compile(rb"^// target: (\w+)")
+SOURCES = sorted(CASES.glob("*.vx"))
+
+
+def target_of(path: Path) -> str:
+    m = TARGET.match(path.read_bytes())
+    return m.group(1).decode() if m else "cpu"
+
+
+def run_check(path: Path, monkeypatch, capsys) -> tuple[int, str]:
+    monkeypatch.chdir(CASES)
+    capsys.readouterr()
+    rc = cli.main(["check", "--target", target_of(path), path.name])
+    out = capsys.readouterr()
+    assert out.out == "", "`vxc check` writes diagnostics to stderr only"
+    return rc, out.err
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=[p.stem for p in SOURCES])
+def test_golden(path: Path, monkeypatch, capsys):
+    rc, err = run_check(path, monkeypatch, capsys)
+    expected_path = path.with_suffix(".expected")
+    if UPDATE:
+        expected_path.write_text(err)
+    assert expected_path.exists(), f"no {expected_path.name}; run with VX_UPDATE_GOLDEN=1"
+    expected = expected_path.read_text()
+    assert err == expected
+    has_error = re.search(r"^error\[", expected, re.M) is not None
+    assert rc == (1 if has_error else 0)
+
+
+def emitted_codes(path: Path) -> set[str]:
+    text = path.with_suffix(".expected").read_text()
+    return set(re.findall(r"^(?:error|warning)\[([EW]\d{4})\]", text, re.M))
+
+
+def test_case_names_follow_the_convention():
+    for path in SOURCES:
+        code = path.stem.split("_", 1)[0]
+        assert code in CODES, f"{path.name}: `{code}` is not in the code table"
+        codes = emitted_codes(path)
+        if path.stem.startswith(f"{code}_ok"):
+            assert code not in codes, f"{path.name} is an accepted form but emits {code}"
+        else:
+            assert code in codes, f"{path.name} is a rejected form but does not emit {code}"
+
+
+@pytest.mark.parametrize("code", sorted(CODES))
+def test_every_code_has_a_rejected_and_an_accepted_golden(code):
+    rejected = [
+        p for p in SOURCES if p.stem.startswith(code + "_") and not p.stem.startswith(code + "_ok")
+    ]
+    accepted = [p for p in SOURCES if p.stem.startswith(code + "_ok")]
+    assert rejected, f"no golden case emits {code}: add tests/golden/cases/{code}_<what>.vx"
+    assert accepted, f"no accepted golden for {code}: add tests/golden/cases/{code}_ok_<what>.vx"
+
+
+def test_no_stray_expected_files():
+    stems = {p.stem for p in SOURCES}
+    stray = [p.name for p in CASES.glob("*.expected") if p.stem not in stems]
+    assert stray == []
