@@ -1,0 +1,63 @@
+"""The check path stays light (issue 2: `vxc check` cold start <= 0.8 s): checking a
+program, in process or through the CLI, never imports jax, jaxlib or llvmlite."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from clirun import KERNELS, ROOT
+
+HEAVY = ("jax", "jaxlib", "llvmlite")
+
+PROBE = """
+import json, sys
+import vxc.api
+checked = vxc.api.check(
+    [vxc.api.Source("seed.vx", open(sys.argv[1], "rb").read())], sys.argv[2]
+)
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r})
+print(json.dumps({{"ok": checked.ok, "heavy": heavy}}))
+"""
+
+CLI_PROBE = """
+import json, sys
+from vxc import cli
+rc = cli.main(["check", "--target", sys.argv[2], sys.argv[1]])
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r})
+print(json.dumps({{"rc": rc, "heavy": heavy}}))
+"""
+
+
+def _run(code: str, target: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "compiler"))
+    p = subprocess.run(
+        [sys.executable, "-c", code.format(heavy=HEAVY), str(KERNELS / "seed.vx"), target],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def test_api_check_imports_no_jax_or_llvmlite():
+    for target in ("cpu", "tpu", "b200", "h100"):
+        got = _run(PROBE, target)
+        assert got == {"ok": True, "heavy": []}, target
+
+
+def test_cli_check_imports_no_jax_or_llvmlite():
+    got = _run(CLI_PROBE, "b200")
+    assert got == {"rc": 0, "heavy": []}
+
+
+def test_the_probe_can_see_a_heavy_import():
+    """The probe itself works: importing llvmlite shows up in its report."""
+    code = "import llvmlite\n" + PROBE
+    got = _run(code, "cpu")
+    assert "llvmlite" in got["heavy"]
