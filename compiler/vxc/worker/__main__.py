@@ -35,6 +35,53 @@ def _compile_handler():
     return VxCompile(api, version, entries, unsupported=Unsupported)
 
 
+_PENDING = "VX_WORKER_PENDING_REQUEST"
+
+
+def _code_fingerprint(root: str) -> tuple:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for f in sorted(filenames):
+            if f.endswith((".py", ".lark", ".vx", ".md")):
+                st = os.stat(os.path.join(dirpath, f))
+                out.append((dirpath, f, st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+def _code_watch():
+    """A stale() for WorkerServer: true once any file of the vxc package changed."""
+    import vxc
+
+    root = os.path.dirname(os.path.abspath(vxc.__file__))
+    start = _code_fingerprint(root)
+    return lambda: _code_fingerprint(root) != start
+
+
+def _take_pending_request() -> bytes | None:
+    path = os.environ.pop(_PENDING, None)
+    if not path:
+        return None
+    with open(path, "rb") as f:
+        data = f.read()
+    os.unlink(path)
+    return data
+
+
+def _reexec(proto_out, payload: bytes) -> None:
+    """Replaces this process by a fresh worker (same pid, same pipes) that first
+    serves ``payload``, the request that was read before the change was noticed."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="vxc-worker-pending-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(payload)
+    os.environ[_PENDING] = path
+    sys.stderr.flush()
+    os.dup2(proto_out.fileno(), 1)  # the protocol stream goes back to fd 1
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+
+
 class _LazyHandler:
     def __init__(self):
         self._handler = None
@@ -47,14 +94,20 @@ class _LazyHandler:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from vxc.worker.server import RequestContext, WorkerServer, private_stdout, run_one
+    from vxc.worker.server import RequestContext, Restart, WorkerServer, private_stdout, run_one
 
     if "--persistent_worker" in argv:
+        pending = _take_pending_request()
+        stale = _code_watch()
         proto_out = private_stdout()
         # The compiler is imported on the first request, so that a compiler that
         # cannot load answers every request with a bug report instead of a worker
         # that dies at start-up.
-        return WorkerServer(_LazyHandler(), sys.stdin.buffer, proto_out, sys.stderr).serve()
+        server = WorkerServer(_LazyHandler(), sys.stdin.buffer, proto_out, sys.stderr, stale)
+        try:
+            return server.serve(pending)
+        except Restart as r:
+            _reexec(proto_out, r.payload)
 
     ctx = RequestContext()
     try:

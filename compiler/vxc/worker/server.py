@@ -87,7 +87,12 @@ def expand_flagfiles(args: list[str], ctx: RequestContext, depth: int = 0) -> li
 
 
 def stats_line(ctx: RequestContext, exit_code: int, seconds: float) -> str:
-    parts = [f"pid={os.getpid()}", f"request_id={ctx.request_id}", f"exit={exit_code}"]
+    parts = [
+        f"pid={os.getpid()}",
+        f"request_id={ctx.request_id}",
+        f"verbosity={ctx.verbosity}",
+        f"exit={exit_code}",
+    ]
     parts += [f"{k}={v}" for k, v in ctx.stats.items()]
     parts.append(f"total_ms={seconds * 1000:.1f}")
     return "vxc-worker: " + " ".join(parts)
@@ -124,12 +129,32 @@ def private_stdout() -> BinaryIO:
     return proto_out
 
 
+class Restart(Exception):
+    """Raised by ``WorkerServer.serve`` when ``stale()`` says the code changed: the
+    caller re-executes the worker and hands it ``payload``, the request already read."""
+
+    def __init__(self, payload: bytes):
+        super().__init__("worker code changed")
+        self.payload = payload
+
+
 class WorkerServer:
-    def __init__(self, handler: Handler, stdin: BinaryIO, stdout: BinaryIO, log: TextIO):
+    def __init__(
+        self,
+        handler: Handler,
+        stdin: BinaryIO,
+        stdout: BinaryIO,
+        log: TextIO,
+        stale: Callable[[], bool] | None = None,
+    ):
         self.handler = handler
         self.stdin = stdin
         self.stdout = stdout
         self.log = log
+        # Bazel 4.2.3 keeps a worker across edits of the compiler it runs; before each
+        # request the server asks stale() and, if the code changed, stops so that the
+        # caller can re-execute the worker with the new code.
+        self.stale = stale
         self._write_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._queue: queue.Queue[tuple[WorkRequest, RequestContext] | None] = queue.Queue()
@@ -166,13 +191,21 @@ class WorkerServer:
                 self._open.pop(ctx.request_id, None)
             self._respond(ctx.request_id, code, output, cancelled)
 
-    def serve(self) -> int:
+    def serve(self, pending: bytes | None = None) -> int:
+        """Serves until stdin ends; ``pending`` is a request read by a previous process."""
         executor = threading.Thread(target=self._execute, name="vxc-worker-exec", daemon=True)
         executor.start()
+        restart: Restart | None = None
         try:
             while True:
                 try:
-                    payload = framing.read_frame(self.stdin)
+                    if pending is not None:
+                        payload, pending = pending, None
+                    else:
+                        payload = framing.read_frame(self.stdin)
+                        if payload is not None and self.stale is not None and self.stale():
+                            restart = Restart(payload)
+                            break
                 except framing.TruncatedFrame as e:
                     self._log(f"vxc-worker: truncated frame at end of input ({e}); exiting")
                     break
@@ -198,6 +231,9 @@ class WorkerServer:
         finally:
             self._queue.put(None)
             executor.join()
+        if restart is not None:
+            self._log("vxc-worker: compiler sources changed; restarting the worker")
+            raise restart
         return 0
 
     def _dispatch(self, req: WorkRequest) -> None:
