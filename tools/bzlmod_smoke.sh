@@ -120,6 +120,11 @@ bazel7_flags=(
   "--override_module=zlib=$offline/zlib"
   "--override_module=apple_support=$offline/apple_support"
   --jobs="$jobs"
+  # No bazel-* convenience links: they would point into the chroot and replace the
+  # links that the host's Bazel keeps in these workspaces.
+  --symlink_prefix=/
+  --color=no
+  --curses=no
 )
 inner=$(cat <<INNER
 set -euo pipefail
@@ -130,8 +135,15 @@ trap 'b shutdown >/dev/null 2>&1 || true' EXIT
 b build //... ${bazel7_flags[*]}
 b build //hello:matmul ${bazel7_flags[*]} --config=cpu
 b test //... ${bazel7_flags[*]}
-test -f bazel-testlogs/hello/matmul_test/test.xml
-ls bazel-bin/hello/matmul.cpu/
+testlogs="\$(b info ${bazel7_flags[*]} bazel-testlogs)"
+bin="\$(b info ${bazel7_flags[*]} bazel-bin)"
+test -f "\$testlogs/hello/matmul_test/test.xml"
+ls "\$bin/hello/matmul.cpu/"
+b shutdown
+echo "== the main repository under bzlmod (its own MODULE.bazel)"
+cd "$root"
+b test //... ${bazel7_flags[*]}
+test -f "\$(b info ${bazel7_flags[*]} bazel-testlogs)/kernels/stream_test/test.xml"
 echo "bzlmod smoke test passed"
 INNER
 )

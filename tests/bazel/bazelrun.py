@@ -1,0 +1,123 @@
+"""Runs real Bazel on a scratch workspace that consumes this repository as @vx.
+
+The workspace and Bazel's output_user_root live under a fixed cache directory
+(``$VX_BAZEL_TEST_DIR``, default ``~/.cache/vx-bazel/itest``) so that later runs
+reuse the Bazel server's output base, the fetched @vx_python and the action cache;
+the workspace's files are rewritten at the start of each session.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("VX_BAZEL_TEST_DIR", Path.home() / ".cache" / "vx-bazel" / "itest"))
+JOBS = os.environ.get("VX_BAZEL_JOBS", "2")
+
+STATS = re.compile(r"vxc-worker: (pid=\d+ .*)")
+
+_BUILD = """\
+load("@vx//vx_rules:defs.bzl", "vx_kernel", "vx_multi_kernel", "vx_test")
+
+vx_kernel(name = "stream", srcs = ["stream.vx"])
+
+vx_kernel(name = "stream_ir", srcs = ["stream.vx"], emit = "vx-mlir")
+
+vx_multi_kernel(name = "stream_ir_all", kernel = ":stream_ir")
+
+vx_test(
+    name = "stream_test",
+    size = "small",
+    kernel = ":stream",
+    srcs = ["@vx//tests/bazel/vx_tests:stream_checks.py"],
+)
+
+vx_kernel(name = "bad", srcs = ["bad.vx"], tags = ["manual"])
+"""
+
+BAD_VX = """\
+fn bad(x: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]> on Topology::TensorCore {
+  let t = transfer_async(x, Memory::VMEM);
+  return transfer(x, Memory::HBM);
+}
+"""
+
+
+def bazel_binary() -> str | None:
+    return os.environ.get("VX_BAZEL") or shutil.which("bazel")
+
+
+class Workspace:
+    def __init__(self, bazel: str):
+        self.bazel = bazel
+        self.dir = CACHE / "ws"
+        self.output_user_root = CACHE / "root"
+        self.pkg = self.dir / "k"
+
+    def write(self) -> None:
+        self.pkg.mkdir(parents=True, exist_ok=True)
+        (self.dir / "WORKSPACE").write_text(
+            'workspace(name = "itest")\n'
+            f'local_repository(name = "vx", path = "{ROOT}")\n'
+            'load("@vx//vx_rules:repositories.bzl", "vx_register_toolchains", '
+            '"vx_rules_dependencies")\n'
+            "vx_rules_dependencies()\nvx_register_toolchains()\n"
+        )
+        rc = "".join(
+            f"build:{t} --@vx//vx_rules:target={t}\n" for t in ("cpu", "tpu", "b200", "h100")
+        )
+        (self.dir / ".bazelrc").write_text(
+            rc + "build --nosandbox_debug\nbuild --worker_max_instances=VxCompile=2\n"
+        )
+        (self.pkg / "BUILD.bazel").write_text(_BUILD)
+        (self.pkg / "stream.vx").write_bytes((ROOT / "kernels" / "stream.vx").read_bytes())
+        (self.pkg / "bad.vx").write_text(BAD_VX)
+
+    def run(
+        self, *args: str, check: bool = True, timeout: int = 900
+    ) -> subprocess.CompletedProcess:
+        cmd = [
+            self.bazel,
+            f"--output_user_root={self.output_user_root}",
+            "--max_idle_secs=600",
+            *args[:1],
+            *(
+                [f"--jobs={JOBS}", "--color=no", "--curses=no"]
+                if args[0] in ("build", "test", "run")
+                else []
+            ),
+            *args[1:],
+        ]
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        p = subprocess.run(
+            cmd, cwd=self.dir, capture_output=True, text=True, timeout=timeout, env=env
+        )
+        if check and p.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}\n{p.stderr[-6000:]}")
+        return p
+
+    def output_base(self) -> Path:
+        return Path(self.run("info", "output_base").stdout.strip())
+
+    def worker_stats(self) -> list[dict[str, str]]:
+        """Every stats line the VxCompile workers of this output base logged, in order
+        of the log files' names and then of lines."""
+        rows = []
+        logs = sorted(
+            (self.output_base() / "bazel-workers").glob("*VxCompile*.log"),
+            key=lambda p: p.stat().st_mtime,
+        )
+        for log in logs:
+            for line in log.read_text(errors="replace").splitlines():
+                m = STATS.search(line)
+                if m:
+                    rows.append(dict(kv.split("=", 1) for kv in m.group(1).split()))
+        return rows
+
+    def shutdown(self) -> None:
+        self.run("shutdown", check=False, timeout=120)
