@@ -654,6 +654,165 @@ fn f() -> void {ON} {{
 }}
 """,
     ),
+    Case(
+        "path-sensitive: stale only when c, read only when !c",
+        """\
+Memory Far { capacity: 1 MB }
+Memory Near { capacity: 1 MB }
+Topology Mover {
+  memory: Memory::Near,
+  visible: [Memory::Near, Memory::Far],
+  transfer Memory::HBM -> Memory::Far : 1,
+  transfer Memory::Far -> Memory::Near : 30 relaxed, //~ W1027
+  transfer Memory::HBM -> Memory::Near : 10
+}
+fn consume(t: &Tensor<f32, [16, 16]>) -> void on Topology::Mover {
+}
+fn f(t: &Tensor<f32, [16, 16]>, u: &Tensor<f32, [16, 16]>, c: bool) -> void on Topology::Mover {
+  let mut b = transfer(t, Memory::Near);
+  if c {
+    let far = transfer(u, Memory::Far);
+    b = transfer(far, Memory::Near);
+  }
+  if !c {
+    consume(&b);
+  }
+}
+""",
+        targets=("tpu", "b200"),
+    ),
+    Case(
+        "path-sensitive: stale when c, read when c",
+        """\
+Memory Far { capacity: 1 MB }
+Memory Near { capacity: 1 MB }
+Topology Mover {
+  memory: Memory::Near,
+  visible: [Memory::Near, Memory::Far],
+  transfer Memory::HBM -> Memory::Far : 1,
+  transfer Memory::Far -> Memory::Near : 30 relaxed, //~ W1027
+  transfer Memory::HBM -> Memory::Near : 10
+}
+fn consume(t: &Tensor<f32, [16, 16]>) -> void on Topology::Mover {
+}
+fn f(t: &Tensor<f32, [16, 16]>, u: &Tensor<f32, [16, 16]>, c: bool) -> void on Topology::Mover {
+  let mut b = transfer(t, Memory::Near);
+  if c {
+    let far = transfer(u, Memory::Far);
+    b = transfer(far, Memory::Near);
+  }
+  if c {
+    consume(&b); //~ E6004
+  }
+}
+""",
+        targets=("tpu", "b200"),
+    ),
+    Case(
+        "path-sensitive: k > 10 and k < 5 never hold together",
+        """\
+Memory Far { capacity: 1 MB }
+Memory Near { capacity: 1 MB }
+Topology Mover {
+  memory: Memory::Near,
+  visible: [Memory::Near, Memory::Far],
+  transfer Memory::HBM -> Memory::Far : 1,
+  transfer Memory::Far -> Memory::Near : 30 relaxed, //~ W1027
+  transfer Memory::HBM -> Memory::Near : 10
+}
+fn consume(t: &Tensor<f32, [16, 16]>) -> void on Topology::Mover {
+}
+fn f(t: &Tensor<f32, [16, 16]>, u: &Tensor<f32, [16, 16]>, k: i64) -> void on Topology::Mover {
+  let mut b = transfer(t, Memory::Near);
+  if k > 10 {
+    let far = transfer(u, Memory::Far);
+    b = transfer(far, Memory::Near);
+  }
+  if k < 5 {
+    consume(&b);
+  }
+}
+""",
+        targets=("tpu", "b200"),
+    ),
+    Case(
+        "path-sensitive: k > 10 and k < 12 can",
+        """\
+Memory Far { capacity: 1 MB }
+Memory Near { capacity: 1 MB }
+Topology Mover {
+  memory: Memory::Near,
+  visible: [Memory::Near, Memory::Far],
+  transfer Memory::HBM -> Memory::Far : 1,
+  transfer Memory::Far -> Memory::Near : 30 relaxed, //~ W1027
+  transfer Memory::HBM -> Memory::Near : 10
+}
+fn consume(t: &Tensor<f32, [16, 16]>) -> void on Topology::Mover {
+}
+fn f(t: &Tensor<f32, [16, 16]>, u: &Tensor<f32, [16, 16]>, k: i64) -> void on Topology::Mover {
+  let mut b = transfer(t, Memory::Near);
+  if k > 10 {
+    let far = transfer(u, Memory::Far);
+    b = transfer(far, Memory::Near);
+  }
+  if k < 12 {
+    consume(&b); //~ E6004
+  }
+}
+""",
+        targets=("tpu", "b200"),
+    ),
+    Case(
+        "carried token read at the loop head",
+        f"""\
+fn f(tiles: {VEC}, w: {W}) -> void {ON} {{
+  let mut acc = Tensor<f32>([32, 32]);
+  let wv = transfer(w, Memory::VMEM);
+  let mut inflight = transfer_async(tiles[0], Memory::VMEM);
+  for i in 1..tiles.len() {{
+    matmul_acc(&mut acc, &inflight, &wv); //~ E6004
+    let next = transfer_async(tiles[i], Memory::VMEM);
+    let cur = wait(inflight);
+    inflight = next;
+  }}
+  let last = wait(inflight);
+}}
+""",
+    ),
+    Case(
+        "carried token read after the rotation",
+        f"""\
+fn f(tiles: {VEC}, w: {W}) -> void {ON} {{
+  let mut acc = Tensor<f32>([32, 32]);
+  let wv = transfer(w, Memory::VMEM);
+  let mut inflight = transfer_async(tiles[0], Memory::VMEM);
+  for i in 1..tiles.len() {{
+    let next = transfer_async(tiles[i], Memory::VMEM);
+    let cur = wait(inflight);
+    inflight = next;
+    matmul_acc(&mut acc, &inflight, &wv); //~ E6004
+  }}
+  let last = wait(inflight);
+}}
+""",
+    ),
+    Case(
+        "carried token read after the loop",
+        f"""\
+fn f(tiles: {VEC}, w: {W}) -> void {ON} {{
+  let mut acc = Tensor<f32>([32, 32]);
+  let wv = transfer(w, Memory::VMEM);
+  let mut inflight = transfer_async(tiles[0], Memory::VMEM);
+  for i in 1..tiles.len() {{
+    let next = transfer_async(tiles[i], Memory::VMEM);
+    let cur = wait(inflight);
+    inflight = next;
+  }}
+  matmul_acc(&mut acc, &inflight, &wv); //~ E6004
+  let last = wait(inflight);
+}}
+""",
+    ),
     # ---- bounds --------------------------------------------------------------------------------------------
     Case(
         "bounds proved by literals and the caller's where clause",
