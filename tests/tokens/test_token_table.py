@@ -813,6 +813,53 @@ fn f(tiles: {VEC}, w: {W}) -> void {ON} {{
 }}
 """,
     ),
+    Case(
+        "relaxed buffer rotated through one, two and three variables around a loop",
+        """\
+Memory Far { capacity: 1 MB }
+Memory Near { capacity: 1 MB }
+Topology Mover {
+  memory: Memory::Near,
+  visible: [Memory::Near, Memory::Far],
+  transfer Memory::HBM -> Memory::Far : 1,
+  transfer Memory::Far -> Memory::Near : 30 relaxed, //~ W1027
+  transfer Memory::HBM -> Memory::Near : 10
+}
+fn consume(t: &Tensor<f32, [16, 16]>) -> void on Topology::Mover {
+}
+fn one(t: &Tensor<f32, [16, 16]>, n: i64) -> void on Topology::Mover {
+  let mut a = transfer(t, Memory::Near);
+  for i in 0..n {
+    consume(&a); //~ E6004
+    let far = transfer(t, Memory::Far);
+    a = transfer(far, Memory::Near);
+  }
+}
+fn two(t: &Tensor<f32, [16, 16]>, n: i64) -> void on Topology::Mover {
+  let mut a = transfer(t, Memory::Near);
+  let mut c = transfer(t, Memory::Near);
+  for i in 0..n {
+    consume(&a); //~ E6004
+    a = c;
+    let far = transfer(t, Memory::Far);
+    c = transfer(far, Memory::Near);
+  }
+}
+fn three(t: &Tensor<f32, [16, 16]>, n: i64) -> void on Topology::Mover {
+  let mut a = transfer(t, Memory::Near);
+  let mut b = transfer(t, Memory::Near);
+  let mut c = transfer(t, Memory::Near);
+  for i in 0..n {
+    consume(&a); //~ E6004
+    a = b;
+    b = c;
+    let far = transfer(t, Memory::Far);
+    c = transfer(far, Memory::Near);
+  }
+}
+""",
+        targets=("tpu",),
+    ),
     # ---- bounds --------------------------------------------------------------------------------------------
     Case(
         "bounds proved by literals and the caller's where clause",

@@ -163,15 +163,26 @@ class SeamChecker:
     def _for(self, s: A.For, pc: z3.BoolRef) -> None:
         lo, hi = self._int(s.start), self._int(s.end)
         entry = self._snapshot()
-        # Pass 1 (silent) finds the state at the end of an iteration; pass 2 starts from
-        # "entry or a previous iteration" and reports.
+        # Silent passes build the loop-head state "entry, or the end of some earlier
+        # iteration": head_k = entry | body(head_k-1). A stale buffer rotated through n
+        # variables (`a = b; b = c; c = <relaxed>`) reaches the first of them only after
+        # n iterations, so one pass per assigned variable, plus one, covers every chain.
+        # The last pass starts from that head and reports.
+        # Passes stop early once no buffer changes whether it may be stale or which
+        # constant it holds (the seed's loop needs one pass, as before).
         emit, self.emit = self.emit, False
-        self._iteration(s, pc, lo, hi)
-        end = self._snapshot()
+        head = entry
+        for _ in range(len(_assigned(s.body)) + 1):
+            self._restore(head)
+            self._iteration(s, pc, lo, hi)
+            end = self._snapshot()
+            self._restore(entry)
+            self._merge(z3.Bool(self.solver.fresh_name("iterated")), end)
+            before, head = head, self._snapshot()
+            if _signature(head[0]) == _signature(before[0]):
+                break
         self.emit = emit
-        self._restore(entry)
-        again = z3.Bool(self.solver.fresh_name("iterated"))
-        self._merge(again, end)
+        self._restore(head)
         self._iteration(s, pc, lo, hi)
         after = self._snapshot()
         self._restore(entry)
@@ -411,6 +422,28 @@ def _contracts(body: A.Block) -> dict[int, int]:
             lhs, value = _strip(cond.lhs), _const_int(cond.rhs)
             if isinstance(lhs, A.Name) and value is not None:
                 out[lhs.vid] = value
+    return out
+
+
+def _signature(bufs: dict[int, BufState]) -> dict[int, tuple]:
+    """What a loop pass can change about a buffer besides its z3 terms."""
+    return {vid: (b.seam, b.const) for vid, b in bufs.items()}
+
+
+def _assigned(block: A.Block) -> set[int]:
+    """Variables assigned (`x = e;`) anywhere inside a block, nested blocks included."""
+    out: set[int] = set()
+    stack: list[A.Node] = [block]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, A.Block):
+            stack.extend(node.stmts)
+        elif isinstance(node, A.Assign):
+            out.add(node.vid)
+        elif isinstance(node, A.If):
+            stack.extend([node.then] + ([node.orelse] if node.orelse else []))
+        elif isinstance(node, A.For | A.Spawn):
+            stack.append(node.body)
     return out
 
 
