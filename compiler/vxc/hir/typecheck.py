@@ -371,8 +371,8 @@ class TypeChecker:
             raise _Error
         arg_types = [self._expr(a, scope, None) for a in e.args]
         for a, t in zip(e.args, arg_types, strict=True):
-            if T.is_int(t) and isinstance(a, A.IntLit):
-                a.ty = None  # re-inferred against the parameter below
+            if T.is_int(t) and _int_literal_expr(a):
+                a.ty = None  # `1`, `-1`, `2 * 3`: re-inferred against the parameter below
         inst = self._instance(decl, e, scope, arg_types)
         for a, p in zip(e.args, inst.params, strict=True):
             if a.ty is None:
@@ -531,6 +531,18 @@ def _arg_spaces(decl: A.FnDecl, arg_types: list[T.Type]) -> dict[int, str]:
         if isinstance(pt, A.TensorType | A.VecType) and isinstance(base, T.TensorT | T.VecT):
             out[i] = base.space
     return out
+
+
+def _int_literal_expr(e: A.Expr) -> bool:
+    """An integer expression made of literals only: it takes the type its context needs."""
+    match e:
+        case A.IntLit():
+            return True
+        case A.Unary(op="-"):
+            return _int_literal_expr(e.operand)
+        case A.Binary(op="+" | "-" | "*" | "/" | "%"):
+            return _int_literal_expr(e.lhs) and _int_literal_expr(e.rhs)
+    return False
 
 
 def _literal_fits(e: A.Expr, ty: T.Type) -> bool:
