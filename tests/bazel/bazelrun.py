@@ -48,7 +48,15 @@ fn bad(x: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]> on Topology::Tens
 
 
 def bazel_binary() -> str | None:
-    return os.environ.get("VX_BAZEL") or shutil.which("bazel")
+    """$VX_BAZEL or bazel on PATH; as root on Debian without one, installs Debian's
+    bazel-bootstrap (tools/bazel_install.sh), as ./bazelw does for a new user."""
+    found = os.environ.get("VX_BAZEL") or shutil.which("bazel")
+    if found or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return found
+    p = subprocess.run(
+        [str(ROOT / "tools" / "bazel_install.sh")], capture_output=True, text=True, timeout=900
+    )
+    return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else None
 
 
 class Workspace:
