@@ -593,3 +593,9 @@ def test_e0004_points_into_the_deep_expression_not_the_first_subtree():
     d = parse_err("fn f(a: i32) -> i32 {\n  let y = 1;\n  return " + "-" * 300 + "a;\n}")
     assert d.code == "E0004"
     assert d.span.line == 3 and d.span.column > 9
+
+
+def test_missing_semicolon_is_named_first_in_the_expected_list():
+    d = parse_err("fn f() {\n  let x = 1\n  let y = 2;\n}")
+    assert (d.code, d.message, d.span.line) == ("E0002", "unexpected `let`", 3)
+    assert d.notes[0].startswith("expected one of: `;`, ")

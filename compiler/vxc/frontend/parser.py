@@ -366,8 +366,16 @@ def decode(data: bytes, file: str, sink: DiagnosticSink) -> str | None:
         return None
 
 
+# Terminators come first in "expected one of": the list is cut at 8, and a missing `;`
+# (the most common slip) was otherwise hidden behind `,`, `.`, `{`, `<`, ...
+FIRST_EXPECTED = ("SEMICOLON", "RPAR", "RSQB", "RBRACE", "COMMA")
+
+
 def _expected(exc: lark.exceptions.UnexpectedInput) -> str:
-    names = sorted(getattr(exc, "expected", None) or getattr(exc, "allowed", None) or [])
+    names = sorted(
+        getattr(exc, "expected", None) or getattr(exc, "allowed", None) or [],
+        key=lambda n: (FIRST_EXPECTED.index(n) if n in FIRST_EXPECTED else len(FIRST_EXPECTED), n),
+    )
     shown = [_pretty_terminal(n) for n in names][:8]
     return ", ".join(shown) + (", ..." if len(names) > 8 else "")
 
