@@ -1074,3 +1074,27 @@ def test_seed_allocates_two_ping_pong_slots():
     allocs = [n.alloc for n in placement.nodes.values() if n.kind == "transfer_async"]
     assert len(allocs) == 2
     assert {(a.space, a.offset, a.slots, a.slot_bytes) for a in allocs} == {("VMEM", 0, 2, 65536)}
+
+
+def test_relaxed_seam_is_named_as_declared_through_an_alias():
+    """LANGUAGE.md section 6 names the B200 seam `SMEM -> TMEM`; on the b200 model SMEM is
+    an alias of VMEM, and the diagnostics must name the seam as the user declared it."""
+    src = """\
+Topology Staging {
+  memory: Memory::TMEM,
+  visible: [Memory::TMEM, Memory::SMEM],
+  transfer Memory::HBM -> Memory::SMEM : 1,
+  transfer Memory::SMEM -> Memory::TMEM : 1 relaxed
+}
+fn consume(t: &Tensor<f32, [32, 32]>) -> void on Topology::Staging {
+}
+fn f(t: &Tensor<f32, [32, 32]>) -> void on Topology::Staging {
+  let s = transfer(t, Memory::SMEM);
+  let m = transfer(s, Memory::TMEM);
+  consume(&m);
+}
+"""
+    w, e = diagnostics(src, "b200")
+    assert (w.code, w.span.line, e.code, e.span.line) == ("W1027", 5, "E6004", 12)
+    assert "`SMEM -> TMEM`" in w.message, w.message
+    assert "`SMEM -> TMEM`" in e.message, e.message
