@@ -200,7 +200,7 @@ class VxCompile:
                 self.cache.put(hkey, analysis)
             except self.api.StaleCache as e:
                 ctx.stats["hir"] = "recomputed"
-                ctx.stats["stale"] = repr(str(e))
+                ctx.stats["stale"] = "_".join(str(e).split())[:120]
                 analysis = self._analyze(ctx, srcs, machine)
         if not analysis.ok:
             return self._fail(analysis.diagnostics, srcs)
