@@ -1098,3 +1098,53 @@ fn f(t: &Tensor<f32, [32, 32]>) -> void on Topology::Staging {
     assert (w.code, w.span.line, e.code, e.span.line) == ("W1027", 5, "E6004", 12)
     assert "`SMEM -> TMEM`" in w.message, w.message
     assert "`SMEM -> TMEM`" in e.message, e.message
+
+
+# ---- borrows held in bindings (LANGUAGE.md section 3: Rust rules) ---------------------------
+BORROW_PRELUDE = f"""\
+fn g(t: Tensor<f32, [4, 4]>) -> void {ON} {{
+}}
+fn h(t: &Tensor<f32, [4, 4]>) -> void {ON} {{
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "expected"),
+    [
+        (
+            "moved while a shared borrow is alive (rustc E0505)",
+            """\
+  let a = Tensor<f32>([4, 4]);
+  let r = &a;
+  g(a);
+  h(r);
+""",
+            [("E0302", 8)],
+        ),
+        (
+            "a shared borrow while a unique borrow is alive (rustc E0502)",
+            """\
+  let mut a = Tensor<f32>([4, 4]);
+  let r = &mut a;
+  let s = &a;
+  matmul_acc(r, s, s);
+""",
+            [("E0302", 8)],
+        ),
+        (
+            "borrows that end before the move are fine",
+            """\
+  let a = Tensor<f32>([4, 4]);
+  let r = &a;
+  h(r);
+  g(a);
+""",
+            [],
+        ),
+    ],
+    ids=["move-while-borrowed", "shared-while-unique", "borrow-ends-first"],
+)
+def test_borrows_held_in_bindings(name, body, expected):
+    src = BORROW_PRELUDE + f"fn f() -> void {ON} {{\n" + body + "}\n"
+    assert [(c, line) for c, line in verdict(src, "tpu") if c.startswith("E03")] == expected
