@@ -74,6 +74,14 @@ class TypeChecker:
             if name in helpers and decl.body is not None and not decl.const_params:
                 continue  # checked per call site, in the caller's placements (see _instance)
             self._function(decl, name, {}, None)
+        # A helper whose every call failed to type-check was never instantiated: check its
+        # body once as written, so its own errors are reported too (the program already
+        # has errors, so no placement check sees this instance).
+        for name, decl in self.fns.items():
+            if decl.body is None or decl.const_params:
+                continue
+            if not any(n == name or n.startswith(name + "<") for n in self.out):
+                self._function(decl, name, {}, None)
         return Program(self.out, self.decls)
 
     def _called_by_others(self) -> set[str]:
@@ -366,6 +374,14 @@ class TypeChecker:
                 "E0202",
                 f"`{e.callee}` takes {len(decl.params)} argument(s) but "
                 f"{len(e.args)} were supplied",
+                e.span,
+            )
+            raise _Error
+        if e.const_args is not None and len(e.const_args) != len(decl.const_params):
+            self.sink.emit(
+                "E0202",
+                f"`{e.callee}` takes {len(decl.const_params)} const argument(s) but "
+                f"{len(e.const_args)} were supplied",
                 e.span,
             )
             raise _Error
