@@ -7,9 +7,11 @@ The reference semantics (LANGUAGE.md section 5), per path:
   - `wait(t)` moves `t`; waiting (or reading) a moved token is E0301 at that line;
   - reading `&t` while it is live is a read before wait, E6004 at that line;
   - `u = t;` moves `t` into `u` (E6011 if `u` was live);
-  - a live token at the end of its block, or at a `return`, is E6011 at its binding line.
+  - a live token at the end of its block, or at a `return`, is E6011 at its binding line;
+  - `for i in 0..n { .. }` runs its body any number of times (0, 1, 2, ...).
 Every branch outcome is enumerated (each `if` tests its own parameter, so every path is
-feasible) and the errors of all paths are united. As in `vxc.api.check_target`, the seam
+feasible), loops are unrolled until no new state reaches their head (so every iteration
+count is covered), and the errors of all paths are united. As in `vxc.api.check_target`, the seam
 checks (E6004) run only on programs whose ownership pass (E6011, E0301) is clean.
 """
 
@@ -70,48 +72,60 @@ class If:
 
 
 @dataclass
+class Loop:  # for iN in 0..n { body }
+    body: list
+
+
+@dataclass
 class Program:
     tokens: list[str]  # `let mut` at function level
     body: list
     lines: dict[int, int] = field(default_factory=dict)  # id(stmt) -> line
     decl: dict[str, int] = field(default_factory=dict)  # token -> binding line
     text: str = ""
+    loops: bool = False
 
 
 # ---- generation ------------------------------------------------------------------------------
 @st.composite
-def programs(draw, max_depth: int = 3):
+def programs(draw, max_depth: int = 3, loops: bool = True):
     """A random program. In `careful` mode (half the draws) the generator keeps each
     token's status definite and waits what would leak, so the program is clean except
     for its reads before waits (E6004); otherwise it draws freely (mostly E6011/E0301)."""
     ntok = draw(st.integers(1, 3))
     tokens = [f"t{i}" for i in range(ntok)]
     careful = draw(st.booleans())
-    counter = {"local": 0, "cond": 0}
+    counter = {"local": 0, "cond": 0, "loop": 0, "in_loop": 0}
 
     def pick(candidates: list[str]) -> str | None:
         return draw(st.sampled_from(candidates)) if candidates else None
 
-    def block(depth: int, visible: list[str], state: dict[str, str]):
-        """(statements, every path returned, status of each token at the end)."""
+    def block(depth: int, visible: list[str], state: dict[str, str], frozen=frozenset()):
+        """(statements, every path returned, status of each token at the end). In careful
+        mode the locals in `frozen` (declared outside the enclosing loop) are not consumed."""
         stmts: list = []
         visible = list(visible)
         mine: list[str] = []
         state = dict(state)
 
         def ok(v: str, status: str) -> bool:
-            return not careful or state[v] == status
+            return not careful or (state[v] == status and v not in frozen)
 
         for _ in range(draw(st.integers(0 if depth else 1, 4))):
             kinds = ["wait", "wait", "read", "restart", "start", "move", "return"]
             kinds += ["read", "read"] if careful else []
             kinds += ["if", "if"] if depth < max_depth else []
+            kinds += ["loop"] if loops and depth < max_depth and not counter["in_loop"] else []
             kind = draw(st.sampled_from(kinds))
-            if kind in ("wait", "read"):
+            if kind == "read":
+                v = pick([v for v in visible if not careful or state[v] == "live"])
+                if v is not None:
+                    stmts.append(Read(v))
+            elif kind == "wait":
                 v = pick([v for v in visible if ok(v, "live")])
                 if v is not None:
-                    stmts.append(Wait(v) if kind == "wait" else Read(v))
-                    state[v] = "moved" if kind == "wait" else state[v]
+                    stmts.append(Wait(v))
+                    state[v] = "moved"
             elif kind == "restart":
                 v = pick([v for v in tokens if ok(v, "moved")])
                 if v is not None:
@@ -130,6 +144,19 @@ def programs(draw, max_depth: int = 3):
                 if dst is not None and src is not None:
                     stmts.append(Move(dst, src))
                     state[src], state[dst] = "moved", "live"
+            elif kind == "loop":
+                counter["in_loop"] = 1
+                outer = frozenset(v for v in visible if v not in tokens)
+                body, body_ret, end = block(depth + 1, visible, state, outer)
+                counter["in_loop"] = 0
+                counter["loop"] += 1
+                if careful and not body_ret:
+                    for v in tokens:  # every iteration must end as it began
+                        if state[v] == "live" and end[v] == "moved":
+                            body.append(Restart(v))
+                        elif state[v] == "moved" and end[v] == "live":
+                            body.append(Wait(v))
+                stmts.append(Loop(body))
             elif kind == "if":
                 cond = f"c{counter['cond']}"
                 counter["cond"] += 1
@@ -163,13 +190,13 @@ def programs(draw, max_depth: int = 3):
     body, returned, state = block(0, tokens, {t: "live" for t in tokens})
     if not returned and (careful or draw(st.booleans())):
         body += [Wait(t) for t in tokens if not careful or state[t] == "live"]
-    prog = Program(tokens, body)
+    prog = Program(tokens, body, loops=counter["loop"] > 0)
     render(prog, counter["cond"])
     return prog
 
 
 def render(prog: Program, nconds: int) -> None:
-    conds = "".join(f", c{i}: bool" for i in range(nconds))
+    conds = "".join(f", c{i}: bool" for i in range(nconds)) + (", n: i64" if prog.loops else "")
     out = [HEADER.format(conds=conds), "  let wv = transfer(w, Memory::VMEM);"]
     out.append("  let mut acc = Tensor<f32>([32, 32]);")
     for i, t in enumerate(prog.tokens):
@@ -192,6 +219,11 @@ def render(prog: Program, nconds: int) -> None:
                 out.append(f"{indent}{s.dst} = {s.src};")
             elif isinstance(s, Return):
                 out.append(f"{indent}return;")
+            elif isinstance(s, Loop):
+                out.append(f"{indent}for i{len(out)} in 0..n {{")
+                emit(s.body, indent + "  ")
+                out.append(f"{indent}}}")
+                continue
             else:
                 out.append(f"{indent}if {s.cond} {{")
                 prog.lines[id(s)] = len(out)
@@ -220,6 +252,23 @@ def enumerate_paths(prog: Program) -> set[tuple[str, int]]:
             return
         s, rest = stmts[0], stmts[1:]
         line = prog.lines.get(id(s))
+        if isinstance(s, Loop):
+            # Unroll until no new state reaches the head: every iteration count is covered.
+            seen = {_freeze(state)}
+            frontier = list(seen)
+            while frontier:
+                new = []
+                for head in frontier:
+                    for st_, returned in run_block(s.body, dict(head)):
+                        if returned:
+                            yield st_, True
+                        elif _freeze(st_) not in seen:
+                            seen.add(_freeze(st_))
+                            new.append(_freeze(st_))
+                frontier = new
+            for head in seen:  # the loop may stop after any number of iterations
+                yield from run(rest, dict(head))
+            return
         if isinstance(s, If):
             then_paths = list(run_block(s.then, state))
             else_paths = (
@@ -282,6 +331,10 @@ def enumerate_paths(prog: Program) -> set[tuple[str, int]]:
     return ownership if ownership else reads
 
 
+def _freeze(state: dict[str, str]) -> tuple:
+    return tuple(sorted(state.items()))
+
+
 def checker_verdict(prog: Program) -> set[tuple[str, int]]:
     checked = api.check([api.Source("prop.vx", prog.text.encode())], "cpu")
     unexpected = [d for d in checked.diagnostics if d.code not in TRACKED]
@@ -311,7 +364,7 @@ def test_checker_matches_path_enumeration_many(prog):
 
 # ---- the generator and the reference themselves ------------------------------------------------
 def _prog(body: list, tokens=("t0",), nconds: int = 1) -> Program:
-    p = Program(list(tokens), body)
+    p = Program(list(tokens), body, loops=any(isinstance(s, Loop) for s in body))
     render(p, nconds)
     return p
 
@@ -329,6 +382,13 @@ def _prog(body: list, tokens=("t0",), nconds: int = 1) -> Program:
         ([Restart("t0"), Wait("t0")], {("E6011", 4)}),
         ([If("c0", [Read("t0")], None), Wait("t0")], {("E6004", 6)}),
         ([If("c0", [Start("u0")], [Wait("t0")]), Wait("t0")], {("E6011", 6), ("E0301", 10)}),
+        ([Loop([Wait("t0")])], {("E0301", 6), ("E6011", 4)}),
+        ([Loop([Start("u0"), Wait("t0"), Move("t0", "u0")]), Wait("t0")], set()),
+        (
+            [Loop([Start("u0"), Wait("t0")]), Wait("t0")],
+            {("E6011", 6), ("E0301", 7), ("E0301", 9)},
+        ),
+        ([Loop([Read("t0")]), Wait("t0")], {("E6004", 6)}),
     ],
 )
 def test_reference_on_known_programs(body, expected):
