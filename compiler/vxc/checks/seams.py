@@ -87,14 +87,16 @@ class SeamChecker:
         )
 
     # ---- statements ------------------------------------------------------------------
-    def _block(self, block: A.Block, pc: z3.BoolRef) -> bool:
-        """Walk a block under path condition `pc`; False when every path returned."""
+    def _block(self, block: A.Block, pc: z3.BoolRef) -> z3.BoolRef | None:
+        """Walk a block under path condition `pc`. Returns the condition under which it
+        completes (after `if c { return; }` the rest runs under `!c`), None if it never does."""
         for s in block.stmts:
-            if not self._stmt(s, pc):
-                return False
-        return True
+            pc = self._stmt(s, pc)
+            if pc is None:
+                return None
+        return pc
 
-    def _stmt(self, s: A.Stmt, pc: z3.BoolRef) -> bool:
+    def _stmt(self, s: A.Stmt, pc: z3.BoolRef) -> z3.BoolRef | None:
         if isinstance(s, A.Let | A.Assign):
             self._define(s.vid, s.value, pc)
         elif isinstance(s, A.ExprStmt):
@@ -102,14 +104,14 @@ class SeamChecker:
         elif isinstance(s, A.Return):
             if s.value is not None:
                 self._effects(s.value, pc)
-            return False
+            return None
         elif isinstance(s, A.If):
             return self._if(s, pc)
         elif isinstance(s, A.For):
             self._for(s, pc)
         elif isinstance(s, A.Spawn):
             return self._block(s.body, pc)
-        return True
+        return pc
 
     def _define(self, vid: int, value: A.Expr, pc: z3.BoolRef) -> None:
         ty = self.fn.vars[vid].ty
@@ -127,20 +129,22 @@ class SeamChecker:
     def _restore(self, snap: tuple[dict, dict, dict]) -> None:
         self.bufs, self.ints, self.bools = (dict(x) for x in snap)
 
-    def _if(self, s: A.If, pc: z3.BoolRef) -> bool:
+    def _if(self, s: A.If, pc: z3.BoolRef) -> z3.BoolRef | None:
         cond = self._bool(s.cond)
         entry = self._snapshot()
-        then_live = self._block(s.then, z3.And(pc, cond))
+        then_pc = self._block(s.then, z3.And(pc, cond))
         then_state = self._snapshot()
         self._restore(entry)
-        else_live = self._block(s.orelse, z3.And(pc, z3.Not(cond))) if s.orelse else True
-        if not then_live:
-            return else_live
-        if not else_live:
+        else_pc = z3.And(pc, z3.Not(cond))
+        if s.orelse:
+            else_pc = self._block(s.orelse, else_pc)
+        if then_pc is None:
+            return else_pc
+        if else_pc is None:
             self._restore(then_state)
-            return True
+            return then_pc
         self._merge(cond, then_state)
-        return True
+        return z3.Or(then_pc, else_pc)
 
     def _merge(self, cond: z3.BoolRef, then: tuple[dict, dict, dict]) -> None:
         tb, ti, tbo = then
@@ -170,28 +174,36 @@ class SeamChecker:
         # The last pass starts from that head and reports.
         # Passes stop early once no buffer changes whether it may be stale or which
         # constant it holds (the seed's loop needs one pass, as before).
+        # A body whose every path returns never reaches the head again, nor the code after
+        # the loop: only the entry state does.
+        # The end of an iteration carries over only where the iteration completed (`end_pc`:
+        # not where `if c { return; }` left the loop).
         emit, self.emit = self.emit, False
         head = entry
         for _ in range(len(_assigned(s.body)) + 1):
             self._restore(head)
-            self._iteration(s, pc, lo, hi)
+            end_pc = self._iteration(s, pc, lo, hi)
+            if end_pc is None:
+                break
             end = self._snapshot()
             self._restore(entry)
-            self._merge(z3.Bool(self.solver.fresh_name("iterated")), end)
+            self._merge(z3.And(z3.Bool(self.solver.fresh_name("iterated")), end_pc), end)
             before, head = head, self._snapshot()
             if _signature(head[0]) == _signature(before[0]):
                 break
         self.emit = emit
         self._restore(head)
-        self._iteration(s, pc, lo, hi)
+        end_pc = self._iteration(s, pc, lo, hi)
         after = self._snapshot()
         self._restore(entry)
-        self._merge(z3.Bool(self.solver.fresh_name("entered")), after)
+        if end_pc is not None:
+            self._merge(z3.And(z3.Bool(self.solver.fresh_name("entered")), end_pc), after)
 
-    def _iteration(self, s: A.For, pc: z3.BoolRef, lo, hi) -> None:
+    def _iteration(self, s: A.For, pc: z3.BoolRef, lo, hi) -> z3.BoolRef | None:
+        """One pass over the body: the condition under which it completes, or None."""
         i = z3.Int(self.solver.fresh_name(s.var))
         self.ints[s.vid] = i
-        self._block(s.body, z3.And(pc, lo <= i, i < hi))
+        return self._block(s.body, z3.And(pc, lo <= i, i < hi))
 
     # ---- expressions: effects and reads -------------------------------------------------
     def _effects(self, e: A.Expr, pc: z3.BoolRef) -> None:
