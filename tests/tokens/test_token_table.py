@@ -907,6 +907,27 @@ fn f(k: i64) -> void {ON} {{
 """,
     ),
     Case(
+        "bound proved after an early-return guard",
+        f"""\
+fn g(n: i64) -> void {ON} where n <= 512 {{
+}}
+fn f(k: i64, j: i64) -> void {ON} {{
+  if k > 512 {{
+    return;
+  }}
+  g(k);
+  g(j); //~ E6005
+  for i in 0..j {{
+    if i >= 100 {{
+      return;
+    }}
+    g(i * 5);
+    g(i * 6); //~ E6005
+  }}
+}}
+""",
+    ),
+    Case(
         "a where bound makes a dynamic shape checkable",
         f"""\
 fn f(t: &Tensor<f32, [n, 128]>, n: i64) -> void {ON} where n <= 256 {{
