@@ -137,9 +137,12 @@ def test_worker_and_standalone_outputs_are_byte_identical(ws, tmp_path):
         for f in (bin_dir / d).iterdir():
             (worker_copy / f.name).write_bytes(f.read_bytes())
     (worker_copy / "stream.vxhir").write_bytes(hir.read_bytes())
-    # The same actions, re-executed one-shot (the standalone strategy).
+    # The same actions re-executed one-shot, each in a sandbox that holds only its
+    # declared inputs (so this also proves the inputs are complete).
     ws.run("clean")
-    ws.run("build", "//k:stream", "//k:stream_ir", "--config=cpu", "--strategy=VxCompile=local")
+    ws.run(
+        "build", "//k:stream", "//k:stream_ir", "--config=cpu", "--strategy=VxCompile=sandboxed"
+    )
     names = sorted(p.name for p in worker_copy.iterdir())
     for name in names:
         if name == "stream.vxhir":

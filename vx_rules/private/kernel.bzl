@@ -49,7 +49,7 @@ def _run_vxcompile(ctx, tc, args, inputs, outputs, progress):
         executable = tc.python,
         arguments = [launch, args],
         inputs = depset(inputs),
-        tools = depset([tc.python], transitive = [tc.runtime, tc.compiler]),
+        tools = depset([tc.python], transitive = [tc.compiler_runtime, tc.compiler]),
         outputs = outputs,
         mnemonic = "VxCompile",
         progress_message = progress,

@@ -34,6 +34,7 @@ VxToolchainInfo = provider(
     fields = {
         "python": "File: the interpreter of the locked environment",
         "runtime": "depset of Files: the locked environment (site-packages, pyvenv.cfg, its identity file)",
+        "compiler_runtime": "depset of Files: the part of runtime that the compiler imports",
         "compiler": "depset of Files: the vxc package sources",
         "pythonpath": "str: the execroot-relative directory that holds the vxc package",
         "runfiles_pythonpath": "str: the same directory, relative to a runfiles tree's root",

@@ -64,6 +64,20 @@ filegroup(
     srcs = ["venv/bin/python3"],
 )
 
+# What the compiler imports (jaxlib's MLIR bindings, llvmlite, lark, z3, protobuf,
+# numpy): the inputs of every VxCompile action. Fewer inputs make each action
+# cheaper for Bazel to key and to stage in a sandbox.
+_COMPILER_PACKAGES = [{compiler_packages}]
+
+filegroup(
+    name = "compiler_runtime",
+    srcs = ["env_id.txt", "venv/pyvenv.cfg"] + glob(
+        ["venv/lib/python{minor}/site-packages/%s/**" % p for p in _COMPILER_PACKAGES],
+        exclude = ["**/* *", "**/tests/**"],
+    ),
+)
+
+# Everything the lock installs (pytest, jax, scipy...): the runfiles of vx_test.
 filegroup(
     name = "runtime",
     srcs = ["env_id.txt", "venv/pyvenv.cfg"] + glob(
@@ -109,13 +123,20 @@ def _vx_python_env_impl(rctx):
         lock_digest,
     ))
     minor = "%d.%d" % (py.major, py.minor)
-    rctx.file("BUILD.bazel", _BUILD.format(minor = minor))
+    rctx.file("BUILD.bazel", _BUILD.format(
+        minor = minor,
+        compiler_packages = ", ".join(['"%s"' % p for p in rctx.attr.compiler_packages]),
+    ))
     rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
 
 vx_python_env = repository_rule(
     implementation = _vx_python_env_impl,
     attrs = {
         "lock": attr.label(allow_single_file = True, mandatory = True),
+        "compiler_packages": attr.string_list(
+            default = ["jaxlib", "numpy", "numpy.libs", "ml_dtypes", "lark", "llvmlite", "z3", "google"],
+            doc = "site-packages directories the compiler imports (the VxCompile actions' inputs)",
+        ),
         "_installer": attr.label(default = Label("//vx_rules/private:make_pyenv.py"), allow_single_file = True),
     },
     environ = ["VX_PYTHON", "VX_CACHE_DIR", "HOME"],

@@ -24,6 +24,7 @@ def _vx_toolchain_impl(ctx):
     info = VxToolchainInfo(
         python = ctx.file.python,
         runtime = depset(ctx.files.runtime),
+        compiler_runtime = depset(ctx.files.compiler_runtime),
         compiler = depset(compiler),
         pythonpath = root,
         runfiles_pythonpath = rroot,
@@ -34,7 +35,8 @@ vx_toolchain = rule(
     implementation = _vx_toolchain_impl,
     attrs = {
         "python": attr.label(allow_single_file = True, mandatory = True, cfg = "exec", doc = "the interpreter"),
-        "runtime": attr.label(allow_files = True, mandatory = True, cfg = "exec", doc = "its locked environment"),
+        "runtime": attr.label(allow_files = True, mandatory = True, cfg = "exec", doc = "its locked environment (vx_test runfiles)"),
+        "compiler_runtime": attr.label(allow_files = True, mandatory = True, cfg = "exec", doc = "the part of it the compiler imports (VxCompile inputs)"),
         "compiler": attr.label(allow_files = True, mandatory = True, cfg = "exec", doc = "the vxc package sources"),
     },
     doc = "Declares a Vx compiler: an interpreter, its locked environment and the vxc sources.",
