@@ -16,23 +16,13 @@ import sys
 
 
 def _compile_handler():
-    import vxc
     import vxc.api as api
+    from vxc.errors import Unsupported
     from vxc.worker.action import VxCompile
 
-    missing = [
-        n
-        for n in ("analyze", "build", "render_human", "Analysis", "StaleCache")
-        if not hasattr(api, n)
-    ]
-    if missing:
-        raise RuntimeError(f"vxc.api lacks {', '.join(missing)}: this compiler cannot run actions")
-    from vxc.errors import Unsupported
-
-    version = api.compiler_version() if hasattr(api, "compiler_version") else vxc.__version__
     entries = int(os.environ.get("VX_WORKER_HIR_CACHE_ENTRIES", "64"))
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    return VxCompile(api, version, entries, unsupported=Unsupported)
+    return VxCompile(api, api.compiler_version(), entries, unsupported=Unsupported)
 
 
 _PENDING = "VX_WORKER_PENDING_REQUEST"
@@ -110,14 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             _reexec(proto_out, r.payload)
 
     ctx = RequestContext()
-    try:
-        handler = _compile_handler()
-    except Exception as exc:
-        from vxc.worker.server import bug_report
-
-        sys.stderr.write(bug_report(exc))
-        return 2
-    code, output, _ = run_one(handler, argv, ctx)
+    code, output, _ = run_one(_LazyHandler(), argv, ctx)
     if output:
         sys.stderr.write(output)
     if os.environ.get("VX_WORKER_VERBOSE"):

@@ -193,8 +193,12 @@ class WorkerServer:
 
     def serve(self, pending: bytes | None = None) -> int:
         """Serves until stdin ends; ``pending`` is a request read by a previous process."""
+        # The compiler recurses deeply on deeply nested programs (the CLI raises the
+        # recursion limit); give the thread that runs it a main-thread-sized stack.
+        threading.stack_size(64 * 1024 * 1024)
         executor = threading.Thread(target=self._execute, name="vxc-worker-exec", daemon=True)
         executor.start()
+        threading.stack_size(0)
         restart: Restart | None = None
         try:
             while True:
