@@ -36,15 +36,16 @@ class Memory:
 
 @dataclass(frozen=True)
 class Hop:
-    src: str
+    src: str  # canonical space names (aliases resolved)
     dst: str
     cost: int
     relaxed: bool
     span: Span
+    declared: str = ""  # "SMEM -> TMEM" as the model wrote it, for messages
 
     @property
     def seam(self) -> str:
-        return f"{self.src} -> {self.dst}"
+        return self.declared or f"{self.src} -> {self.dst}"
 
 
 @dataclass
@@ -196,7 +197,8 @@ def _validate(m: Machine, sink: DiagnosticSink) -> None:
                 )
         resolved = []
         for h in topo.edges:
-            hop = Hop(m.space(h.src) or h.src, m.space(h.dst) or h.dst, h.cost, h.relaxed, h.span)
+            src, dst = m.space(h.src) or h.src, m.space(h.dst) or h.dst
+            hop = Hop(src, dst, h.cost, h.relaxed, h.span, f"{h.src} -> {h.dst}")
             resolved.append(hop)
             if hop.relaxed:
                 sink.emit(

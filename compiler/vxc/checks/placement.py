@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vxc.checks.liveness import build_cfg, children
+from vxc.hir.liveness import build_cfg, children
 from vxc.checks.machine import CPU_DRAM, Hop, Machine, Memory
 from vxc.checks.scratchpad import Alloc, Allocator, Ring, Tile, human_size
 from vxc.diagnostics import DiagnosticSink

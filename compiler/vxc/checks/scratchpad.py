@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from vxc.checks.liveness import Cfg
+from vxc.hir.liveness import Cfg
 from vxc.checks.machine import Memory
 from vxc.diagnostics import DiagnosticSink, Span
 from vxc.hir import types as T

@@ -39,6 +39,7 @@ class Instr:
     flow: int | None = None
     makes: list[A.Expr] = field(default_factory=list)
     succ: list[int] = field(default_factory=list)
+    stmt: A.Stmt | None = None  # the statement this instruction starts (None: loop heads)
 
 
 @dataclass
@@ -72,6 +73,13 @@ class _Builder:
         return preds
 
     def stmt(self, s: A.Stmt, preds: list[int]) -> list[int]:
+        first = len(self.instrs)
+        ends = self._stmt(s, preds)
+        if first < len(self.instrs):
+            self.instrs[first].stmt = s
+        return ends
+
+    def _stmt(self, s: A.Stmt, preds: list[int]) -> list[int]:
         if isinstance(s, A.Let | A.Assign):
             return [self.add(self.binding(s), preds)]
         if isinstance(s, A.ExprStmt):

@@ -6,6 +6,11 @@ the set of statuses it may have on the paths reaching a point ("live", or
 path can reach it (the property tests compare with brute-force path enumeration).
 Loops iterate to a fixed point: a token carried around a loop must be live at
 the head on entry and at the end of every iteration.
+
+Borrows bound to variables (`let r = &a;`) are loans: a loan lives while its
+holder is live (non-lexical lifetimes, from hir/liveness.py), and while it
+lives `a` may not be moved or assigned, nor used at all under a `&mut` loan
+(E0302, Rust's rules).
 """
 
 from __future__ import annotations
@@ -13,10 +18,14 @@ from __future__ import annotations
 from vxc.diagnostics import DiagnosticSink, Span
 from vxc.frontend import ast as A
 from vxc.hir import types as T
+from vxc.hir.liveness import build_cfg
 from vxc.hir.program import Function, Var
 
 LIVE = "live"
-State = dict[int, frozenset[str]] | None  # None: unreachable (after a return)
+# Variable id -> its possible statuses; the key LOANS holds (holder, owner, mutable, line)
+# loans, so the same union join covers both. None: unreachable (after a return).
+State = dict[int, frozenset] | None
+LOANS = -2
 
 DROP_HELP = "bind the result of `wait({name})` before the token goes out of scope"
 
@@ -42,6 +51,8 @@ class Ownership:
         self.scopes: list[list[int]] = []
 
     def run(self) -> None:
+        cfg = build_cfg(self.fn.decl.body, set())
+        self.live = {id(i.stmt): cfg.live_in[n] for n, i in enumerate(cfg.instrs) if i.stmt}
         state: State = {p.vid: frozenset({LIVE}) for p in self.fn.params}
         self.scopes = [[p.vid for p in self.fn.params]]
         state = self._block(self.fn.decl.body, state)
@@ -64,12 +75,18 @@ class Ownership:
         return state
 
     def _stmt(self, s: A.Stmt, state: dict) -> State:
+        live = self.live.get(id(s))
+        if live is not None and state.get(LOANS):  # a loan ends when its holder is dead
+            state[LOANS] = frozenset(ln for ln in state[LOANS] if ln[0] in live)
         if isinstance(s, A.Let):
             self._expr(s.value, state, move=True)
             state[s.vid] = frozenset({LIVE})
             self.scopes[-1].append(s.vid)
+            self._lend(s.vid, s.value, state)
         elif isinstance(s, A.Assign):
             self._expr(s.value, state, move=True)
+            self._loan_conflict(s.vid, s.name, s.span, state, "assign")
+            self._lend(s.vid, s.value, state)
             var = self.fn.vars[s.vid]
             if isinstance(var.ty, T.TokenT) and LIVE in state.get(s.vid, frozenset()):
                 self._dropped(var, f"it is overwritten at line {s.span.line}")
@@ -139,15 +156,23 @@ class Ownership:
         )
 
     # ---- expressions -------------------------------------------------------------------
-    def _expr(self, e: A.Expr, state: dict, move: bool) -> None:
+    def _expr(self, e: A.Expr, state: dict, move: bool, loans_checked: bool = False) -> None:
         """Walk `e`; `move` says whether a movable value in this position is consumed."""
         match e:
             case A.Name() if e.vid >= 0:
-                self._use(e, state, move and e.ty is not None and e.ty.movable, "moved")
+                consume = move and e.ty is not None and e.ty.movable
+                if not loans_checked:
+                    kind = "move" if consume else "read"
+                    self._loan_conflict(e.vid, e.name, e.span, state, kind)
+                self._use(e, state, consume, "moved")
             case A.Borrow():
-                self._expr(e.operand, state, move=False)
+                root = _root_var(e.operand)
+                if root is not None:
+                    kind = "mut" if e.mutable else "shared"
+                    self._loan_conflict(root.vid, root.name, e.span, state, kind)
+                self._expr(e.operand, state, move=False, loans_checked=root is not None)
             case A.Index():
-                self._expr(e.obj, state, move=False)
+                self._expr(e.obj, state, move=False, loans_checked=loans_checked)
                 self._expr(e.index, state, move=False)
             case A.MethodCall():
                 self._expr(e.obj, state, move=False)
@@ -198,6 +223,42 @@ class Ownership:
                 )
 
     fn_lookup = staticmethod(lambda name: None)  # replaced per program by check_ownership
+
+    # ---- loans -------------------------------------------------------------------------
+    def _lend(self, holder: int, value: A.Expr, state: dict) -> None:
+        """`holder = &a` takes a loan on `a`; `holder = r` shares r's loans."""
+        loans = {ln for ln in state.get(LOANS, frozenset()) if ln[0] != holder}
+        root = _root_var(value.operand) if isinstance(value, A.Borrow) else None
+        if root is not None:
+            loans.add((holder, root.vid, value.mutable, value.span.line))
+        elif isinstance(value, A.Name) and isinstance(value.ty, T.RefT):
+            loans |= {(holder, o, m, ln) for h, o, m, ln in loans if h == value.vid}
+        state[LOANS] = frozenset(loans)
+
+    def _loan_conflict(self, vid: int, name: str, span: Span, state: dict, kind: str) -> None:
+        """Using `name` as `kind` (move, assign, mut, shared, read) against live loans."""
+        for holder, owner, mutable, line in sorted(state.get(LOANS, frozenset())):
+            if owner != vid or holder == vid:
+                continue
+            if kind in ("move", "assign", "mut") or mutable:
+                what = {
+                    "move": "move",
+                    "assign": "assign to",
+                    "mut": "borrow mutably",
+                    "shared": "borrow",
+                    "read": "use",
+                }[kind]
+                how = "mutably borrowed" if mutable else "borrowed"
+                self.sink.emit(
+                    "E0302",
+                    f"cannot {what} `{name}` while it is {how}",
+                    span,
+                    notes=[
+                        f"`{self.fn.vars[holder].name}` borrows it at line {line} and is used later"
+                    ],
+                    help=f"use `{name}` after the last use of `{self.fn.vars[holder].name}`",
+                )
+                return
 
     def _use(self, e: A.Name, state: dict, consume: bool, how: str) -> None:
         statuses = state.get(e.vid, frozenset({LIVE}))
