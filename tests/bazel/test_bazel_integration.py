@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from bazelrun import BAD_VX, Workspace, bazel_binary
+from bazelrun import BAD_VX, ROOT, Workspace, bazel_binary
 
 pytestmark = pytest.mark.slow
 
@@ -140,9 +140,7 @@ def test_worker_and_standalone_outputs_are_byte_identical(ws, tmp_path):
     # The same actions re-executed one-shot, each in a sandbox that holds only its
     # declared inputs (so this also proves the inputs are complete).
     ws.run("clean")
-    ws.run(
-        "build", "//k:stream", "//k:stream_ir", "--config=cpu", "--strategy=VxCompile=sandboxed"
-    )
+    ws.run("build", "//k:stream", "//k:stream_ir", "--config=cpu", "--strategy=VxCompile=sandboxed")
     names = sorted(p.name for p in worker_copy.iterdir())
     for name in names:
         if name == "stream.vxhir":
@@ -157,3 +155,20 @@ def _hir_file(ws) -> Path:
     hits = list((ws.dir / "bazel-out").glob("*-ST-*/bin/k/stream.vxhir"))
     assert len(hits) == 1, hits
     return hits[0]
+
+
+def test_main_repository_bazel_test_passes(ws):
+    """`bazel test //...` in this repository itself (WORKSPACE mode), with its own
+    output root and no bazel-* links, so a developer's links and server are untouched."""
+    main = Workspace(ws.bazel)
+    main.dir = ROOT
+    main.output_user_root = ws.output_user_root.parent / "root-main"
+    try:
+        p = main.run("test", "//...", "--symlink_prefix=/")
+        assert "//kernels:stream_test" in p.stdout + p.stderr
+        testlogs = Path(
+            main.run("info", "bazel-testlogs", "--symlink_prefix=/").stdout.strip().splitlines()[-1]
+        )
+        assert (testlogs / "kernels" / "stream_test" / "test.xml").is_file()
+    finally:
+        main.shutdown()
