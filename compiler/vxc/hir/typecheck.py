@@ -63,6 +63,7 @@ class TypeChecker:
                     continue
                 self.fns[item.name] = item
         self.out: dict[str, Function] = {}
+        self.checked: set[str] = set()  # declared names with at least one checked instance
         self.next_vid = 0
 
     # ---- driver ----------------------------------------------------------------
@@ -80,7 +81,7 @@ class TypeChecker:
         for name, decl in self.fns.items():
             if decl.body is None or decl.const_params:
                 continue
-            if not any(n == name or n.startswith(name + "<") for n in self.out):
+            if name not in self.checked:
                 self._function(decl, name, {}, None)
         return Program(self.out, self.decls)
 
@@ -105,6 +106,7 @@ class TypeChecker:
         generic_of: str | None,
         spaces: dict[int, str] | None = None,
     ) -> Function:
+        self.checked.add(decl.name)
         if consts:
             decl = _substitute(decl, consts)
         self.cur_topology = decl.topology
