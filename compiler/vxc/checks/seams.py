@@ -284,11 +284,27 @@ class SeamChecker:
         for p, a in zip(callee.params, call.args, strict=False):
             if T.is_int(p.ty):
                 sub.ints[p.vid] = self._int(a)
-        for w in callee.decl.where:
+        template = self.functions.get(callee.generic_of) if callee.generic_of else None
+        for k, w in enumerate(callee.decl.where):
             model = self.solver.counterexample([*self.assume, pc, z3.Not(sub._bool(w))])
             if model is None:
                 continue
             params = [p for p in callee.params if _mentions(w, p.vid)]
+            if not params and template is not None and k < len(template.decl.where):
+                # A bound on const parameters: the instance's clause has the values
+                # substituted (`128 <= 64`); name the parameter and show the clause as written.
+                written = template.decl.where[k]
+                consts = [c.name for c in template.decl.const_params if _names(written, c.name)]
+                if consts:
+                    self.sink.emit(
+                        "E6005",
+                        f"cannot prove `{_show(written)}` for const parameter `{consts[0]}`"
+                        f" of `{callee.decl.name}`",
+                        call.span,
+                        notes=[f"this call instantiates it as `{_show(w)}`"],
+                        help=f"call it with a `{consts[0]}` that satisfies `{_show(written)}`",
+                    )
+                    continue
             args = [a for p, a in zip(callee.params, call.args, strict=False) if p in params]
             values = " ".join(
                 f"({p.name} {model.eval(sub.ints[p.vid], model_completion=True)})"
@@ -457,6 +473,17 @@ def _assigned(block: A.Block) -> set[int]:
         elif isinstance(node, A.For | A.Spawn):
             stack.append(node.body)
     return out
+
+
+def _names(e: A.Expr, name: str) -> bool:
+    """Whether `e` mentions `name` (a const parameter: it has no variable id)."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, A.Name) and node.name == name:
+            return True
+        stack.extend(A.expr_children(node))
+    return False
 
 
 def _mentions(e: A.Expr, vid: int) -> bool:
