@@ -262,6 +262,21 @@ fn f(tiles: {VEC}) -> void {ON} {{
 """,
     ),
     Case(
+        "a helper that stages its own argument may be called with an HBM tensor",
+        f"""\
+fn stage(t: &Tensor<f32, [32, 32]>) -> Tensor<f32, [32, 32]> {ON} {{
+  return transfer(t, Memory::VMEM);
+}}
+fn start(t: &Tensor<f32, [32, 32]>) -> Token<Tensor<f32, [32, 32]>, Memory::VMEM> {ON} {{
+  return transfer_async(t, Memory::VMEM);
+}}
+fn f(a: &Tensor<f32, [32, 32]>) -> void {ON} {{
+  let v = stage(a);
+  let x = wait(start(a));
+}}
+""",
+    ),
+    Case(
         "token returned from a function and waited by the caller",
         f"""\
 fn start(tiles: {VEC}, i: i64) -> Token<Tensor<f32, [32, 32]>, Memory::VMEM> {ON} {{
