@@ -2,6 +2,8 @@
 
     load("@vx//vx_rules:defs.bzl", "vx_kernel", "vx_multi_kernel", "vx_test")
 
+    vx_library(name, srcs, deps = [], machine = None)
+        Vx sources shared by kernels (their `deps`).
     vx_kernel(name, srcs, deps = [], machine = None, emit = "artifact")
         One artifact directory, <name>.<target>/, for the configured target
         (//vx_rules:target, set with --config=cpu|tpu|b200|h100); every file in it
@@ -16,7 +18,7 @@
         each in its own configured output directory.
 """
 
-load("//vx_rules/private:kernel.bzl", _vx_hir = "vx_hir", _vx_kernel_rule = "vx_kernel_rule")
+load("//vx_rules/private:kernel.bzl", _vx_hir = "vx_hir", _vx_kernel_rule = "vx_kernel_rule", _vx_library = "vx_library")
 load("//vx_rules/private:multi.bzl", _check_targets = "check_targets", _vx_multi_kernel_rule = "vx_multi_kernel_rule")
 load("//vx_rules/private:providers.bzl", _VxKernelInfo = "VxKernelInfo", _VxToolchainInfo = "VxToolchainInfo")
 load("//vx_rules/private:target_flag.bzl", _TARGETS = "TARGETS")
@@ -27,6 +29,9 @@ VxKernelInfo = _VxKernelInfo
 VxToolchainInfo = _VxToolchainInfo
 TARGETS = _TARGETS
 vx_toolchain = _vx_toolchain
+
+# vx_library(name, srcs, deps = [], machine = None): sources for vx_kernel's deps.
+vx_library = _vx_library
 
 def vx_kernel(name, srcs, deps = [], machine = None, visibility = None, tags = [], **kwargs):
     _vx_hir(

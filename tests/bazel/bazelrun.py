@@ -21,7 +21,7 @@ JOBS = os.environ.get("VX_BAZEL_JOBS", "2")
 STATS = re.compile(r"vxc-worker: (pid=\d+ .*)")
 
 _BUILD = """\
-load("@vx//vx_rules:defs.bzl", "vx_kernel", "vx_multi_kernel", "vx_test")
+load("@vx//vx_rules:defs.bzl", "vx_kernel", "vx_library", "vx_multi_kernel", "vx_test")
 
 vx_kernel(name = "stream", srcs = ["stream.vx"])
 
@@ -37,6 +37,26 @@ vx_test(
 )
 
 vx_kernel(name = "bad", srcs = ["bad.vx"], tags = ["manual"])
+
+vx_library(name = "helpers", srcs = ["helpers.vx"])
+
+vx_kernel(name = "uses_helpers", srcs = ["uses_helpers.vx"], deps = [":helpers"])
+"""
+
+HELPERS_VX = """\
+fn acc_into(acc: &mut Tensor<f32, [128, 128]>, x: &Tensor<f32, [128, 128]>, w: &Tensor<f32, [128, 128]>) on Topology::TensorCore {
+  matmul_acc(acc, x, w);
+}
+"""
+
+USES_HELPERS_VX = """\
+fn uses_helpers(x: &Tensor<f32, [128, 128]>, w: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]> on Topology::TensorCore {
+  let xv = transfer(x, Memory::VMEM);
+  let wv = transfer(w, Memory::VMEM);
+  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+  acc_into(&mut acc, &xv, &wv);
+  return transfer(acc, Memory::HBM);
+}
 """
 
 BAD_VX = """\
@@ -84,6 +104,8 @@ class Workspace:
         (self.pkg / "BUILD.bazel").write_text(_BUILD)
         (self.pkg / "stream.vx").write_bytes((ROOT / "kernels" / "stream.vx").read_bytes())
         (self.pkg / "bad.vx").write_text(BAD_VX)
+        (self.pkg / "helpers.vx").write_text(HELPERS_VX)
+        (self.pkg / "uses_helpers.vx").write_text(USES_HELPERS_VX)
 
     def run(
         self, *args: str, check: bool = True, timeout: int = 900

@@ -62,6 +62,15 @@ def test_build_each_config(ws):
             assert "internal compiler error" not in p.stderr
 
 
+def test_kernel_with_library_deps(ws):
+    ws.run("build", "//k:uses_helpers", "--config=cpu")
+    names = sorted(f.name for f in (ws.dir / "bazel-bin" / "k" / "uses_helpers.cpu").iterdir())
+    assert names[0] == "uses_helpers.cpu.h", names  # named after the kernel's own source
+    # Another config: the library is analysed in the HIR configuration too.
+    p = ws.run("build", "//k:uses_helpers", "--config=b200", check=False)
+    assert p.returncode == 0 or "the `b200` backend is not built yet" in p.stderr, p.stderr[-3000:]
+
+
 def test_bad_target_value_fails_analysis_clearly(ws):
     p = ws.run("build", "//k:stream", "--@vx//vx_rules:target=gpu", check=False)
     assert p.returncode != 0

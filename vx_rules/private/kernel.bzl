@@ -26,7 +26,8 @@ _EXEC_REQS = {"supports-workers": "1"}
 
 def _sources(ctx):
     deps = [d[VxSourcesInfo].srcs for d in ctx.attr.deps]
-    srcs = depset(ctx.files.srcs, transitive = deps, order = "postorder")
+    # The kernel's own sources first: the compiler names its outputs after the first.
+    srcs = depset(ctx.files.srcs, transitive = deps, order = "preorder")
     machine = ctx.file.machine
     if machine == None:
         for d in ctx.attr.deps:
@@ -59,7 +60,7 @@ def _run_vxcompile(ctx, tc, args, inputs, outputs, progress):
 
 _COMMON_ATTRS = {
     "srcs": attr.label_list(allow_files = [".vx"], mandatory = True, doc = "the kernel's .vx sources"),
-    "deps": attr.label_list(providers = [VxSourcesInfo], doc = "vx_kernel targets whose sources this kernel uses"),
+    "deps": attr.label_list(providers = [VxSourcesInfo], doc = "vx_library targets whose sources are compiled with this kernel's"),
     "machine": attr.label(allow_single_file = [".vx"], doc = "a machine model; default: the target's own"),
 }
 
@@ -122,7 +123,6 @@ def _vx_kernel_impl(ctx):
             srcs = srcs,
             machine = machine,
         ),
-        VxSourcesInfo(srcs = srcs, machine = machine),
         OutputGroupInfo(**{target: depset([out_dir]), "vxhir": depset([hir.hir])}),
     ]
 
@@ -140,4 +140,19 @@ vx_kernel_rule = rule(
     ),
     toolchains = [TOOLCHAIN_TYPE],
     doc = "One kernel compiled for the configured target (//vx_rules:target).",
+)
+
+def _vx_library_impl(ctx):
+    srcs, machine = _sources(ctx)
+    return [
+        DefaultInfo(files = depset(ctx.files.srcs)),
+        VxSourcesInfo(srcs = srcs, machine = machine),
+    ]
+
+# Sources shared by kernels. Target-independent, so it is as valid in the HIR
+# configuration as in any target's.
+vx_library = rule(
+    implementation = _vx_library_impl,
+    attrs = _COMMON_ATTRS,
+    doc = "Vx sources (and optionally a machine model) that vx_kernel deps compile with.",
 )
