@@ -11,8 +11,10 @@
   what is checked and allocated.
 - Visibility: code placed on a topology may only compute on values in the
   spaces it lists as `visible` (host code: CPU_DRAM): tensor operands of
-  `matmul_acc` and of calls, and tensor sides of `assert(buf == v)`. Transfers
-  need no visibility (DMA does them). E6003 otherwise.
+  `matmul_acc` and of `extern fn` calls, and tensor sides of `assert(buf == v)`.
+  Transfers need no visibility (DMA does them), and a Vx helper's arguments are
+  checked where its body (instantiated in the caller's placements) reads them.
+  E6003 otherwise.
 - Scratchpads: every tile placed into a granule'd space (a hop destination, or a
   `Tensor<E>([..])` in such a home space) gets a ring, slot count and offset
   from real lifetimes; see checks/scratchpad.py for the rotation rule, layout
@@ -27,12 +29,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vxc.hir.liveness import build_cfg, children
 from vxc.checks.machine import CPU_DRAM, Hop, Machine, Memory
 from vxc.checks.scratchpad import Alloc, Allocator, Ring, Tile, human_size
 from vxc.diagnostics import DiagnosticSink
 from vxc.frontend import ast as A
 from vxc.hir import types as T
+from vxc.hir.liveness import build_cfg, children
 from vxc.hir.program import Function
 
 __all__ = [
@@ -367,6 +369,8 @@ class _Placer:
         if e.callee == "assert" and e.callee not in self.functions:
             for side in _compared_tensors(e.args[0] if e.args else None):
                 self._visible(side, topo, "`assert`")
+        elif (callee := self.functions.get(e.callee)) is not None and not callee.is_extern:
+            return  # a Vx helper is checked in its caller's placements: its body reads or not
         elif e.callee in self.functions or e.callee == "matmul_acc":
             for a in e.args:
                 self._visible(a, topo, f"`{e.callee}`")
