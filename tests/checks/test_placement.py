@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from vxc.checks.machine import Machine, build_machine
 from vxc.checks.placement import (
     FnPlacement,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, scf
+
 from vxc.ir import (
     OPS,
     BuildError,

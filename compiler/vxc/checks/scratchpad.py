@@ -40,10 +40,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from vxc.hir.liveness import Cfg
 from vxc.checks.machine import Memory
 from vxc.diagnostics import DiagnosticSink, Span
 from vxc.hir import types as T
+from vxc.hir.liveness import Cfg
 from vxc.hir.program import Function
 
 INFINITE = -1  # an unbounded number of allocations during one lifetime

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from vxc import runtime
 from vxc.backends.cpu import BackendError, compile_module, host_target, target_ir
 from vxc.ir import parse_module
