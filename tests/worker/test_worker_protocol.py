@@ -157,3 +157,27 @@ def test_write_atomic_leaves_no_partial_file(tmp_path):
         write_atomic(str(target), "not bytes")  # fails while writing the temporary
     assert target.read_bytes() == b"first"
     assert sorted(os.listdir(tmp_path)) == ["out.o"]
+
+
+def test_random_payloads_are_each_answered_and_valid_requests_still_work(worker):
+    """Well-framed random payloads (protobuf parses many of them as some WorkRequest):
+    every frame gets exactly one response, and real requests in between are served."""
+    import random
+
+    from vxc.worker import framing
+
+    rng = random.Random(1234)
+    expected = []
+    for i in range(200):
+        if i % 5 == 0:
+            payload = WorkRequest(arguments=["echo", f"real{i}"]).SerializeToString()
+            expected.append(f"real{i}\n")
+        else:
+            payload = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 64)))
+            expected.append(None)
+        worker.send_bytes(framing.encode_varint(len(payload)) + payload)
+    for want in expected:
+        r = worker.recv()
+        if want is not None:
+            assert (r.exit_code, r.output) == (0, want)
+    assert worker.call(["echo", "alive"]).output == "alive\n"

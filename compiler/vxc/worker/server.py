@@ -157,7 +157,8 @@ class WorkerServer:
         self.stale = stale
         self._write_lock = threading.Lock()
         self._state_lock = threading.Lock()
-        self._queue: queue.Queue[tuple[WorkRequest, RequestContext] | None] = queue.Queue()
+        # (request, context) to run, (None, message) to answer a bad frame, None to stop.
+        self._queue: queue.Queue = queue.Queue()
         # request_id -> context, for requests queued or running and not yet answered.
         self._open: dict[int, RequestContext] = {}
 
@@ -178,6 +179,9 @@ class WorkerServer:
             if item is None:
                 return
             req, ctx = item
+            if req is None:  # an answer to a frame that was not a request
+                self._respond(0, 2, ctx, False)
+                continue
             code, output, cancelled = run_one(self.handler, list(req.arguments), ctx)
             line = str(ctx.stats.pop("_line"))
             self._log(line + (" cancelled" if cancelled else ""))
@@ -215,7 +219,7 @@ class WorkerServer:
                     break
                 except framing.MalformedFrame as e:
                     self._log(f"vxc-worker: malformed frame ({e})")
-                    self._respond(0, 2, f"vxc worker: malformed request frame: {e}\n", False)
+                    self._reject(f"vxc worker: malformed request frame: {e}\n")
                     continue
                 if payload is None:
                     break
@@ -224,11 +228,8 @@ class WorkerServer:
                     req.ParseFromString(payload)
                 except DecodeError as e:
                     self._log(f"vxc-worker: undecodable request of {len(payload)} bytes ({e})")
-                    self._respond(
-                        0,
-                        2,
-                        f"vxc worker: request is not a WorkRequest ({len(payload)} bytes)\n",
-                        False,
+                    self._reject(
+                        f"vxc worker: request is not a WorkRequest ({len(payload)} bytes)\n"
                     )
                     continue
                 self._dispatch(req)
@@ -239,6 +240,11 @@ class WorkerServer:
             self._log("vxc-worker: compiler sources changed; restarting the worker")
             raise restart
         return 0
+
+    def _reject(self, message: str) -> None:
+        """Answers a frame that is not a request, in order with the answers before it
+        (a singleplex client matches answers to requests by order)."""
+        self._queue.put((None, message))
 
     def _dispatch(self, req: WorkRequest) -> None:
         with self._state_lock:
