@@ -15,7 +15,7 @@
 # Needs root (debootstrap, chroot, mount namespaces); CI runs as root.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cache="${VX_CACHE_DIR:-$HOME/.cache/vx-bazel}"
+cache="${VX_CACHE_DIR:-${HOME:-/root}/.cache/vx-bazel}"
 chroot_dir="$cache/sid-chroot"
 mirror="${VX_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 jobs="${VX_BAZEL_JOBS:-2}"
