@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 import vxc
 from vxc.checks.machine import Machine, build_machine
@@ -57,20 +58,20 @@ class BuildResult:
 
 @cache
 def compiler_version() -> str:
-    """Package version plus a digest of the compiler's own files: an edit invalidates caches."""
+    """Package version plus a digest of the compiler's own files: an edit invalidates caches.
+
+    Paths enter the digest relative to the package, so where the checkout lives does not
+    change the version (remote caches stay shared between machines).
+    """
+    root = Path(str(resources.files("vxc")))
+    files = sorted(
+        f
+        for f in root.rglob("*")
+        if f.suffix in (".py", ".lark", ".vx") and "__pycache__" not in f.parts
+    )
     h = hashlib.sha256()
-    root = resources.files("vxc")
-    stack = [root]
-    files = []
-    while stack:
-        node = stack.pop()
-        for child in node.iterdir():
-            if child.is_dir() and child.name != "__pycache__":
-                stack.append(child)
-            elif child.name.endswith((".py", ".lark", ".vx")):
-                files.append(child)
-    for f in sorted(files, key=lambda f: str(f)):
-        h.update(str(f).split("vxc", 1)[-1].encode() + b"\0" + f.read_bytes())
+    for f in files:
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
     return f"{vxc.__version__}+{h.hexdigest()[:12]}"
 
 
