@@ -17,7 +17,7 @@ TARGET_NAMES = ("cpu", "tpu", "b200", "h100")
 
 
 class UsageError(Exception):
-    pass
+    """Bad command line or unreadable input: exit 2 with one line, no traceback."""
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -22,7 +22,7 @@ class Node:
 # ---- syntactic types -------------------------------------------------------------
 @dataclass
 class TypeExpr(Node):
-    pass
+    """A type as written in the source (resolved to hir.types by the typechecker)."""
 
 
 @dataclass
@@ -155,7 +155,7 @@ class TensorNew(Expr):
 # ---- statements ------------------------------------------------------------------
 @dataclass
 class Stmt(Node):
-    pass
+    """Base of the statement forms (LANGUAGE.md section 4)."""
 
 
 @dataclass

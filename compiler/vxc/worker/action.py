@@ -32,7 +32,7 @@ from vxc.worker.server import RequestContext
 
 
 class UsageError(Exception):
-    pass
+    """Bad action arguments: answered with exit code 2, the worker keeps serving."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -16,7 +16,7 @@ MAX_FRAME = 1 << 30
 
 
 class FrameError(Exception):
-    pass
+    """A malformed, truncated or oversized length-delimited frame."""
 
 
 class TruncatedFrame(FrameError):
