@@ -194,8 +194,15 @@ def check(sources: list[Source], target: str = "cpu", machine: Source | None = N
     return check_target(analyze(sources, machine), target)
 
 
-def build(analysis: Analysis, target: str, emit: str = "artifact") -> BuildResult:
-    """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files)."""
+def build(
+    analysis: Analysis, target: str, emit: str = "artifact", cpu: str = "native"
+) -> BuildResult:
+    """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files).
+
+    `cpu` picks the host CPU code is tuned for on the cpu target: `native` (this
+    machine), or a named x86-64 level (`x86-64-v3`) that gives the same object on every
+    build machine, as shared build caches need.
+    """
     import time
 
     if emit not in EMITS:
@@ -217,7 +224,7 @@ def build(analysis: Analysis, target: str, emit: str = "artifact") -> BuildResul
     else:
         from vxc.backends import emit_target
 
-        result.outputs.update(emit_target(target, module, stem, emit))
+        result.outputs.update(emit_target(target, module, stem, emit, cpu))
     result.stats["emit_s"] = time.perf_counter() - t1
     return result
 

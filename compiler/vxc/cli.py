@@ -39,6 +39,12 @@ def _parser() -> argparse.ArgumentParser:
         help="output directory (default: stdout for vx-mlir/target-ir, . otherwise)",
     )
     b.add_argument("--emit", choices=("vx-mlir", "target-ir", "artifact"), default="artifact")
+    b.add_argument(
+        "--cpu",
+        default="native",
+        metavar="CPU",
+        help="cpu target: native (default, this machine) or x86-64[-v2|-v3|-v4] (portable)",
+    )
     b.add_argument("--error-format", choices=("human", "json"), default="human")
     e = sub.add_parser("explain", help="explain a diagnostic code")
     e.add_argument("code")
@@ -96,7 +102,7 @@ def _build(args) -> int:
 
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None
-    result = api.build(api.analyze(sources, machine), args.target, args.emit)
+    result = api.build(api.analyze(sources, machine), args.target, args.emit, args.cpu)
     _report(result.diagnostics, sources, machine, args.error_format)
     if not result.ok:
         return EXIT_ERRORS

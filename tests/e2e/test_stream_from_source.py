@@ -182,3 +182,19 @@ def test_hir_cache_of_other_sources_is_refused():
     data = api.analyze([_source("stream.vx")]).to_bytes()
     with pytest.raises(api.StaleCache, match="other sources"):
         api.Analysis.from_bytes(data, [_source("stream_blocking.vx")])
+
+
+def test_named_cpu_level_is_recorded_runs_and_is_deterministic(tmp_path):
+    """x86-64-v3 is what Bazel builds by default: the same object on every build machine."""
+    build = lambda: api.build(api.analyze([_source("stream.vx")]), "cpu", cpu="x86-64-v3")  # noqa: E731
+    first, second = build(), build()
+    assert first.ok and first.outputs == second.outputs
+    assert '"cpu": "x86-64-v3"' in first.outputs["stream.cpu.json"].decode()
+    kernel = runtime.load_outputs(first.outputs, tmp_path).stream
+    tiles, w, ref = _data(3, 128, exact=True, seed=7)
+    np.testing.assert_array_equal(kernel(tiles, w), ref.astype(np.float32))
+
+
+def test_unknown_cpu_level_is_a_plain_error():
+    with pytest.raises(api.Unsupported, match="unknown --cpu `zen4`"):
+        api.build(api.analyze([_source("stream.vx")]), "cpu", cpu="zen4")

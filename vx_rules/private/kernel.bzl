@@ -2,7 +2,7 @@
 and the per-target build, both VxCompile actions."""
 
 load(":providers.bzl", "VxHirInfo", "VxKernelInfo", "VxSourcesInfo")
-load(":target_flag.bzl", "HIR_CONFIG_TARGET", "TARGETS", "VxTargetInfo", "hir_transition")
+load(":target_flag.bzl", "HIR_CONFIG_TARGET", "TARGETS", "VxCpuInfo", "VxTargetInfo", "hir_transition")
 load(":toolchain.bzl", "TOOLCHAIN_TYPE")
 
 # The action environment is explicit (no use_default_shell_env): the client's PATH
@@ -110,6 +110,7 @@ def _vx_kernel_impl(ctx):
     _src_args(args, srcs, machine)
     args.add("--target", target)
     args.add("--emit", ctx.attr.emit)
+    args.add("--cpu", ctx.attr._cpu[VxCpuInfo].cpu)
     args.add_all([out_dir], before_each = "--out-dir", expand_directories = False)
     inputs = [hir.hir] + srcs.to_list() + ([machine] if machine else [])
     _run_vxcompile(ctx, tc, args, inputs, [out_dir], "VxCompile %s for %s (%s)" % (ctx.label, target, ctx.attr.emit))
@@ -137,6 +138,7 @@ vx_kernel_rule = rule(
             doc = "what to produce: the target's artifact, the vx dialect module, or the target IR",
         ),
         _target = attr.label(default = Label("//vx_rules:target")),
+        _cpu = attr.label(default = Label("//vx_rules:cpu")),
     ),
     toolchains = [TOOLCHAIN_TYPE],
     doc = "One kernel compiled for the configured target (//vx_rules:target).",

@@ -28,6 +28,25 @@ vx_target_flag = rule(
     doc = "The Vx target to compile kernels for: cpu (default), tpu, b200 or h100.",
 )
 
+# Host CPU levels for cpu artifacts. The default is a named level, so an object built
+# on one machine is the object every machine builds: remote caches stay correct.
+# `native` (this machine's CPU) is faster and must not be shared through a cache.
+CPUS = ["x86-64-v3", "x86-64-v4", "x86-64-v2", "x86-64", "native"]
+
+VxCpuInfo = provider(fields = {"cpu": "the CPU level cpu artifacts are compiled for"})
+
+def _vx_cpu_flag_impl(ctx):
+    value = ctx.build_setting_value
+    if value not in CPUS:
+        fail("invalid value %r for --%s: expected one of %s" % (value, str(ctx.label), ", ".join(CPUS)))
+    return [VxCpuInfo(cpu = value)]
+
+vx_cpu_flag = rule(
+    implementation = _vx_cpu_flag_impl,
+    build_setting = config.string(flag = True),
+    doc = "The CPU level of cpu artifacts: x86-64-v3 (default), x86-64-v4, x86-64-v2, x86-64, native.",
+)
+
 def _hir_transition_impl(settings, attr):
     return {TARGET_FLAG: HIR_CONFIG_TARGET}
 

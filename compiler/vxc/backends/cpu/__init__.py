@@ -12,7 +12,9 @@ from jaxlib.mlir import ir
 
 from vxc.backends.cpu.artifact import header, manifest
 from vxc.backends.cpu.codegen import (
+    CPU_CHOICES,
     HostTarget,
+    cpu_target,
     data_layout,
     emit_object,
     host_target,
@@ -25,10 +27,12 @@ from vxc.backends.cpu.matmul import blocking_for
 from vxc.ir.verify import check_module
 
 __all__ = [
+    "CPU_CHOICES",
     "STATUS",
     "BackendError",
     "HostTarget",
     "compile_module",
+    "cpu_target",
     "host_target",
     "lower_to_llvm",
     "target_ir",

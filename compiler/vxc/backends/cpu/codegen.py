@@ -41,6 +41,29 @@ def host_target() -> HostTarget:
     )
 
 
+# The x86-64 micro-architecture levels (psABI): a named level gives the same object on
+# every build machine, which is what a shared (remote) build cache needs. The features
+# are spelled out because the matmul micro-kernel is chosen from them.
+_V2 = "+cx16,+popcnt,+sse3,+sse4.1,+sse4.2,+ssse3"
+_V3 = _V2 + ",+avx,+avx2,+bmi,+bmi2,+f16c,+fma,+lzcnt,+movbe,+xsave"
+_V4 = _V3 + ",+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl"
+X86_LEVELS = {"x86-64": "+sse2", "x86-64-v2": _V2, "x86-64-v3": _V3, "x86-64-v4": _V4}
+CPU_CHOICES = ("native", *X86_LEVELS)
+
+
+def cpu_target(cpu: str = "native") -> HostTarget:
+    """`native` (this machine, fastest, not portable) or a named x86-64 level."""
+    if cpu == "native":
+        return host_target()
+    if cpu not in X86_LEVELS:
+        raise BackendError(f"unknown --cpu `{cpu}`; choose one of: {', '.join(CPU_CHOICES)}")
+    _init()
+    triple = llvm.get_process_triple()
+    if not triple.startswith("x86_64"):
+        raise BackendError(f"--cpu {cpu} names an x86-64 level, but this host is {triple}")
+    return HostTarget(triple, cpu, X86_LEVELS[cpu])
+
+
 @functools.cache
 def target_machine(target: HostTarget) -> llvm.TargetMachine:
     # Creating a target machine costs milliseconds; builds of the same target reuse it.
