@@ -198,3 +198,30 @@ def test_named_cpu_level_is_recorded_runs_and_is_deterministic(tmp_path):
 def test_unknown_cpu_level_is_a_plain_error():
     with pytest.raises(api.Unsupported, match="unknown --cpu `zen4`"):
         api.build(api.analyze([_source("stream.vx")]), "cpu", cpu="zen4")
+
+
+GUARDED = b"""\
+fn guarded(tiles: &Vec<Tensor<f32, [128, 128]>>, w: &Tensor<f32, [128, 128]>, k: i64) -> Tensor<f32, [128, 128]> on Topology::TensorCore {
+  let mut acc = Tensor<f32>([128, 128]);
+  if k == 0 {
+    return transfer(acc, Memory::HBM);
+  }
+  let wv = transfer(w, Memory::VMEM);
+  let cur = wait(transfer_async(tiles[0], Memory::VMEM));
+  if k > 1 {
+    matmul_acc(&mut acc, &cur, &wv);
+  }
+  matmul_acc(&mut acc, &cur, &wv);
+  return transfer(acc, Memory::HBM);
+}
+"""
+
+
+def test_guard_returns_lower_to_scf_if_and_run(tmp_path):
+    src = api.Source("guarded.vx", GUARDED)
+    result = api.build(api.analyze([src]), "cpu")
+    assert result.ok, api.render_human(result.diagnostics, [src])
+    kernel = runtime.load_outputs(result.outputs, tmp_path).guarded
+    tiles = np.ones((1, 128, 128), np.float32)
+    w = np.eye(128, dtype=np.float32)
+    assert [kernel(tiles, w, k)[0, 0] for k in (0, 1, 2)] == [0.0, 1.0, 2.0]

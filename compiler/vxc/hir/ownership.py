@@ -57,6 +57,14 @@ class Ownership:
         self.scopes = [[p.vid for p in self.fn.params]]
         state = self._block(self.fn.decl.body, state)
         self._drop_scope(self.scopes.pop(), state, "it is dropped at the end of the function")
+        if state is not None and self.fn.ret != T.VOID:
+            self.sink.emit(
+                "E0201",
+                f"`{self.fn.decl.name}` returns `{self.fn.ret.show()}` but a path reaches the "
+                "end of its body without a `return`",
+                self.fn.decl.name_span,
+                help="end every path with `return ...;`",
+            )
 
     # ---- statements ---------------------------------------------------------------
     def _block(self, block: A.Block, state: State) -> State:

@@ -114,8 +114,36 @@ class Lowering:
             {p.vid: block.arguments[i] for i, p in enumerate(fn.params)},
         )
         with ir.InsertionPoint(block):
-            if not self.block(ctx, fn.decl.body) and fn.ret == T.VOID:
-                func.ReturnOp([])
+            self.tail(ctx, list(fn.decl.body.stmts), results, func.ReturnOp)
+
+    def tail(self, ctx: _Ctx, stmts: list[A.Stmt], results: list[ir.Type], finish) -> None:
+        """Lower the rest of a function body; `finish(values)` ends it (func.return, or
+        scf.yield inside a guard). An `if` with a `return` in a branch becomes an scf.if
+        yielding the function's results, with the statements after it copied into the
+        branch that falls through: `if n == 0 { return z; } rest` is
+        `return (n == 0 ? z : rest)`."""
+        for i, s in enumerate(stmts):
+            if isinstance(s, A.Return):
+                finish([] if s.value is None else [self.expr(ctx, s.value)])
+                return
+            if isinstance(s, A.If) and _returns(s):
+                rest = stmts[i + 1 :]
+                op = scf.IfOp(self.expr(ctx, s.cond), results, has_else=True)
+                entry = dict(ctx.env)
+                branches = ((op.then_block, s.then), (op.else_block, s.orelse))
+                for region_block, body in branches:
+                    ctx.env = dict(entry)
+                    with ir.InsertionPoint(region_block):
+                        self.tail(
+                            ctx, list(body.stmts if body else []) + rest, results, scf.YieldOp
+                        )
+                ctx.env = entry
+                finish(list(op.results))
+                return
+            self.stmt(ctx, s)
+        if results:  # the checker proved every path returns; this is a lowering bug
+            raise LoweringError("a function with a result reached its end")
+        finish([])
 
     # ---- statements ---------------------------------------------------------------------------
     def block(self, ctx: _Ctx, block: A.Block) -> bool:
@@ -348,6 +376,20 @@ class Lowering:
         results = [] if callee.ret == T.VOID else [self.ty(callee.ret)]
         op = func.CallOp(results, ir.FlatSymbolRefAttr.get(symbol(callee.name)), args)
         return op.results[0] if results else None
+
+
+def _returns(s: A.If) -> bool:
+    """Whether a branch of `s` returns (outside loops and spawns, which stay unsupported)."""
+    stack = [s]
+    while stack:
+        node = stack.pop()
+        for body in (node.then, node.orelse):
+            for st in body.stmts if body else []:
+                if isinstance(st, A.Return):
+                    return True
+                if isinstance(st, A.If):
+                    stack.append(st)
+    return False
 
 
 def _assigned(block: A.Block | None) -> set[int]:
