@@ -225,3 +225,43 @@ def test_guard_returns_lower_to_scf_if_and_run(tmp_path):
     tiles = np.ones((1, 128, 128), np.float32)
     w = np.eye(128, dtype=np.float32)
     assert [kernel(tiles, w, k)[0, 0] for k in (0, 1, 2)] == [0.0, 1.0, 2.0]
+
+
+TOKEN_HELPERS = b"""\
+fn start(x: &Vec<Tensor<f32, [128, 128]>>, i: i64) -> Token<Tensor<f32, [128, 128]>, Memory::VMEM> on Topology::TensorCore {
+  return transfer_async(x[i], Memory::VMEM);
+}
+fn finish(t: Token<Tensor<f32, [128, 128]>, Memory::VMEM>, acc: &mut Tensor<f32, [128, 128]>, w: &Tensor<f32, [128, 128]>) -> void on Topology::TensorCore {
+  let v = wait(t);
+  matmul_acc(acc, &v, w);
+}
+fn pipeline(x: &Vec<Tensor<f32, [128, 128]>>, w: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]> on Topology::TensorCore {
+  let wv = transfer(w, Memory::VMEM);
+  let mut acc = Tensor<f32>([128, 128]);
+  let mut t = start(x, 0);
+  for i in 1..x.len() {
+    let next = start(x, i);
+    finish(t, &mut acc, &wv);
+    t = next;
+  }
+  finish(t, &mut acc, &wv);
+  return transfer(acc, Memory::HBM);
+}
+"""
+
+
+def test_tokens_through_helper_functions_build_and_run(tmp_path):
+    src = api.Source("helpers.vx", TOKEN_HELPERS)
+    result = api.build(api.analyze([src]), "cpu")
+    assert result.ok, api.render_human(result.diagnostics, [src])
+    art = runtime.load_outputs(result.outputs, tmp_path)
+    assert list(art.kernels) == ["pipeline"]  # helpers stay out of the header and manifest
+    assert "start" not in result.outputs["helpers.cpu.h"].decode()
+    tiles, w, ref = _data(5, 128, exact=True, seed=11)
+    np.testing.assert_array_equal(art.pipeline(tiles, w), ref.astype(np.float32))
+
+
+def test_a_kernel_entry_cannot_return_a_token():
+    src = api.Source("entry.vx", TOKEN_HELPERS.split(b"fn finish")[0])
+    with pytest.raises(api.Unsupported, match="kernel entry cannot take or return a token"):
+        api.build(api.analyze([src]), "cpu")

@@ -34,7 +34,7 @@ from vxc.checks.scratchpad import Alloc, Allocator, Ring, Tile, human_size
 from vxc.diagnostics import DiagnosticSink
 from vxc.frontend import ast as A
 from vxc.hir import types as T
-from vxc.hir.liveness import build_cfg, children
+from vxc.hir.liveness import build_cfg, children, makes_buffer
 from vxc.hir.program import Function
 
 __all__ = [
@@ -249,6 +249,8 @@ class _Placer:
             self._tensor_new(e)
         elif isinstance(e, A.Call):
             self._call(e, topo)
+            if makes_buffer(e):
+                self._call_result(e)
 
     # ---- routing and capacity ------------------------------------------------------------
     def _transfer(self, e: A.Transfer, topo: str | None) -> None:
@@ -285,6 +287,19 @@ class _Placer:
         node.bytes = size.bytes
         self._capacity(e, e.ty, size, [home])
         tile = self._tile(e, -1, home, size, final=True, label="new tensor")
+        self.tiles[id(e)] = [tile] if tile is not None else []
+
+    def _call_result(self, e: A.Call) -> None:
+        """A returned tensor (or token) lands in a buffer of the caller's: allocate it like a
+        transfer's destination, so a result kept across loop iterations gets its own slot."""
+        placed = e.ty.inner if isinstance(e.ty, T.TokenT) else e.ty
+        space = self.machine.space(placed.space)
+        if space is None:
+            return
+        self.out.nodes[id(e)] = NodePlacement("call", None, space, routed=True)
+        size = self._size(placed)
+        self.out.nodes[id(e)].bytes = size.bytes
+        tile = self._tile(e, -1, space, size, final=True, label=f"result of `{e.callee}`")
         self.tiles[id(e)] = [tile] if tile is not None else []
 
     def _space(self, name: str, e: A.Expr) -> str | None:

@@ -303,3 +303,14 @@ def expr_children(e: Node) -> list[Expr]:
         case MethodCall():
             return [e.obj, *e.args]
     return []
+
+
+def walk_calls(block: Block | None):
+    """Every call expression in `block`, nested statements and sub-expressions included."""
+    for s in walk_stmts(block):
+        stack = [x for x in vars(s).values() if isinstance(x, Expr)]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, Call):
+                yield e
+            stack.extend(expr_children(e))

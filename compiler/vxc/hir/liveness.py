@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from vxc.diagnostics import Span
 from vxc.frontend import ast as A
+from vxc.hir import types as T
 
 
 @dataclass
@@ -121,7 +122,7 @@ class _Builder:
             return self.origin(e.token)
         if isinstance(e, A.Transfer) and id(e) in self.identity:
             return self.origin(e.src)
-        if isinstance(e, A.Transfer | A.TensorNew):
+        if isinstance(e, A.Transfer | A.TensorNew) or makes_buffer(e):
             return None, e
         if isinstance(e, A.Name) and e.vid >= 0 and e.ty is not None and e.ty.movable:
             return e.vid, None
@@ -136,8 +137,13 @@ def _walk(e: A.Expr | None, uses: set[int], makes: list[A.Expr]) -> None:
         uses.add(e.vid)
     for child in children(e):
         _walk(child, uses, makes)
-    if isinstance(e, A.Transfer | A.TensorNew):
+    if isinstance(e, A.Transfer | A.TensorNew) or makes_buffer(e):
         makes.append(e)
+
+
+def makes_buffer(e: A.Expr) -> bool:
+    """A call whose result is a tensor or token: the caller holds the buffer it returns."""
+    return isinstance(e, A.Call) and isinstance(e.ty, T.TensorT | T.TokenT)
 
 
 children = A.expr_children  # one definition of an expression's operands, in ast.py

@@ -87,16 +87,9 @@ class TypeChecker:
 
     def _called_by_others(self) -> set[str]:
         """Functions some other function calls: helpers, not kernel entries."""
-        out: set[str] = set()
-        for decl in self.fns.values():
-            for s in A.walk_stmts(decl.body):
-                stack = [x for x in vars(s).values() if isinstance(x, A.Expr)]
-                while stack:
-                    e = stack.pop()
-                    if isinstance(e, A.Call) and e.callee != decl.name:
-                        out.add(e.callee)
-                    stack.extend(A.expr_children(e))
-        return out
+        return {
+            c.callee for d in self.fns.values() for c in A.walk_calls(d.body) if c.callee != d.name
+        }
 
     def _function(
         self,

@@ -84,8 +84,10 @@ class Lowering:
         with self.context, ir.Location.unknown():
             module = ir.Module.create()
             module.operation.attributes["vx.target"] = ir.StringAttr.get(self.checked.target)
+            functions = self.checked.analysis.program.functions
+            self.helpers = _called(functions)
             with ir.InsertionPoint(module.body):
-                for fn in self.checked.analysis.program.functions.values():
+                for fn in functions.values():
                     if fn.generic_of is None and fn.decl.const_params:
                         continue  # only the instances are code
                     self.function(fn)
@@ -97,7 +99,9 @@ class Lowering:
         op = func.FuncOp(
             symbol(fn.name),
             ir.FunctionType.get(arg_types, results),
-            visibility="private" if fn.is_extern else None,
+            # Externs are declarations; helpers (called by other functions) are private
+            # definitions: the backend keeps them out of the C header.
+            visibility="private" if fn.is_extern or fn.name in self.helpers else None,
         )
         op.arg_attrs = ir.ArrayAttr.get(
             [ir.DictAttr.get({"vx.name": ir.StringAttr.get(p.name)}) for p in fn.params]
@@ -375,7 +379,23 @@ class Lowering:
             args.append(v)
         results = [] if callee.ret == T.VOID else [self.ty(callee.ret)]
         op = func.CallOp(results, ir.FlatSymbolRefAttr.get(symbol(callee.name)), args)
+        alloc = ctx.placement.alloc_of(e) if ctx.placement is not None else None
+        if alloc is not None:  # the scratchpad slot the caller receives the result in
+            i64 = ir.IntegerType.get_signless(64)
+            op.attributes["space"] = ir.StringAttr.get(alloc.space)
+            for name in ("ring", "offset", "slots", "slot_bytes"):
+                op.attributes[name] = ir.IntegerAttr.get(i64, getattr(alloc, name))
         return op.results[0] if results else None
+
+
+def _called(functions: dict[str, Function]) -> set[str]:
+    """Names of the functions some other function calls."""
+    return {
+        c.callee
+        for fn in functions.values()
+        for c in A.walk_calls(fn.decl.body)
+        if c.callee != fn.name
+    }
 
 
 def _returns(s: A.If) -> bool:

@@ -75,6 +75,7 @@ class Signature:
     results: tuple[Param, ...]
     topology: str | None
     extern: bool
+    internal: bool = False  # a private helper: not in the header or manifest, may pass tokens
 
     def c_prototype(self) -> str:
         args = [p for param in self.params for p in param.c_params()]
@@ -89,7 +90,11 @@ def _c_name(name: str) -> str:
     return name
 
 
-def _param(t: ir.Type, name: str, const: bool, what: str) -> Param:
+def _param(t: ir.Type, name: str, const: bool, what: str, internal: bool = False) -> Param:
+    if internal and T.is_token(t):
+        # Between helpers a token is its destination buffer: on the CPU the copy is done
+        # at issue and `wait` is a no-op, so passing (or returning) the buffer is the token.
+        t = T.token_inner(t)
     if isinstance(t, ir.MemRefType):
         dtype = str(t.element_type)
         if dtype not in C_TYPES:
@@ -97,7 +102,10 @@ def _param(t: ir.Type, name: str, const: bool, what: str) -> Param:
         shape = tuple(None if d == T.DYNAMIC else d for d in t.shape)
         return Param(name, "tensor", dtype, shape, T.space_of(t), const)
     if T.is_token(t):
-        raise BackendError(f"{what}: a token cannot cross the C ABI; wait it first")
+        raise BackendError(
+            f"{what}: a kernel entry cannot take or return a token (its C caller cannot "
+            "`wait`); wait it inside the kernel"
+        )
     dtype = str(t)
     if dtype not in C_TYPES:
         raise BackendError(f"{what}: type {dtype} has no C type")
@@ -116,14 +124,17 @@ def signature(func: ir.Operation, written: set[int]) -> Signature:
     """C ABI of `func`; `written` holds the indices of tensor args the body writes."""
     name = _c_name(ir.StringAttr(func.attributes["sym_name"]).value)
     fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    extern = len(func.regions[0].blocks) == 0
+    vis = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes else None
+    internal = not extern and vis is not None and ir.StringAttr(vis).value == "private"
     params = tuple(
-        _param(t, _arg_name(func, i), i not in written, f"@{name} argument {i}")
+        _param(t, _arg_name(func, i), i not in written, f"@{name} argument {i}", internal)
         for i, t in enumerate(fty.inputs)
     )
     results = []
     for i, t in enumerate(fty.results):
         rname = "out" if len(fty.results) == 1 else f"out{i}"
-        r = _param(t, rname, False, f"@{name} result {i}")
+        r = _param(t, rname, False, f"@{name} result {i}", internal)
         if r.kind == "tensor" and r.dynamic_dims:
             raise BackendError(f"@{name} result {i}: a returned tensor needs a static shape")
         results.append(r)
@@ -134,5 +145,4 @@ def signature(func: ir.Operation, written: set[int]) -> Signature:
         raise BackendError(f"@{name}: C parameter name(s) {dup} collide; rename the argument(s)")
     topo = func.attributes["vx.topology"] if "vx.topology" in func.attributes else None
     topology = ir.StringAttr(topo).value if isinstance(topo, ir.StringAttr) else None
-    extern = len(func.regions[0].blocks) == 0
-    return Signature(name, params, tuple(results), topology, extern)
+    return Signature(name, params, tuple(results), topology, extern, internal)

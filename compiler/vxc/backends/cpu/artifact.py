@@ -28,7 +28,7 @@ def header(name: str, sigs: list[Signature], target: HostTarget) -> str:
         "#endif",
         "",
     ]
-    for sig in sigs:
+    for sig in (s for s in sigs if not s.internal):
         kind = "extern function this object calls" if sig.extern else "kernel"
         where = f" on Topology::{sig.topology}" if sig.topology else ""
         lines.append(f"/* {sig.name}: {kind}{where}.")
@@ -71,7 +71,7 @@ def manifest(name: str, sigs: list[Signature], target: HostTarget, files: dict[s
                 "results": [r.to_json() for r in s.results],
             }
             for s in sigs
-            if not s.extern
+            if not s.extern and not s.internal
         ],
         "externs": [s.name for s in sigs if s.extern],
     }

@@ -105,10 +105,17 @@ def plan_arena(func: ir.Operation) -> ArenaPlan:
                 plan.rings[ring] = attr_int(op, "slots")
             else:
                 sites.append((op, _static_bytes(_memref(op.results[0].type), f"'{op.name}'")))
+        elif op.name == "func.call" and "ring" in op.attributes:
+            # A result the checker placed in a scratchpad ring (kept across iterations).
+            end = attr_int(op, "offset") + attr_int(op, "slots") * attr_int(op, "slot_bytes")
+            space = attr_str(op, "space")
+            extent[space] = max(extent.get(space, 0), end)
+            plan.rings[attr_int(op, "ring")] = attr_int(op, "slots")
         elif op.name == "func.call":
             for i, r in enumerate(op.results):
-                if isinstance(r.type, ir.MemRefType):
-                    sites.append(((op, i), _static_bytes(r.type, "a call result")))
+                placed = T.token_inner(r.type) if T.is_token(r.type) else r.type
+                if isinstance(placed, ir.MemRefType):
+                    sites.append(((op, i), _static_bytes(placed, "a call result")))
         return ir.WalkResult.ADVANCE
 
     func.walk(visit)
@@ -194,6 +201,8 @@ class ModuleLowering:
             self.sigs[sig.name] = sig
             fn = ll.Function(self.ll, llvm_function_type(sig), name=sig.name)
             fn.attributes.add("nounwind")
+            if sig.internal:
+                fn.linkage = "internal"  # a helper: not exported from the object
             self.fns[sig.name] = fn
             self.funcs.append(op)
         for op in self.funcs:
@@ -331,7 +340,8 @@ class FunctionLowering:
         for r, v, out in zip(self.sig.results, op.operands, outs, strict=True):
             val = self.get(v)
             if r.kind == "tensor":
-                self.memcpy(out, val.ptr, self.nbytes(v.type, val))
+                placed = T.token_inner(v.type) if T.is_token(v.type) else v.type
+                self.memcpy(out, val.ptr, self.nbytes(placed, val))
             else:
                 self.b.store(self.b.zext(val, I8) if r.dtype == "i1" else val, out)
         self.b.branch(self.exit)
@@ -397,7 +407,11 @@ class FunctionLowering:
         outs = []
         for i, (r, res) in enumerate(zip(sig.results, op.results, strict=True)):
             if r.kind == "tensor":
-                ptr = self.at(_c(self.plan.site[(op, i)]))
+                if "ring" in op.attributes:
+                    placed = _memref(T.token_inner(res.type) if T.is_token(res.type) else res.type)
+                    ptr = self.slot(op, placed, _c(_static_bytes(placed, "a call result")))
+                else:
+                    ptr = self.at(_c(self.plan.site[(op, i)]))
                 self.values[res] = Mem(ptr, [_c(d) for d in r.shape])
             else:
                 ptr = self.allocas.alloca(I8 if r.dtype == "i1" else lltype(res.type))
