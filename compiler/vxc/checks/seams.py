@@ -180,7 +180,7 @@ class SeamChecker:
         # not where `if c { return; }` left the loop).
         emit, self.emit = self.emit, False
         head = entry
-        for _ in range(len(_assigned(s.body)) + 1):
+        for _ in range(len(A.assigned_vars(s.body)) + 1):
             self._restore(head)
             end_pc = self._iteration(s, pc, lo, hi)
             if end_pc is None:
@@ -458,42 +458,13 @@ def _signature(bufs: dict[int, BufState]) -> dict[int, tuple]:
     return {vid: (b.seam, b.const) for vid, b in bufs.items()}
 
 
-def _assigned(block: A.Block) -> set[int]:
-    """Variables assigned (`x = e;`) anywhere inside a block, nested blocks included."""
-    out: set[int] = set()
-    stack: list[A.Node] = [block]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, A.Block):
-            stack.extend(node.stmts)
-        elif isinstance(node, A.Assign):
-            out.add(node.vid)
-        elif isinstance(node, A.If):
-            stack.extend([node.then] + ([node.orelse] if node.orelse else []))
-        elif isinstance(node, A.For | A.Spawn):
-            stack.append(node.body)
-    return out
-
-
 def _names(e: A.Expr, name: str) -> bool:
     """Whether `e` mentions `name` (a const parameter: it has no variable id)."""
-    stack = [e]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, A.Name) and node.name == name:
-            return True
-        stack.extend(A.expr_children(node))
-    return False
+    return any(isinstance(n, A.Name) and n.name == name for n in A.walk_expr(e))
 
 
 def _mentions(e: A.Expr, vid: int) -> bool:
-    stack = [e]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, A.Name) and node.vid == vid:
-            return True
-        stack.extend(A.expr_children(node))
-    return False
+    return any(isinstance(n, A.Name) and n.vid == vid for n in A.walk_expr(e))
 
 
 def _show(e: A.Expr) -> str:

@@ -314,3 +314,17 @@ def walk_calls(block: Block | None):
             if isinstance(e, Call):
                 yield e
             stack.extend(expr_children(e))
+
+
+def walk_expr(e: Expr):
+    """`e` and every sub-expression of it."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(expr_children(node))
+
+
+def assigned_vars(block: Block | None) -> set[int]:
+    """Variables assigned (`x = e;`, not declared) anywhere inside `block`."""
+    return {s.vid for s in walk_stmts(block) if isinstance(s, Assign)}

@@ -178,7 +178,7 @@ class Lowering:
         lo = self.index(self.expr(ctx, s.start))
         hi = self.index(self.expr(ctx, s.end))
         one = arith.ConstantOp(ir.IndexType.get(), 1).result
-        carried = sorted(v for v in _assigned(s.body) if v in ctx.env)
+        carried = sorted(v for v in A.assigned_vars(s.body) if v in ctx.env)
         loop = scf.ForOp(lo, hi, one, [ctx.env[v] for v in carried])
         with ir.InsertionPoint(loop.body):
             iv = loop.induction_variable
@@ -195,7 +195,7 @@ class Lowering:
         cond = self.expr(ctx, s.cond)
         carried = [
             v
-            for v in _assigned(s.then) | (_assigned(s.orelse) if s.orelse else set())
+            for v in A.assigned_vars(s.then) | (A.assigned_vars(s.orelse) if s.orelse else set())
             if v in ctx.env
         ]
         op = scf.IfOp(cond, [ctx.env[v].type for v in carried], has_else=True)
@@ -410,11 +410,6 @@ def _returns(s: A.If) -> bool:
                 if isinstance(st, A.If):
                     stack.append(st)
     return False
-
-
-def _assigned(block: A.Block | None) -> set[int]:
-    """Variables assigned (not declared) anywhere inside `block`."""
-    return {s.vid for s in A.walk_stmts(block) if isinstance(s, A.Assign)}
 
 
 def lower_program(checked) -> ir.Module:
