@@ -223,8 +223,9 @@ def build(
         result.outputs[f"{stem}.{target}.mlir"] = print_module(module).encode()
     else:
         from vxc.backends import emit_target
+        from vxc.targets import BackendOptions
 
-        result.outputs.update(emit_target(target, module, stem, emit, cpu))
+        result.outputs.update(emit_target(target, module, stem, emit, BackendOptions(cpu=cpu)))
     result.stats["emit_s"] = time.perf_counter() - t1
     return result
 

@@ -12,8 +12,9 @@ import sys
 import tempfile
 import traceback
 
+from vxc.targets import TARGET_NAMES
+
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
-TARGET_NAMES = ("cpu", "tpu", "b200", "h100")
 
 
 class UsageError(Exception):

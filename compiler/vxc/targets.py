@@ -1,4 +1,14 @@
-"""The targets, defined once. Everything that names a target reads this table."""
+"""The targets, defined once. Everything that names a target reads this table.
+
+Each target names its machine model and the backend module that turns a verified vx
+module into its artifact. A backend module exposes
+
+    emit(module, stem: str, emit: str, options: BackendOptions) -> dict[str, bytes]
+
+where `emit` is "artifact" or "target-ir" (vx-mlir never reaches a backend), and
+returns file name -> bytes; the driver writes them. Backends import lazily: a
+`vxc check` never loads jaxlib, llvmlite, libtpu or the CUDA tools.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +21,28 @@ class Target:
     name: str
     description: str
     model_file: str  # machine model shipped in vxc/machines/
+    backend: str  # module under vxc.backends that builds its artifact
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """Per-build options a backend may read (Pallas keeps the same per-backend
+    CompilerParams). `cpu` is the x86-64 level of cpu artifacts."""
+
+    cpu: str = "native"
 
 
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in [
-        Target("cpu", "the host CPU (x86-64 native object + C header)", "cpu.vx"),
-        Target("tpu", "TPU v5e class (Mosaic TPU module)", "tpu.vx"),
-        Target("b200", "NVIDIA B200, sm_100a (cubin + PTX fatbin)", "b200.vx"),
-        Target("h100", "NVIDIA H100/H200, sm_90a (cubin + PTX fatbin)", "h100.vx"),
+        Target("cpu", "the host CPU (x86-64 native object + C header)", "cpu.vx", "cpu"),
+        Target("tpu", "TPU v5e class (Mosaic TPU module)", "tpu.vx", "tpu"),
+        Target("b200", "NVIDIA B200, sm_100a (cubin + PTX fatbin)", "b200.vx", "nvidia"),
+        Target("h100", "NVIDIA H100/H200, sm_90a (cubin + PTX fatbin)", "h100.vx", "nvidia"),
     ]
 }
+
+TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
 
 
 def model_source(target: str) -> tuple[str, bytes]:

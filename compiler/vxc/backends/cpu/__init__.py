@@ -33,10 +33,19 @@ __all__ = [
     "HostTarget",
     "compile_module",
     "cpu_target",
+    "emit",
     "host_target",
     "lower_to_llvm",
     "target_ir",
 ]
+
+
+def emit(module: ir.Module, stem: str, emit: str, options) -> dict[str, bytes]:
+    """The backend entry point that `vxc.backends.emit_target` calls."""
+    host = cpu_target(options.cpu)
+    if emit == "target-ir":
+        return {f"{stem}.cpu.ll": target_ir(module, host).encode()}
+    return compile_module(module, stem, target=host)
 
 
 def lower_to_llvm(
