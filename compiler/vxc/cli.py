@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import traceback
 
 from vxc.targets import TARGET_NAMES
@@ -58,8 +57,9 @@ def _read(path: str):
     try:
         with open(path, "rb") as f:
             return Source(path, f.read())
-    except OSError as e:
-        raise UsageError(f"cannot read `{path}`: {e.strerror or e}") from e
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise UsageError(f"cannot read `{path}`: {why}") from e
 
 
 def _report(diags, sources, machine, fmt: str) -> None:
@@ -71,21 +71,6 @@ def _report(diags, sources, machine, fmt: str) -> None:
             print(render_json(d), file=sys.stderr)
     elif diags:
         sys.stderr.write(render_human(diags, sources, machine))
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write via a temp file in the same directory and rename: never a partial file."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vxc-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _check(args) -> int:
@@ -111,9 +96,14 @@ def _build(args) -> int:
         for data in result.outputs.values():
             sys.stdout.write(data.decode())
         return EXIT_OK
-    for name, data in sorted(result.outputs.items()):
-        write_atomic(os.path.join(args.out or ".", name), data)
-        print(f"wrote {os.path.join(args.out or '.', name)}", file=sys.stderr)
+    from vxc.outputs import OutputError, write_set
+
+    try:  # all the outputs or none, mode 0644 (vxc.outputs)
+        written = write_set(args.out or ".", dict(sorted(result.outputs.items())))
+    except OutputError as e:
+        raise UsageError(str(e)) from None
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
     return EXIT_OK
 
 
