@@ -100,8 +100,13 @@ class TypeChecker:
         spaces: dict[int, str] | None = None,
     ) -> Function:
         self.checked.add(decl.name)
+        # Every instance (const-generic or placement) gets its own copy of the parsed
+        # declaration: typing annotates nodes in place, and two instances of one helper
+        # must not share (and overwrite) each other's types, variable ids and callees.
         if consts:
             decl = _substitute(decl, consts)
+        elif generic_of is not None:
+            decl = copy.deepcopy(decl)
         self.cur_topology = decl.topology
         home = self.homes.get(decl.topology, "VMEM") if decl.topology else HOST_SPACE
         arg_space = DEVICE_ARG_SPACE if decl.topology else HOST_SPACE
