@@ -178,6 +178,10 @@ BAD = {
     "element-tile": ("vx.element", f'%r = "vx.element"(%vec, %i) : (memref<?x128x128xf32, "HBM">, index) -> {_V}', "one tile"),
     "len-token": ("vx.len", f'%r = "vx.len"(%tok) : ({_TOK}) -> index', "operand 'vec'"),
     "len-result": ("vx.len", '%r = "vx.len"(%vec) : (memref<?x128x128xf32, "HBM">) -> i64', "result 'n'"),
+    "instance-type": ("vx.instance", '%r = "vx.instance"() : () -> i32', "result 'index'"),
+    "instance-operand": ("vx.instance", '%r = "vx.instance"(%j) : (i64) -> i64', "expects 0 operand"),
+    "instances-type": ("vx.instances", '%r = "vx.instances"() : () -> index', "result 'count'"),
+    "instances-attr": ("vx.instances", '%r = "vx.instances"() {axis = 0 : i64} : () -> i64', "unknown attribute"),
     "unknown-op": ("vx.frobnicate", f'"vx.frobnicate"(%v) : ({_V}) -> ()', "is not a vx op"),
 }  # fmt: skip
 

@@ -103,6 +103,8 @@ wait = _helper("vx.wait")
 matmul_acc = _helper("vx.matmul_acc")
 element = _helper("vx.element")
 len_ = _helper("vx.len")
+instance = _helper("vx.instance")
+instances = _helper("vx.instances")
 
 
 def zeros(

@@ -25,6 +25,10 @@ from vxc.ir.context import make_context
 _ELEM = {"u8": "ui8", "u16": "ui16", "u32": "ui32", "u64": "ui64", "bool": "i1"}
 
 
+# The launch grid's intrinsics (LANGUAGE.md section 4.1) -> their vx op builders.
+_LAUNCH = {"instance": B.instance, "instances": B.instances}
+
+
 class LoweringError(Unsupported):
     """A checked program that uses a form the IR does not express yet (said plainly)."""
 
@@ -108,6 +112,9 @@ class Lowering:
         )
         if fn.topology:
             op.attributes["vx.topology"] = ir.StringAttr.get(fn.topology)
+        if not fn.is_extern and fn.name not in self.helpers:
+            # A kernel entry: launched as N instances, results stacked (docs/IR.md).
+            op.attributes["vx.launch"] = ir.StringAttr.get("instances")
         if fn.is_extern:
             return
         block = op.add_entry_block()
@@ -368,6 +375,8 @@ class Lowering:
         if callee is None and e.callee == "matmul_acc":
             B.matmul_acc(*(self.expr(ctx, a) for a in e.args))
             return None
+        if callee is None and e.callee in _LAUNCH:
+            return _LAUNCH[e.callee]().result
         if callee is None and e.callee == "assert":
             return None  # proved at compile time (seams, bounds); not re-checked at run time
         args = []
