@@ -105,6 +105,7 @@ element = _helper("vx.element")
 len_ = _helper("vx.len")
 instance = _helper("vx.instance")
 instances = _helper("vx.instances")
+require = _helper("vx.require")
 
 
 def zeros(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, memref, scf
 
+from vxc.checks.seams import show_expr
 from vxc.errors import Unsupported
 from vxc.frontend import ast as A
 from vxc.hir import types as T
@@ -125,6 +126,11 @@ class Lowering:
             {p.vid: block.arguments[i] for i, p in enumerate(fn.params)},
         )
         with ir.InsertionPoint(block):
+            if fn.name not in self.helpers:
+                # An entry's `where` clauses are its launch's preconditions (a helper's are
+                # proved at each call instead).
+                for w in fn.decl.where:
+                    B.require(self.expr(ctx, w), clause=show_expr(w))
             self.tail(ctx, list(fn.decl.body.stmts), results, func.ReturnOp)
 
     def tail(self, ctx: _Ctx, stmts: list[A.Stmt], results: list[ir.Type], finish) -> None:

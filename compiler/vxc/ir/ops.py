@@ -364,5 +364,19 @@ OPS: dict[str, OpDef] = {
             _i64,
             "result is i64; inside a func.func.",
         ),
+        OpDef(
+            "vx.require",
+            "A launch precondition: one `where` clause of a kernel entry, evaluated at the "
+            "start of each instance (LANGUAGE.md §4.1: `where instances() <= tiles.len()`). "
+            "The checker assumed it; a backend that can report a status stops the instance "
+            "when it is false (cpu: VX_ERR_WHERE); one that cannot may drop it, leaving it to "
+            "the caller.",
+            (Operand("cond", I1, "the clause's value"),),
+            (),
+            (Attr("clause", "str", "the clause as written, for messages"),),
+            _in_function,
+            lambda ts, attrs: [],
+            "operand is i1; inside a func.func.",
+        ),
     )
 }

@@ -36,23 +36,8 @@ C_TYPES = {
     "index": "int64_t",
 }
 
-# Bytes of one element as the C caller lays it out (i1 is a byte).
-ELEMENT_BYTES = {
-    "f32": 4,
-    "f64": 8,
-    "f16": 2,
-    "bf16": 2,
-    "i1": 1,
-    "i8": 1,
-    "i16": 2,
-    "i32": 4,
-    "i64": 8,
-    "ui8": 1,
-    "ui16": 2,
-    "ui32": 4,
-    "ui64": 8,
-    "index": 8,
-}
+# Bytes of one element as the C caller lays it out (i1 is a byte; index is int64_t).
+ELEMENT_BYTES = {**T.ELEMENT_BYTES, "index": 8}
 LAUNCH_SUFFIX = "_launch"  # `K_launch`: the N-instance entry point of kernel `K`
 
 
@@ -97,6 +82,7 @@ class Signature:
     topology: str | None
     extern: bool
     internal: bool = False  # a private helper: not in the header or manifest, may pass tokens
+    requires: tuple[str, ...] = ()  # a kernel's `where` clauses, checked at launch (VX_ERR_WHERE)
 
     @property
     def kernel(self) -> bool:

@@ -59,6 +59,8 @@ def header(name: str, sigs: list[Signature], target: HostTarget) -> str:
             lines.append(f" *   {p.name}: {_describe(p)}")
         for r in sig.results:
             lines.append(f" *   {r.name} (output, caller-allocated): {_describe(r)}")
+        for clause in sig.requires:
+            lines.append(f" *   requires: {clause} (else VX_ERR_WHERE)")
         lines.append(" */")
         lines.append(sig.c_prototype() + ";")
         if sig.kernel:
@@ -99,6 +101,7 @@ def manifest(name: str, sigs: list[Signature], target: HostTarget, files: dict[s
                 "topology": s.topology,
                 "c_prototype": s.c_prototype(),
                 "launch_symbol": s.launch_name,
+                "requires": list(s.requires),
                 "c_launch_prototype": s.c_launch_prototype(),
                 "params": [p.to_json() for p in s.params],
                 "results": [r.to_json() for r in s.results],

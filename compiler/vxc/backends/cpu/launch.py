@@ -117,14 +117,20 @@ def _name_args(fn: ll.Function, sig: abi.Signature, first: int) -> None:
         arg.name = name
 
 
-def _cores(mod: ll.Module) -> ll.Function:
-    """int64 __vx_cores(void): CPUs in this thread's affinity mask (1 if unknown)."""
-    name = "__vx_cores"
+def _helper(mod: ll.Module, name: str) -> tuple[ll.Function, ll.IRBuilder | None]:
+    """An internal `int64 name(void)`, and a builder at its entry if it is new."""
     if name in mod.globals:
-        return mod.globals[name]
+        return mod.globals[name], None
     fn = ll.Function(mod, ll.FunctionType(I64, []), name=name)
     fn.linkage = "internal"
-    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    return fn, ll.IRBuilder(fn.append_basic_block("entry"))
+
+
+def _cores(mod: ll.Module) -> ll.Function:
+    """int64 __vx_cores(void): CPUs in this thread's affinity mask (1 if unknown)."""
+    fn, b = _helper(mod, "__vx_cores")
+    if b is None:
+        return fn
     words = MAX_CPUS // 64
     mask = b.alloca(ll.ArrayType(I64, words), name="mask")
     memset = _decl(mod, "llvm.memset.p0.i64", ll.VoidType(), [PTR, I8, I64, ll.IntType(1)])
@@ -143,17 +149,14 @@ def _cores(mod: ll.Module) -> ll.Function:
 
 def _env_threads(mod: ll.Module) -> ll.Function:
     """int64 __vx_env_threads(void): VX_NUM_THREADS if a positive integer, else 0."""
-    name = "__vx_env_threads"
-    if name in mod.globals:
-        return mod.globals[name]
-    fn = ll.Function(mod, ll.FunctionType(I64, []), name=name)
-    fn.linkage = "internal"
+    fn, b = _helper(mod, "__vx_env_threads")
+    if b is None:
+        return fn
     text = bytearray(ENV.encode() + b"\0")
     var = ll.GlobalVariable(mod, ll.ArrayType(I8, len(text)), name="__vx_env_name")
     var.initializer = ll.Constant(ll.ArrayType(I8, len(text)), text)
     var.global_constant = True
     var.linkage = "internal"
-    b = ll.IRBuilder(fn.append_basic_block("entry"))
     value = b.call(_decl(mod, "getenv", PTR, [PTR]), [var])
     have = b.append_basic_block("have")
     none = b.append_basic_block("none")

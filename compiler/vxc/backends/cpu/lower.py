@@ -10,7 +10,7 @@ represented by the buffer it will yield.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jaxlib.mlir import ir
 from llvmlite import ir as ll
@@ -192,6 +192,7 @@ class ModuleLowering:
         self.sigs: dict[str, abi.Signature] = {}
         self.fns: dict[str, ll.Function] = {}
         self.funcs: list[ir.Operation] = []
+        self.requires: dict[str, list[str]] = {}  # kernel -> its `where` clauses (vx.require)
 
     def intrinsic(self, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
         if name in self.ll.globals:
@@ -229,6 +230,8 @@ class ModuleLowering:
         for op in self.funcs:
             if op.regions[0].blocks:
                 FunctionLowering(self, op).run()
+        for name, clauses in self.requires.items():
+            self.sigs[name] = replace(self.sigs[name], requires=tuple(clauses))
         for sig in self.sigs.values():
             if sig.kernel:
                 fnty = llvm_function_type(sig)
@@ -512,6 +515,11 @@ class FunctionLowering:
 
     def op_vx_instances(self, op: ir.Operation) -> None:
         self.values[op.results[0]] = self.instances
+
+    def op_vx_require(self, op: ir.Operation) -> None:
+        self.mod.requires.setdefault(self.sig.name, []).append(attr_str(op, "clause"))
+        ok = self.get(op.operands[0])
+        self.guard(self.b.icmp_unsigned("==", ok, ll.Constant(ll.IntType(1), 0)), "VX_ERR_WHERE")
 
     def op_vx_len(self, op: ir.Operation) -> None:
         self.values[op.results[0]] = self.get(op.operands[0]).dims[0]
