@@ -19,7 +19,8 @@ from vxc.hir.program import Function, Program, Var
 PORTABLE_HOME = {"TensorCore": "VMEM"}  # every shipped model declares TensorCore.memory = VMEM
 HOST_SPACE = "CPU_DRAM"
 DEVICE_ARG_SPACE = "HBM"
-INTRINSICS = {"matmul_acc", "assert"}
+INTRINSICS = {"matmul_acc", "assert", "instance", "instances"}
+LAUNCH_INTRINSICS = {"instance", "instances"}  # the launch grid (LANGUAGE.md section 4.1)
 
 
 MAX_BYTES = (1 << 63) - 1  # the largest size of a tensor: a signed 64-bit byte count
@@ -78,6 +79,7 @@ class TypeChecker:
             if name in helpers and decl.body is not None and not decl.const_params:
                 continue  # checked per call site, in the caller's placements (see _instance)
             self._function(decl, name, {}, None)
+            self._entry_stacks(decl)
         # A helper whose every call failed to type-check was never instantiated: check its
         # body once as written, so its own errors are reported too (the program already
         # has errors, so no placement check sees this instance).
@@ -87,6 +89,37 @@ class TypeChecker:
             if name not in self.checked:
                 self._function(decl, name, {}, None)
         return Program(self.out, self.decls)
+
+    def _entry_stacks(self, decl: A.FnDecl) -> None:
+        """A kernel entry is launched as N instances whose results the caller receives
+        stacked (LANGUAGE.md section 4.1): a token neither stacks nor can be waited by
+        the launcher, so an entry may not take or return one (E0401)."""
+        if decl.body is None:
+            return
+        fn = self.out.get(decl.name)
+        if fn is None:
+            return
+        for p, hp in zip(decl.params, fn.params, strict=False):
+            if isinstance(T.deref(hp.ty), T.TokenT):
+                self.sink.emit(
+                    "E0401",
+                    f"kernel entry `{decl.name}` takes a transfer token `{p.name}`",
+                    p.span,
+                    notes=["a kernel entry is launched by its caller, which cannot issue a DMA"],
+                    help="take the tensor and start the transfer inside the kernel",
+                )
+        if isinstance(T.deref(fn.ret), T.TokenT) and decl.ret is not None:
+            self.sink.emit(
+                "E0401",
+                f"kernel entry `{decl.name}` returns a transfer token, which does not stack "
+                "over instances",
+                decl.ret.span,
+                notes=[
+                    "each instance's result is stacked along a new leading axis for the caller "
+                    "(LANGUAGE.md section 4.1), and the caller cannot `wait` a token"
+                ],
+                help="`wait` the token inside the kernel and return the tensor",
+            )
 
     def _called_by_others(self) -> set[str]:
         """Functions some other function calls: helpers, not kernel entries."""
@@ -103,8 +136,13 @@ class TypeChecker:
         spaces: dict[int, str] | None = None,
     ) -> Function:
         self.checked.add(decl.name)
+        # Every instance (const-generic or placement) gets its own copy of the parsed
+        # declaration: typing annotates nodes in place, and two instances of one helper
+        # must not share (and overwrite) each other's types, variable ids and callees.
         if consts:
             decl = _substitute(decl, consts)
+        elif generic_of is not None:
+            decl = copy.deepcopy(decl)
         self.cur_topology = decl.topology
         home = self.homes.get(decl.topology, "VMEM") if decl.topology else HOST_SPACE
         arg_space = DEVICE_ARG_SPACE if decl.topology else HOST_SPACE
@@ -457,6 +495,15 @@ class TypeChecker:
         return consts
 
     def _intrinsic(self, e: A.Call, scope: _Scope) -> T.Type:
+        if e.callee in LAUNCH_INTRINSICS:
+            if e.args:
+                self.sink.emit(
+                    "E0202",
+                    f"`{e.callee}()` takes no arguments but {len(e.args)} were supplied",
+                    e.span,
+                )
+                raise _Error
+            return T.I64
         if e.callee == "assert":
             if len(e.args) != 1:
                 self.sink.emit("E0202", "`assert` takes one condition", e.span)
