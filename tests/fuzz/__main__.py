@@ -185,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
         f"slow_inputs_over_10kb={r['slow_over_10kb']}\n"
         f"slowest input under 10 KB: {r['worst_cpu_s']:.2f} s CPU, {r['worst_wall_s']:.2f} s wall"
     )
+    extra = sorted(k for k in st if ":" in k)
+    if extra:
+        print("per target: " + " ".join(f"{k}={st[k]}" for k in extra))
     kinds = Counter(e[2].split(" (at ")[0][:120] for e in r["errors"])
     for k, n in kinds.most_common(30):
         print(f"  {n:6d}  {k}")
