@@ -154,9 +154,15 @@ def run_input(data: bytes, build: bool = True) -> Outcome:
         outcome.error = f"RecursionError: {e}"
     except Exception as e:  # noqa: BLE001 - classifying every escape is the point
         frames = traceback.extract_tb(e.__traceback__)[-4:]
-        where = "; ".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
+        where = "; ".join(f"{_short(f.filename)}:{f.lineno} in {f.name}" for f in frames)
         outcome.error = f"{type(e).__name__}: {str(e)[:300]} (at {where})"
     return outcome
+
+
+def _short(filename: str) -> str:
+    """`backends/tpu/lower.py`, not `lower.py`: which module failed, at a glance."""
+    parts = Path(filename).parts
+    return "/".join(parts[parts.index("vxc") + 1 :]) if "vxc" in parts else Path(filename).name
 
 
 # ---- mutation ----------------------------------------------------------------------
