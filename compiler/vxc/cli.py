@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import traceback
 
 from vxc.targets import TARGET_NAMES
@@ -63,29 +62,9 @@ def _read(path: str):
 
 
 def _report(diags, sources, machine, fmt: str) -> None:
-    from vxc.api import render_human
-    from vxc.diagnostics.render import render_json
+    from vxc.api import render
 
-    if fmt == "json":
-        for d in diags:
-            print(render_json(d), file=sys.stderr)
-    elif diags:
-        sys.stderr.write(render_human(diags, sources, machine))
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write via a temp file in the same directory and rename: never a partial file."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vxc-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    sys.stderr.write(render(diags, sources, machine, fmt))
 
 
 def _check(args) -> int:
@@ -111,6 +90,8 @@ def _build(args) -> int:
         for data in result.outputs.values():
             sys.stdout.write(data.decode())
         return EXIT_OK
+    from vxc.outputs import write_atomic
+
     for name, data in sorted(result.outputs.items()):
         write_atomic(os.path.join(args.out or ".", name), data)
         print(f"wrote {os.path.join(args.out or '.', name)}", file=sys.stderr)

@@ -23,11 +23,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import tempfile
 import time
 from collections import OrderedDict
 from types import ModuleType
 
+from vxc.outputs import write_atomic
 from vxc.worker.server import RequestContext
 
 
@@ -59,22 +59,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 PARSER = _parser()
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Writes data to path so that path is either absent/old or complete, never partial."""
-    d = os.path.dirname(path) or "."
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".vx-tmp-", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 class HirCache:
@@ -144,11 +128,11 @@ class VxCompile:
         ctx.stats["checked_sources"] = len(srcs)
         return analysis
 
-    def _fail(self, diagnostics, srcs) -> tuple[int, str]:
-        return 1, self.api.render_human(diagnostics, srcs)
+    def _fail(self, diagnostics, srcs, machine) -> tuple[int, str]:
+        return 1, self.api.render(diagnostics, srcs, machine)
 
-    def _warnings(self, diagnostics, srcs) -> str:
-        return self.api.render_human(diagnostics, srcs) if diagnostics else ""
+    def _warnings(self, diagnostics, srcs, machine) -> str:
+        return self.api.render(diagnostics, srcs, machine)
 
     def __call__(self, args: list[str], ctx: RequestContext) -> tuple[int, str]:
         try:
@@ -179,13 +163,13 @@ class VxCompile:
             analysis = self._analyze(ctx, srcs, machine)
             ctx.stats["hir"] = "checked"
             if not analysis.ok:
-                return self._fail(analysis.diagnostics, srcs)
+                return self._fail(analysis.diagnostics, srcs, machine)
             data = analysis.to_bytes()
             self.cache.put(skey, (analysis, data))
             self.cache.put("hir:" + hashlib.sha256(data).hexdigest(), analysis)
         ctx.check_cancelled()
         write_atomic(ctx.path(opts.out), data)
-        return 0, self._warnings(analysis.diagnostics, srcs)
+        return 0, self._warnings(analysis.diagnostics, srcs, machine)
 
     def _build(self, opts, ctx, srcs, machine) -> tuple[int, str]:
         with open(ctx.path(opts.hir), "rb") as f:
@@ -204,14 +188,14 @@ class VxCompile:
                 ctx.stats["stale"] = "_".join(str(e).split())[:120]
                 analysis = self._analyze(ctx, srcs, machine)
         if not analysis.ok:
-            return self._fail(analysis.diagnostics, srcs)
+            return self._fail(analysis.diagnostics, srcs, machine)
         ctx.check_cancelled()
         t0 = time.perf_counter()
         result = self.api.build(analysis, opts.target, emit=opts.emit, cpu=opts.cpu)
         ctx.stats["target"] = opts.target
         ctx.stats["emit_ms"] = _ms(t0)
         if not result.ok:
-            return self._fail(result.diagnostics, srcs)
+            return self._fail(result.diagnostics, srcs, machine)
         ctx.check_cancelled()
         out_dir = ctx.path(opts.out_dir)
         for name in sorted(result.outputs):
@@ -221,4 +205,4 @@ class VxCompile:
                 )
             write_atomic(os.path.join(out_dir, name), result.outputs[name])
         ctx.stats["outputs"] = len(result.outputs)
-        return 0, self._warnings(result.diagnostics, srcs)
+        return 0, self._warnings(result.diagnostics, srcs, machine)
