@@ -186,3 +186,21 @@ def test_extern_called_with_a_vmem_tile_builds_on_cpu():
     assert result.ok, result.diagnostics
     assert "int32_t consume(const float *t);" in result.outputs["t.cpu.h"].decode()
     assert "t.cpu.o" in result.outputs
+
+
+ENTRY_TOKEN = """\
+fn k(a: Tensor<f32, [32, 32]>) -> Token<Tensor<f32, [32, 32]>, Memory::VMEM> on Topology::TensorCore {
+  return transfer_async(a, Memory::VMEM);
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["cpu", "tpu", "b200", "h100"])
+def test_kernel_entry_returning_a_token_is_a_check_diagnostic(target):
+    # A language rule, so `vxc check` reports it on every target (E0401, with a span),
+    # and the build never reaches a backend (was: check exit 0, cpu build exit 2).
+    checked = _check(ENTRY_TOKEN, target)
+    assert [(d.code, d.span.line, d.span.column) for d in checked.diagnostics] == [("E0401", 1, 35)]
+    analysis = api.analyze([api.Source("t.vx", ENTRY_TOKEN.encode())])
+    result = api.build(analysis, target, emit="vx-mlir")
+    assert not result.ok and result.outputs == {}

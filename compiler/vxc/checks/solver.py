@@ -1,7 +1,9 @@
 """The one z3 solver of a compilation, shared by every obligation (push/pop).
 
 Seam obligations are QF_BV (a 2-bit tag and an 8-bit value per buffer);
-`where`-bound obligations are QF_LIA. Both go to the same instance.
+`where`-bound obligations are QF_LIA. Both go to the same instance. Every
+function's obligations assume the launch facts of LANGUAGE.md section 4.1
+(checks/seams.py).
 """
 
 from __future__ import annotations
