@@ -15,6 +15,8 @@ class Code:
     severity: str  # "error" | "warning"
     title: str
     explanation: str
+    # A golden case (tests/golden/cases/NAME.vx) that docs/CODES.md shows with its output.
+    example: str = ""
 
 
 _TABLE = [
@@ -98,6 +100,16 @@ _TABLE = [
         "error",
         "invalid machine declaration",
         "A `Memory` or `Topology` facet is unknown or has a value of the wrong kind.",
+    ),
+    Code(
+        "E0206",
+        "error",
+        "invalid const parameter type",
+        "A const-generic parameter is a compile-time integer that sizes dimensions and bounds, "
+        "so its type is an integer type (`i8` ... `i64`, `u8` ... `u64`). As in Rust, a float "
+        "(`<const S: f32>`) or any other type is rejected: pass such a value as an ordinary "
+        "parameter.",
+        example="E0206_float_const_parameter",
     ),
     # -- ownership -------------------------------------------------------------
     Code(
