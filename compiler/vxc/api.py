@@ -206,7 +206,11 @@ def check(sources: list[Source], target: str = "cpu", machine: Source | None = N
 
 
 def build(
-    analysis: Analysis, target: str, emit: str = "artifact", cpu: str = "native"
+    analysis: Analysis,
+    target: str,
+    emit: str = "artifact",
+    cpu: str = "native",
+    tpu_aot: str = "none",
 ) -> BuildResult:
     """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files).
 
@@ -236,7 +240,8 @@ def build(
         from vxc.backends import emit_target
         from vxc.targets import BackendOptions
 
-        result.outputs.update(emit_target(target, module, stem, emit, BackendOptions(cpu=cpu)))
+        options = BackendOptions(cpu=cpu, tpu_aot=tpu_aot)
+        result.outputs.update(emit_target(target, module, stem, emit, options))
     result.stats["emit_s"] = time.perf_counter() - t1
     return result
 
