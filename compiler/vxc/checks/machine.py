@@ -31,7 +31,7 @@ class Memory:
     capacity: int = 0  # bytes; 0 = unbounded
     granule: int = 0
     bandwidth: int = 0
-    managed: str = "cached"
+    managed: str = "explicit"  # LANGUAGE.md 2: a cache must say `managed: cached`
     scope: str = "device"
 
 
