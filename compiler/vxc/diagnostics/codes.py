@@ -188,6 +188,16 @@ _TABLE = [
         "literal value nor the caller's own bounds prove it.",
     ),
     Code(
+        "E6006",
+        "error",
+        "`within` cycle",
+        "The `within` facets of `Memory` declarations form a tree (LANGUAGE.md section 2): a "
+        "space that is, through any chain of `within`, within itself is rejected at the "
+        "declaration that closes the cycle (in declaration order: the target's model, then "
+        "`--machine`, then the program).",
+        example="E6006_within_cycle",
+    ),
+    Code(
         "E6007",
         "error",
         "child space larger than its parent",
