@@ -134,6 +134,16 @@ _TABLE = [
         "Only variables declared with `let mut` can be assigned after their `let`.",
     ),
     Code(
+        "E0305",
+        "error",
+        "mutable borrow of an immutable place",
+        "`&mut x` needs a binding declared `let mut x` (Rust's E0596), or `x: &mut T`, which "
+        "is reborrowed. Data behind a `&` reference (a `&T` parameter, an element of a "
+        "`&Vec`) cannot be borrowed `&mut` either. The error points at the borrow, the note "
+        "at the binding; the help adds `mut`.",
+        example="E0305_mut_borrow_of_immutable_binding",
+    ),
+    Code(
         "E0304",
         "error",
         "cannot move out of a borrow",

@@ -9,6 +9,7 @@ any space when called from device code (visibility is checked per target).
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, replace
 
 from vxc.diagnostics import DiagnosticSink, Span
@@ -355,6 +356,8 @@ class TypeChecker:
                 return self._binary(e, scope, want)
             case A.Borrow():
                 inner = self._expr(e.operand, scope, None)
+                if e.mutable:
+                    self._mutable_place(e)
                 if isinstance(inner, T.RefT):  # &tiles[i] of an already borrowed element
                     return T.RefT(e.mutable, inner.inner)
                 return T.RefT(e.mutable, inner)
@@ -389,6 +392,37 @@ class TypeChecker:
             case A.Call():
                 return self._call(e, scope)
         raise AssertionError(f"unhandled expression {type(e).__name__}")
+
+    def _mutable_place(self, e: A.Borrow) -> None:
+        """`&mut x` needs `let mut x`, or `x: &mut T` (reborrowed); `&mut v[i]` needs `v`
+        to be such a place too (Rust's E0596)."""
+        root = e.operand
+        while isinstance(root, A.Index):
+            root = root.obj
+        if not isinstance(root, A.Name) or root.vid < 0:
+            return  # a temporary: `&mut Tensor<f32>([4, 4])`
+        var = self.fn.vars[root.vid]
+        what = f"`{var.name}`" if root is e.operand else f"an element of `{var.name}`"
+        if isinstance(var.ty, T.RefT):
+            if var.ty.mutable:
+                return
+            self.sink.emit(
+                "E0305",
+                f"cannot borrow {what} as mutable: it is behind a `&` reference",
+                e.span,
+                notes=[f"`{var.name}` is a `{var.ty.show()}`, bound at line {var.span.line}"],
+                help=f"take it as `{var.name}: &mut {_unplaced(var.ty.inner)}`",
+            )
+        elif not var.mutable:
+            self.sink.emit(
+                "E0305",
+                f"cannot borrow {what} as mutable, as it is not declared as mutable",
+                e.span,
+                notes=[f"`{var.name}` is bound immutably at line {var.span.line}"],
+                help=f"make the binding mutable: `let mut {var.name}`"
+                if var.kind == "let"
+                else f"move it into a mutable binding first: `let mut {var.name} = {var.name};`",
+            )
 
     def _resolve(self, name: str, scope: _Scope, span: Span) -> int:
         vid = scope.lookup(name)
@@ -651,6 +685,11 @@ def _arg_spaces(decl: A.FnDecl, arg_types: list[T.Type]) -> dict[int, str]:
         if isinstance(pt, A.TensorType | A.VecType) and isinstance(base, T.TensorT | T.VecT):
             out[i] = base.space
     return out
+
+
+def _unplaced(t: T.Type) -> str:
+    """A type as the source writes it: without the ` @ SPACE` placements that `show` adds."""
+    return re.sub(r" @ \w+", "", t.show())
 
 
 def _is_literal(e: A.Expr, floats: bool = True) -> bool:
