@@ -64,8 +64,9 @@ def _read(path: str):
     try:
         with open(path, "rb") as f:
             return Source(path, f.read())
-    except OSError as e:
-        raise UsageError(f"cannot read `{path}`: {e.strerror or e}") from e
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise UsageError(f"cannot read `{path}`: {why}") from e
 
 
 def _report(diags, sources, machine, fmt: str) -> None:
@@ -99,11 +100,14 @@ def _build(args) -> int:
         for data in result.outputs.values():
             sys.stdout.write(data.decode())
         return EXIT_OK
-    from vxc.outputs import write_atomic
+    from vxc.outputs import OutputError, write_set
 
-    for name, data in sorted(result.outputs.items()):
-        write_atomic(os.path.join(args.out or ".", name), data)
-        print(f"wrote {os.path.join(args.out or '.', name)}", file=sys.stderr)
+    try:  # all the outputs or none, mode 0644 (vxc.outputs)
+        written = write_set(args.out or ".", dict(sorted(result.outputs.items())))
+    except OutputError as e:
+        raise UsageError(str(e)) from None
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
     return EXIT_OK
 
 
