@@ -342,8 +342,9 @@ class SeamChecker:
                 return self._stale(base.name, "token")  # not yet waited: the hop is relaxed
             return state
         if isinstance(base, A.Transfer):
-            src = self._buf(base.src, pc, read=isinstance(base.src.ty, T.TokenT))
-            return self._route(base, src)
+            # Transferring an in-flight buffer is a read of the token, reported there
+            # (`_effects`); the copy is not reported again where it is read.
+            return self._route(base, self._buf(base.src, pc, read=False))
         if isinstance(base, A.Wait):
             return self._buf(base.token, pc, read=False)
         if isinstance(base, A.TensorNew):

@@ -177,9 +177,21 @@ def _scalar_ll(dtype: str) -> ll.Type:
     floats = {"f32": ll.FloatType(), "f64": ll.DoubleType(), "f16": ll.HalfType()}
     if dtype in floats:
         return floats[dtype]
+    if dtype == "bf16":  # its bits, as the header's uint16_t (LLVM's bfloat is not in llvmlite)
+        return ll.IntType(16)
     if dtype == "index":
         return I64
     return ll.IntType(int(dtype.lstrip("ui")))
+
+
+LOCAL_NAME_MAX = 200
+
+
+def _local_name(name: str) -> str:
+    """An LLVM local name for a Vx name. LLVM cuts local names at 1 024 characters when it
+    parses IR, so two long names sharing a prefix would collide ("redefinition of
+    argument"); cut here instead, where llvmlite still makes the cut names unique."""
+    return name if len(name) <= LOCAL_NAME_MAX else name[:LOCAL_NAME_MAX]
 
 
 class ModuleLowering:
@@ -298,19 +310,19 @@ class FunctionLowering:
         for p, barg in zip(self.sig.params, block.arguments, strict=True):
             if p.kind == "tensor":
                 ptr = next(args)
-                ptr.name = p.name
+                ptr.name = _local_name(p.name)
                 dims = []
                 for i, d in enumerate(p.shape):
                     if d is None:
                         dim = next(args)
-                        dim.name = f"{p.name}_dim{i}"
+                        dim.name = _local_name(f"{p.name}_dim{i}")
                         dims.append(dim)
                     else:
                         dims.append(_c(d))
                 self.values[barg] = Mem(ptr, dims)
             else:
                 v = next(args)
-                v.name = p.name
+                v.name = _local_name(p.name)
                 self.values[barg] = self.b.trunc(v, ll.IntType(1)) if p.dtype == "i1" else v
 
     def get(self, v: ir.Value) -> Mem | ll.Value:
