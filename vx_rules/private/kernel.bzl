@@ -111,6 +111,9 @@ def _vx_kernel_impl(ctx):
     args.add("--target", target)
     args.add("--emit", ctx.attr.emit)
     args.add("--cpu", ctx.attr._cpu[VxCpuInfo].cpu)
+    if target == "tpu" and ctx.attr.emit == "artifact":
+        # libtpu compiles the export for both chips: a module Mosaic rejects fails the build.
+        args.add("--tpu-aot", "v5e,v6e")
     args.add_all([out_dir], before_each = "--out-dir", expand_directories = False)
     inputs = [hir.hir] + srcs.to_list() + ([machine] if machine else [])
     _run_vxcompile(ctx, tc, args, inputs, [out_dir], "VxCompile %s for %s (%s)" % (ctx.label, target, ctx.attr.emit))

@@ -15,7 +15,7 @@ from tpu_kernels import KERNELS, ROOT, build
 
 from vxc.backends.tpu.context import parse_mosaic
 
-GOLDEN = ROOT / "tests" / "backends" / "tpu" / "golden" / "stream.tpu.mlir"
+GOLDEN = ROOT / "tests" / "backends" / "tpu" / "golden" / "stream.tpu.mosaic.mlir"
 STREAM = ROOT / "kernels" / "stream.vx"
 
 
@@ -80,7 +80,7 @@ def test_artifact_bytes_identical_across_processes(tmp_path):
         )
         outs.append({p.name: p.read_bytes() for p in sorted(d.iterdir())})
     assert outs[0] == outs[1]
-    assert sorted(outs[0]) == ["stream.tpu.jax_export", "stream.tpu.json", "stream.tpu.mlir"]
+    assert sorted(outs[0]) == ["stream.tpu.jax_export", "stream.tpu.json", "stream.tpu.mosaic.mlir"]
     assert b"/work/" not in outs[0]["stream.tpu.jax_export"]
 
 
@@ -132,7 +132,7 @@ def test_cli_reports_backend_errors_without_traceback(tmp_path, capsys):
 
 def test_target_ir_is_the_mosaic_text(built):
     result = build(STREAM, emit="target-ir")
-    assert result.outputs["stream.tpu.mlir"].decode() == built(STREAM).mosaic
+    assert result.outputs["stream.tpu.mosaic.mlir"].decode() == built(STREAM).mosaic
 
 
 def test_lowering_rules_are_a_table():

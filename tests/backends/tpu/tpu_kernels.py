@@ -37,5 +37,5 @@ class Built:
         checked = api.check_target(api.analyze([src]), "tpu")
         (self.kernel,) = mosaic_kernels(lower_program(checked))
         stem = path.stem
-        self.mosaic = self.outputs[f"{stem}.tpu.mlir"].decode()
+        self.mosaic = self.outputs[f"{stem}.tpu.mosaic.mlir"].decode()
         self.export = self.outputs[f"{stem}.tpu.jax_export"]

@@ -6,7 +6,11 @@ for it on this machine:
 - a CPU artifact (manifest + shared library): the kernel runs on random tiles and is
   compared with numpy;
 - a vx dialect module (.mlir): it verifies, names its target and prints back to the
-  same text.
+  same text;
+- a TPU artifact (manifest + jax export + Mosaic text): the Mosaic module verifies with
+  the tpu dialect, libtpu compiles the export ahead of time for v5e and v6e, JAX
+  deserializes and lowers it for platform tpu, and the interpreter's run matches numpy
+  (and catches a deleted wait).
 An output with no validation fails the test, so a vx_test never passes by doing nothing.
 """
 
@@ -24,6 +28,7 @@ ART = Path(os.environ["VX_ARTIFACT_DIR"])
 FILES = sorted(p.name for p in ART.iterdir())
 CPU_ARTIFACT = TARGET == "cpu" and any(n.endswith(".cpu.json") for n in FILES)
 MLIR = [n for n in FILES if n.endswith(f".{TARGET}.mlir")]
+TPU_ARTIFACT = TARGET == "tpu" and any(n.endswith(".tpu.jax_export") for n in FILES)
 
 
 def test_every_output_names_the_target():
@@ -36,6 +41,8 @@ def test_every_output_has_a_validation():
     validated = set(MLIR)
     if CPU_ARTIFACT:
         validated |= {n for n in FILES if n.endswith((".json", ".so", ".o", ".h"))}
+    if TPU_ARTIFACT:
+        validated |= {n for n in FILES if n.endswith((".json", ".jax_export", ".mosaic.mlir"))}
     assert set(FILES) == validated, f"no validation here for {sorted(set(FILES) - validated)}"
 
 
@@ -69,3 +76,80 @@ def test_vx_mlir_names_its_target_and_round_trips():
         text = (ART / name).read_text()
         assert f'vx.target = "{TARGET}"' in text
         assert print_module(parse_module(text)) == text
+
+
+def _tpu():
+    from vxc.backends.tpu.artifact import kernels_from_manifest
+
+    (manifest,) = ART.glob("*.tpu.json")
+    doc = json.loads(manifest.read_text())
+    (kernel,) = kernels_from_manifest(manifest.read_text())
+    files = doc["kernels"][0]["files"]
+    return kernel, (ART / files["mosaic"]).read_text(), (ART / files["export"]).read_bytes()
+
+
+@pytest.mark.skipif(not TPU_ARTIFACT, reason="not a TPU artifact")
+def test_tpu_mosaic_verifies_with_the_tpu_dialect():
+    from vxc.backends.tpu.context import parse_mosaic
+
+    _, text, _ = _tpu()
+    parse_mosaic(text)
+
+
+@pytest.mark.skipif(not TPU_ARTIFACT, reason="not a TPU artifact")
+@pytest.mark.parametrize("topo", ["v5e", "v6e"])
+def test_tpu_libtpu_compiles_the_export(topo):
+    from vxc.backends.tpu.aot import compile_export
+
+    kernel, _, blob = _tpu()
+    for n in (4, 300):
+        compiled = compile_export(blob, kernel, topo, n)
+        assert compiled.memory_analysis().argument_size_in_bytes == (n + 1) * 128 * 128 * 4
+
+
+@pytest.mark.skipif(not TPU_ARTIFACT, reason="not a TPU artifact")
+def test_tpu_export_deserializes_and_lowers_for_tpu():
+    import jax
+    import jax.numpy as jnp
+    from jax import export
+
+    _, _, blob = _tpu()
+    exp = export.deserialize(bytearray(blob))
+    f = jax.jit(lambda t, w: exp.call(t, w))
+    specs = (
+        jax.ShapeDtypeStruct((8, 128, 128), jnp.float32),
+        jax.ShapeDtypeStruct((128, 128), jnp.float32),
+    )
+    assert "tpu_custom_call" in f.trace(*specs).lower(lowering_platforms=("tpu",)).as_text()
+
+
+@pytest.mark.skipif(not TPU_ARTIFACT, reason="not a TPU artifact")
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_tpu_interpreted_run_matches_numpy(n):
+    from vxc.backends.tpu.interp import run
+
+    kernel, text, _ = _tpu()
+    rng = np.random.default_rng(n)
+    tiles = (rng.integers(-8, 8, size=(n, 128, 128)) / 8).astype(np.float32)
+    w = (rng.integers(-8, 8, size=(128, 128)) / 8).astype(np.float32)
+    r = run(text, [tiles, w], [p.name for p in kernel.inputs])
+    np.testing.assert_array_equal(r.outputs[0], sum(t @ w for t in tiles))
+
+
+@pytest.mark.skipif(not TPU_ARTIFACT, reason="not a TPU artifact")
+def test_tpu_interpreter_catches_a_deleted_wait():
+    from vxc.backends.tpu.interp import InterpError, run
+
+    kernel, text, _ = _tpu()
+    lines = text.splitlines()
+    k = next(
+        i
+        for i, line in enumerate(lines)
+        if "tpu.wait_dma2" in line
+        and "scf.for" not in line
+        and i > next(j for j, x in enumerate(lines) if "scf.for" in x)
+    )
+    bad = "\n".join(line for i, line in enumerate(lines) if i != k)
+    tiles = np.ones((3, 128, 128), np.float32)
+    with pytest.raises(InterpError, match="stale read"):
+        run(bad, [tiles, np.ones((128, 128), np.float32)], [p.name for p in kernel.inputs])

@@ -2,7 +2,7 @@
 exported with `jax.export` for platform `tpu`.
 
     outputs = compile_module(module, "stream")
-    # {"stream.tpu.mlir", "stream.tpu.jax_export", "stream.tpu.json"} -> bytes
+    # {"stream.tpu.mosaic.mlir", "stream.tpu.jax_export", "stream.tpu.json"} -> bytes
 
 Nothing is written to disk here; the driver writes the outputs. `vxc.backends.tpu.aot`
 compiles an artifact with libtpu against TPU topology descriptions, and
@@ -35,7 +35,9 @@ def emit(module: ir.Module, stem: str, emit: str, options) -> dict[str, bytes]:
     """The backend entry point that `vxc.backends.emit_target` calls."""
     if emit == "target-ir":
         kernels = mosaic_kernels(module)
-        return {f"{_base(stem, k, kernels)}.tpu.mlir": mosaic_text(k).encode() for k in kernels}
+        return {
+            f"{_base(stem, k, kernels)}.tpu.mosaic.mlir": mosaic_text(k).encode() for k in kernels
+        }
     return compile_module(module, stem, aot=_aot_topologies(options))
 
 
@@ -91,7 +93,7 @@ def compile_module(module: ir.Module, stem: str, *, aot: tuple[str, ...] = ()) -
 
             for topo in aot:
                 compile_export(blob, k, topo)
-        files[k.name] = {"mosaic": f"{base}.tpu.mlir", "export": f"{base}.tpu.jax_export"}
+        files[k.name] = {"mosaic": f"{base}.tpu.mosaic.mlir", "export": f"{base}.tpu.jax_export"}
         out[files[k.name]["mosaic"]] = text.encode()
         out[files[k.name]["export"]] = blob
     out[f"{stem}.tpu.json"] = manifest(stem, kernels, files).encode()

@@ -22,10 +22,22 @@ DEFAULT_LENGTHS = (4, 300)  # Vec lengths the AOT check specialises the export t
 
 @cache
 def topology(name: str):
+    """libtpu's description of one TPU topology (compile-only: no TPU attached). Compile-only
+    clients touch no device, so several processes (test workers, build workers) may load
+    libtpu at once: its one-process lockfile is switched off."""
     os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+    import jax
     from jax.experimental import topologies
 
-    return topologies.get_topology_desc(platform="tpu", topology_name=TOPOLOGIES.get(name, name))
+    full = TOPOLOGIES.get(name, name)
+    try:
+        return topologies.get_topology_desc(platform="tpu", topology_name=full)
+    except (jax.errors.JaxRuntimeError, RuntimeError, ValueError) as e:
+        raise LibtpuRejected(
+            f"libtpu could not describe TPU topology {name} ({full}) for the AOT check:\n"
+            + "\n".join(f"  | {ln}" for ln in str(e).strip().splitlines())
+        ) from None
 
 
 def compile_export(blob: bytes, kernel, topo: str, length: int = DEFAULT_LENGTHS[0]):
