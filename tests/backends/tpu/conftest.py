@@ -11,11 +11,11 @@ from tpu_kernels import Built
 
 @pytest.fixture(scope="session")
 def built():
-    cache: dict[Path, Built] = {}
+    cache: dict[tuple[Path, int], Built] = {}
 
-    def get(path: Path) -> Built:
-        if path not in cache:
-            cache[path] = Built(path)
-        return cache[path]
+    def get(path: Path, instances: int = 0) -> Built:
+        if (path, instances) not in cache:
+            cache[path, instances] = Built(path, instances)
+        return cache[path, instances]
 
     return get

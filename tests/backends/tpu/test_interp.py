@@ -6,31 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tpu_kernels import KERNELS, ROOT
+from tpu_kernels import KERNELS, ROOT, inputs, reference
 
 from vxc.backends.tpu.interp import InterpError, run
 
 STREAM = ROOT / "kernels" / "stream.vx"
 
 
-def _exact(shape, rng):
-    # Multiples of 1/8: every product and partial sum is exact in f32.
-    return (rng.integers(-8, 8, size=shape) / 8).astype(np.float32)
-
-
 def _inputs(kernel, n: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    return [_exact([n if d is None else d for d in p.shape], rng) for p in kernel.inputs]
-
-
-def _reference(name: str, args):
-    if name in ("stream", "stream_blocking", "stream_triple"):
-        tiles, w = args
-        return sum(t @ w for t in tiles)
-    if name == "matmul":
-        x, w = args
-        return x @ w
-    raise AssertionError(f"no numpy reference for kernel {name}")
+    return inputs(kernel, n, seed)
 
 
 @pytest.mark.parametrize("path", KERNELS, ids=[p.stem for p in KERNELS])
@@ -39,7 +23,20 @@ def test_numbers_match_numpy(path, n, built):
     b = built(path)
     args = _inputs(b.kernel, n)
     r = run(b.mosaic, args, [p.name for p in b.kernel.inputs])
-    np.testing.assert_array_equal(r.outputs[0], _reference(b.kernel.name, args))
+    np.testing.assert_array_equal(r.outputs[0], reference(b.kernel, args))
+
+
+@pytest.mark.parametrize("instances,n", [(1, 3), (2, 4), (3, 7)])
+def test_launch_grid_stacks_each_instance_share(instances, n, built):
+    """stream_grid built for N instances: iteration_bounds = [N], each program id streams
+    its share and writes its slice of the stacked result."""
+    b = built(ROOT / "kernels" / "stream_grid.vx", instances)
+    assert f"iteration_bounds = array<i64: {instances}>" in b.mosaic
+    args = _inputs(b.kernel, n)
+    r = run(b.mosaic, args, ["tiles", "w"])
+    assert r.outputs[0].shape == (instances, 128, 128)
+    np.testing.assert_array_equal(r.outputs[0], reference(b.kernel, args))
+    assert [e[1] for e in r.trace if e[0] == "instance"] == list(range(instances))
 
 
 def _without_line(text: str, k: int) -> str:

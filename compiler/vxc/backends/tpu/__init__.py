@@ -33,12 +33,13 @@ __all__ = [
 
 def emit(module: ir.Module, stem: str, emit: str, options) -> dict[str, bytes]:
     """The backend entry point that `vxc.backends.emit_target` calls."""
+    instances = getattr(options, "tpu_instances", 0)
     if emit == "target-ir":
-        kernels = mosaic_kernels(module)
+        kernels = mosaic_kernels(module, instances)
         return {
             f"{_base(stem, k, kernels)}.tpu.mosaic.mlir": mosaic_text(k).encode() for k in kernels
         }
-    return compile_module(module, stem, aot=_aot_topologies(options))
+    return compile_module(module, stem, aot=_aot_topologies(options), instances=instances)
 
 
 def _aot_topologies(options) -> tuple[str, ...]:
@@ -46,8 +47,9 @@ def _aot_topologies(options) -> tuple[str, ...]:
     return () if spec in ("", "none") else tuple(s for s in spec.split(",") if s)
 
 
-def mosaic_kernels(module: ir.Module) -> list[Kernel]:
-    """Verified vx module -> one Mosaic module per kernel (verified with the tpu dialect)."""
+def mosaic_kernels(module: ir.Module, instances: int = 0) -> list[Kernel]:
+    """Verified vx module -> one Mosaic module per kernel (verified with the tpu dialect),
+    for a launch of `instances` (0: a plain call)."""
     check_module(module)
     top = module.operation.attributes
     if "vx.target" in top and ir.StringAttr(top["vx.target"]).value != "tpu":
@@ -55,7 +57,7 @@ def mosaic_kernels(module: ir.Module) -> list[Kernel]:
             f"tpu backend: module was lowered for target '{ir.StringAttr(top['vx.target']).value}'"
         )
     ctx = mosaic_context()
-    kernels = lower_module(module, ctx)
+    kernels = lower_module(module, ctx, instances)
     if not kernels:
         raise TpuError("tpu backend: the module defines no kernel function")
     for k in kernels:
@@ -75,13 +77,15 @@ def _base(stem: str, k: Kernel, kernels: list[Kernel]) -> str:
     return stem if len(kernels) == 1 else f"{stem}.{k.name}"
 
 
-def compile_module(module: ir.Module, stem: str, *, aot: tuple[str, ...] = ()) -> dict[str, bytes]:
+def compile_module(
+    module: ir.Module, stem: str, *, aot: tuple[str, ...] = (), instances: int = 0
+) -> dict[str, bytes]:
     """Build the artifact files: per kernel the Mosaic text and the serialized export,
     plus one manifest. `aot` names topologies libtpu must compile the export for."""
     from vxc.backends.tpu.artifact import manifest
     from vxc.backends.tpu.export import export_kernel
 
-    kernels = mosaic_kernels(module)
+    kernels = mosaic_kernels(module, instances)
     out: dict[str, bytes] = {}
     files: dict[str, dict[str, str]] = {}
     for k in kernels:

@@ -59,6 +59,33 @@ def compile_export(blob: bytes, kernel, topo: str, length: int = DEFAULT_LENGTHS
         raise LibtpuRejected(readable(str(e), topo, kernel.name)) from None
 
 
+def specialised_mosaic(compiled) -> list[str]:
+    """The Mosaic modules (text) inside a compiled executable: the bodies of its
+    `tpu_custom_call`s as libtpu specialised them (the placeholder Vec length replaced by
+    the real one). The interpreter can run exactly what libtpu compiled."""
+    import base64
+    import json
+
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.passmanager import PassManager
+
+    from vxc.backends.tpu.context import mosaic_context
+
+    out = []
+    for m in re.finditer(
+        r'custom_call_target="tpu_custom_call".*?backend_config=(\{.*\})', compiled.as_text()
+    ):
+        config = json.JSONDecoder().raw_decode(m.group(1))[0]
+        body = base64.b64decode(config["custom_call_config"]["body"])
+        ctx = mosaic_context()
+        ctx.allow_unregistered_dialects = True  # the serialized form, before deserialization
+        with ctx:
+            module = ir.Module.parse(body)
+            PassManager.parse("builtin.module(mosaic-serde{serialize=false})").run(module.operation)
+            out.append(str(module))
+    return out
+
+
 def readable(message: str, topo: str, kernel: str) -> str:
     """libtpu's error as one block: its message and the op it names, without jax's
     bug-report boilerplate."""

@@ -28,7 +28,12 @@ def manifest(name: str, kernels: list[Kernel], files: dict[str, dict[str, str]])
                 "params": [p.to_json() for p in k.inputs],
                 "results": [p.to_json() for p in k.outputs],
                 "dimension_variables": k.symbols,
-                "grid": {"iteration_bounds": [1], "dimension_semantics": ["parallel"]},
+                "grid": {
+                    "instances": k.instances,
+                    "iteration_bounds": [k.grid],
+                    "dimension_semantics": ["parallel"],
+                },
+                "preconditions": k.preconditions,
                 "scratch": k.scratch,
             }
             for k in kernels
@@ -51,5 +56,15 @@ def kernels_from_manifest(text: str) -> list[Kernel]:
 
         ins = [param(p) for p in k["params"]]
         outs = [param(p) for p in k["results"]]
-        out.append(Kernel(k["name"], ins, outs, list(k["scratch"]), None))
+        out.append(
+            Kernel(
+                k["name"],
+                ins,
+                outs,
+                list(k["scratch"]),
+                None,
+                k["grid"]["instances"],
+                list(k["preconditions"]),
+            )
+        )
     return out

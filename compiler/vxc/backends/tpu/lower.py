@@ -127,6 +127,12 @@ class Kernel:
     outputs: list[Param]
     scratch: list[str]  # Mosaic types of the scratch operands
     module: ir.Module = field(repr=False)
+    instances: int = 0  # launch grid: 0 = a plain call, N = N instances, results stacked
+    preconditions: list[str] = field(default_factory=list)  # `where` clauses left to the caller
+
+    @property
+    def grid(self) -> int:
+        return max(1, self.instances)
 
     @property
     def symbols(self) -> list[str]:
@@ -147,9 +153,11 @@ def rule(*names: str) -> Callable[[Rule], Rule]:
 
 
 class FunctionLowering:
-    def __init__(self, vx_func: ir.Operation, ctx: ir.Context):
+    def __init__(self, vx_func: ir.Operation, ctx: ir.Context, instances: int = 0):
         self.vx = vx_func
         self.ctx = ctx
+        self.instances = instances
+        self.preconditions: list[str] = []
         self.name = _func_name(vx_func)
         self.env: dict[ir.Value, object] = {}
         self.rings: dict[int, Ring] = {}
@@ -226,11 +234,12 @@ class FunctionLowering:
                 )
             self.outputs[owner.operation] = k
             t = ir.MemRefType(v.type)
+            stack = (self.instances,) if self.instances else ()
             self.out_params.append(
                 Param(
                     f"result{k}" if len(self.ret_values) > 1 else "result",
                     mosaic_element(t.element_type),
-                    tuple(t.shape),
+                    stack + tuple(t.shape),
                 )
             )
 
@@ -343,7 +352,9 @@ class FunctionLowering:
             self.hbm_type(ir.MemRefType(t), self.placeholders.get(i))
             for i, t in enumerate(ftype.inputs)
         ]
-        out_types = [self.hbm_type(ir.MemRefType(v.type)) for v in self.ret_values]
+        out_types = [
+            self.ty(self._memref(p.shape, self.ty(p.dtype), "any")) for p in self.out_params
+        ]
         arg_types = [self.ty("i32"), *in_types, *out_types, *(self.ty(s) for s in scratch)]
         with self.ctx, ir.Location.unknown(self.ctx):
             module = ir.Module.create()
@@ -357,7 +368,7 @@ class FunctionLowering:
             attrs["dimension_semantics"] = ir.ArrayAttr.get(
                 [ir.Attribute.parse("#tpu.dimension_semantics<parallel>")]
             )
-            attrs["iteration_bounds"] = ir.DenseI64ArrayAttr.get([1])
+            attrs["iteration_bounds"] = ir.DenseI64ArrayAttr.get([max(1, self.instances)])
             attrs["scalar_prefetch"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)
             attrs["scratch_operands"] = ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(64), len(scratch)
@@ -366,6 +377,7 @@ class FunctionLowering:
             attrs["window_params"] = ir.ArrayAttr.get([ir.DictAttr.get({})] * n_io)
             entry = fn.add_entry_block()
             args = list(entry.arguments)
+            self.pid = args[0]  # the program id of grid dimension 0: `vx.instance`
             self.in_args = args[1 : 1 + len(in_types)]
             self.out_args = args[1 + len(in_types) : 1 + n_io]
             sargs = iter(args[1 + n_io :])
@@ -384,7 +396,15 @@ class FunctionLowering:
                 for i, a in enumerate(vx_block.arguments):
                     self.env[a] = Ref(self.in_args[i], None, ir.MemRefType(a.type), _arg_name(f, i))
                 self.block(vx_block)
-        return Kernel(self.name, self.inputs, self.out_params, scratch, module)
+        return Kernel(
+            self.name,
+            self.inputs,
+            self.out_params,
+            scratch,
+            module,
+            self.instances,
+            self.preconditions,
+        )
 
     def _map_placeholder(self, module: ir.Module, operand: int, value: int) -> None:
         """Module attributes that tell XLA which operand dimension a placeholder stands for
@@ -490,7 +510,9 @@ class FunctionLowering:
         t = _placed(op.results[0].type)
         if op in self.outputs:
             k = self.outputs[op]
-            return Ref(self.out_args[k], None, t, f"result{k}"), None, None
+            # A launch writes its instance's slice of the stacked result.
+            at = self.pid if self.instances else None
+            return Ref(self.out_args[k], at, t, f"result{k}"), None, None
         r = self.ring_of(op)
         slot = self.next_slot(r)
         return Ref(r.buf, slot, t, f"ring{r.key}"), r, slot
@@ -655,6 +677,25 @@ def n_of(proto: object) -> int:
     return 2 if isinstance(proto, Token) else 1
 
 
+@rule("vx.instance")
+def _instance(lo: FunctionLowering, op: ir.Operation) -> None:
+    lo.env[op.results[0]] = lo.pid
+
+
+@rule("vx.instances")
+def _instances(lo: FunctionLowering, op: ir.Operation) -> None:
+    lo.env[op.results[0]] = lo.i32(max(1, lo.instances))
+
+
+@rule("vx.require")
+def _require(lo: FunctionLowering, op: ir.Operation) -> None:
+    # A Mosaic kernel has no status to report: the clause is left to the caller and
+    # recorded in the manifest (docs/IR.md allows a backend to drop it).
+    clause = attr_str(op, "clause")
+    if clause not in lo.preconditions:
+        lo.preconditions.append(clause)
+
+
 @rule("func.return")
 def _return(lo: FunctionLowering, op: ir.Operation) -> None:
     func.ReturnOp([])
@@ -725,18 +766,23 @@ def _int_cast(lo: FunctionLowering, op: ir.Operation) -> None:
 def _scalar_arith(lo: FunctionLowering, op: ir.Operation) -> None:
     operands = [lo.env[v] for v in op.operands]
     types = [lo.scalar(r.type, op) for r in op.results]
-    attrs = {a.name: ir.Attribute.parse(str(a.attr), context=lo.ctx) for a in op.attributes}
+    attrs = {
+        name: ir.Attribute.parse(str(op.attributes[name]), context=lo.ctx) for name in op.attributes
+    }
     new = ir.Operation.create(op.name, types, operands, attrs)
     for r, n in zip(op.results, new.results, strict=True):
         lo.env[r] = n
 
 
-def lower_module(vx_module: ir.Module, ctx: ir.Context) -> list[Kernel]:
-    """Every kernel (defined, public function) of the vx module, lowered to Mosaic."""
+def lower_module(vx_module: ir.Module, ctx: ir.Context, instances: int = 0) -> list[Kernel]:
+    """Every kernel (defined, public function) of the vx module, lowered to Mosaic for a
+    launch of `instances` (0: a plain call)."""
+    if instances < 0:
+        raise fail(None, f"--tpu-instances must be >= 0 (0 = a plain call), got {instances}")
     kernels = []
     funcs = [op.operation for op in vx_module.body.operations if op.operation.name == "func.func"]
     for f in funcs:
         if len(f.regions[0].blocks) == 0:
             continue  # an extern declaration; its calls are reported where they are
-        kernels.append(FunctionLowering(f, ctx).run())
+        kernels.append(FunctionLowering(f, ctx, instances).run())
     return kernels
