@@ -78,78 +78,50 @@ def test_vx_mlir_names_its_target_and_round_trips():
         assert print_module(parse_module(text)) == text
 
 
-def _tpu():
-    from vxc.backends.tpu.artifact import kernels_from_manifest
+@pytest.fixture(scope="module")
+def tpu():
+    from vxc.backends.tpu.validate import Artifact
 
-    (manifest,) = ART.glob("*.tpu.json")
-    doc = json.loads(manifest.read_text())
-    (kernel,) = kernels_from_manifest(manifest.read_text())
-    files = doc["kernels"][0]["files"]
-    return kernel, (ART / files["mosaic"]).read_text(), (ART / files["export"]).read_bytes()
+    return Artifact.load(ART)
 
 
 @pytest.mark.skipif(not TPU_ARTIFACT, reason="not a TPU artifact")
-def test_tpu_mosaic_verifies_with_the_tpu_dialect():
-    from vxc.backends.tpu.context import parse_mosaic
-
-    _, text, _ = _tpu()
-    parse_mosaic(text)
+def test_tpu_mosaic_verifies_with_the_tpu_dialect(tpu):
+    tpu.verify()
 
 
 @pytest.mark.skipif(not TPU_ARTIFACT, reason="not a TPU artifact")
 @pytest.mark.parametrize("topo", ["v5e", "v6e"])
-def test_tpu_libtpu_compiles_the_export(topo):
-    from vxc.backends.tpu.aot import compile_export
-
-    kernel, _, blob = _tpu()
+def test_tpu_libtpu_compiles_the_export(tpu, topo):
     for n in (4, 300):
-        compiled = compile_export(blob, kernel, topo, n)
-        assert compiled.memory_analysis().argument_size_in_bytes == (n + 1) * 128 * 128 * 4
+        stats = tpu.aot(topo, n).memory_analysis()
+        assert stats.argument_size_in_bytes == (n + 1) * 128 * 128 * 4
 
 
 @pytest.mark.skipif(not TPU_ARTIFACT, reason="not a TPU artifact")
-def test_tpu_export_deserializes_and_lowers_for_tpu():
-    import jax
-    import jax.numpy as jnp
-    from jax import export
-
-    _, _, blob = _tpu()
-    exp = export.deserialize(bytearray(blob))
-    f = jax.jit(lambda t, w: exp.call(t, w))
-    specs = (
-        jax.ShapeDtypeStruct((8, 128, 128), jnp.float32),
-        jax.ShapeDtypeStruct((128, 128), jnp.float32),
-    )
-    assert "tpu_custom_call" in f.trace(*specs).lower(lowering_platforms=("tpu",)).as_text()
+def test_tpu_export_deserializes_and_lowers_for_tpu(tpu):
+    assert "tpu_custom_call" in tpu.lower(8)
 
 
 @pytest.mark.skipif(not TPU_ARTIFACT, reason="not a TPU artifact")
 @pytest.mark.parametrize("n", [1, 2, 5])
-def test_tpu_interpreted_run_matches_numpy(n):
-    from vxc.backends.tpu.interp import run
-
-    kernel, text, _ = _tpu()
+def test_tpu_interpreted_run_matches_numpy(tpu, n):
+    """The module libtpu compiled for n tiles, interpreted, against numpy."""
     rng = np.random.default_rng(n)
     tiles = (rng.integers(-8, 8, size=(n, 128, 128)) / 8).astype(np.float32)
     w = (rng.integers(-8, 8, size=(128, 128)) / 8).astype(np.float32)
-    r = run(text, [tiles, w], [p.name for p in kernel.inputs])
+    r = tpu.interpret([tiles, w])
     np.testing.assert_array_equal(r.outputs[0], sum(t @ w for t in tiles))
 
 
 @pytest.mark.skipif(not TPU_ARTIFACT, reason="not a TPU artifact")
-def test_tpu_interpreter_catches_a_deleted_wait():
+def test_tpu_interpreter_catches_a_deleted_wait(tpu):
     from vxc.backends.tpu.interp import InterpError, run
 
-    kernel, text, _ = _tpu()
-    lines = text.splitlines()
-    k = next(
-        i
-        for i, line in enumerate(lines)
-        if "tpu.wait_dma2" in line
-        and "scf.for" not in line
-        and i > next(j for j, x in enumerate(lines) if "scf.for" in x)
-    )
+    lines = tpu.mosaic.splitlines()
+    loop = next(j for j, x in enumerate(lines) if "scf.for" in x)
+    k = next(i for i in range(loop, len(lines)) if "tpu.wait_dma2" in lines[i])
     bad = "\n".join(line for i, line in enumerate(lines) if i != k)
     tiles = np.ones((3, 128, 128), np.float32)
     with pytest.raises(InterpError, match="stale read"):
-        run(bad, [tiles, np.ones((128, 128), np.float32)], [p.name for p in kernel.inputs])
+        run(bad, [tiles, np.ones((128, 128), np.float32)], ["tiles", "w"])
