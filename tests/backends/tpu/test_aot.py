@@ -94,3 +94,15 @@ def test_rejection_raises_libtpu_rejected(built, tmp_path):
     src = api.Source("mm.vx", F16.encode())
     with pytest.raises(LibtpuRejected):
         api.build(api.analyze([src]), "tpu", tpu_aot="v5e")
+
+
+def test_libtpu_error_names_the_vx_line():
+    """With source locations on the vx ops, the Mosaic ops carry them, and libtpu's
+    rejection points at the .vx line of the failing op (the f16 matmul_acc)."""
+    from vxc.backends.tpu import compile_module
+    from vxc.ir import parse_module
+
+    text = (ROOT / "tests" / "backends" / "tpu" / "data" / "mm_f16.vx.mlir").read_text()
+    with pytest.raises(LibtpuRejected) as e:
+        compile_module(parse_module(text), "mm", aot=("v5e",))
+    assert 'at location: loc("mm_f16.vx":' in str(e.value)

@@ -140,3 +140,29 @@ def test_lowering_rules_are_a_table():
 
     for op in ("vx.transfer", "vx.transfer_async", "vx.wait", "vx.matmul_acc", "scf.for"):
         assert op in RULES
+
+
+def test_backend_error_names_the_vx_line():
+    """A backend error on an op with a source location starts with file:line:col."""
+    from vxc.backends.tpu import TpuError, mosaic_kernels
+    from vxc.ir import parse_module
+
+    text = (ROOT / "tests" / "backends" / "tpu" / "data" / "mm_f16.vx.mlir").read_text()
+    # Place x in SMEM instead of VMEM: the tpu backend puts tiles in VMEM only.
+    lines = text.splitlines()
+    k = next(i for i, line in enumerate(lines) if line.lstrip().startswith("%0 = "))
+    lines[k] = (
+        lines[k]
+        .replace('space = "VMEM"', 'space = "SMEM"')
+        .replace('-> memref<128x128xf16, "VMEM">', '-> memref<128x128xf16, "SMEM">')
+    )
+    lines = [
+        line.replace(
+            'memref<128x128xf32, "VMEM">, memref<128x128xf16, "VMEM">,',
+            'memref<128x128xf32, "VMEM">, memref<128x128xf16, "SMEM">,',
+        )
+        for line in lines
+    ]
+    with pytest.raises(TpuError) as e:
+        mosaic_kernels(parse_module("\n".join(lines)))
+    assert str(e.value).startswith("mm_f16.vx:3:3: tpu backend: `vx.transfer` into SMEM")

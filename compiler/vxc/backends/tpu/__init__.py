@@ -63,7 +63,11 @@ def mosaic_kernels(module: ir.Module, instances: int = 0) -> list[Kernel]:
     for k in kernels:
         # The real Mosaic verifier, in a context where nothing unregistered is allowed;
         # then CSE folds the rules' repeated constants and slices (readable text).
-        k.module = parse_mosaic(mosaic_text(k), ctx)
+        # Ops keep their .vx locations when the vx module has them (libtpu's errors then
+        # name the source line); otherwise the re-parse gives each op its line in the
+        # Mosaic text, which is the artifact's .tpu.mosaic.mlir.
+        debug = k.module.operation.get_asm(enable_debug_info=True)
+        k.module = parse_mosaic(debug if 'loc("' in debug else mosaic_text(k), ctx)
         with ctx:
             PassManager.parse("builtin.module(cse)").run(k.module.operation)
     return kernels

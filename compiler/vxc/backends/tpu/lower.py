@@ -433,13 +433,23 @@ class FunctionLowering:
             ]
         )
 
+    def location(self, op: ir.Operation) -> ir.Location:
+        """The vx op's source position as a Mosaic location (libtpu's errors then name the
+        .vx line), or unknown."""
+        loc = op.location
+        try:
+            return ir.Location.file(loc.filename, loc.start_line, loc.start_col, context=self.ctx)
+        except AttributeError:
+            return ir.Location.unknown(self.ctx)
+
     def block(self, block: ir.Block) -> None:
         for op in block.operations:
             op = op.operation
             fn = RULES.get(op.name)
             if fn is None:
                 raise fail(op, f"`{op.name}` has no Mosaic lowering")
-            fn(self, op)
+            with self.location(op):
+                fn(self, op)
 
     # -- helpers used by the rules --------------------------------------------------------
     def view(self, ref: Ref) -> ir.Value:
@@ -659,7 +669,8 @@ def _for(lo: FunctionLowering, op: ir.Operation) -> None:
             fn = RULES.get(inner_op.name)
             if fn is None:
                 raise fail(inner_op, f"`{inner_op.name}` has no Mosaic lowering")
-            fn(lo, inner_op)
+            with lo.location(inner_op):
+                fn(lo, inner_op)
         y = ops[-1].operation
         yielded = [lo.env[v] for v in y.operands]
         for a, b in zip(inits, yielded, strict=True):
