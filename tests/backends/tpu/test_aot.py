@@ -106,3 +106,17 @@ def test_libtpu_error_names_the_vx_line():
     with pytest.raises(LibtpuRejected) as e:
         compile_module(parse_module(text), "mm", aot=("v5e",))
     assert 'at location: loc("mm_f16.vx":' in str(e.value)
+
+
+def test_topologies_are_the_chips_named():
+    from vxc.backends.tpu.aot import topology
+
+    assert topology("v5e").devices[0].device_kind == "TPU v5 lite"
+    assert topology("v6e").devices[0].device_kind == "TPU v6 lite"
+
+
+def test_launch_with_more_instances_than_tiles_is_refused(built):
+    b = built(ROOT / "kernels" / "stream_grid.vx", 2)
+    compile_export(b.export, b.kernel, "v5e", 2)
+    with pytest.raises(ValueError, match="refining shapes"):
+        compile_export(b.export, b.kernel, "v5e", 1)

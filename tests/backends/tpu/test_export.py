@@ -41,3 +41,16 @@ def test_export_embeds_the_mosaic_module(built):
     text = exp.mlir_module()
     assert "stablehlo.custom_call @tpu_custom_call" in text
     assert 'kernel_name = "stream"' in text
+
+
+def test_launch_precondition_is_an_export_constraint(built):
+    """stream_grid's `where instances() <= tiles.len()`, built for 2 instances, becomes the
+    export constraint tiles_len >= 2, a shape assertion in the exported module (checked
+    when the caller's shapes are specialised: test_aot compiles it for 1 tile)."""
+    from jax import export
+
+    b = built(ROOT / "kernels" / "stream_grid.vx", 2)
+    assert b.kernel.constraints == ["tiles_len >= 2"]
+    assert b.kernel.preconditions == ["instances() <= tiles.len()"]
+    text = export.deserialize(bytearray(b.export)).mlir_module()
+    assert "symbolic shape constraint tiles_len >= 2" in text

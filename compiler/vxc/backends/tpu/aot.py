@@ -9,10 +9,10 @@ pays libtpu's start-up once.
 
 from __future__ import annotations
 
-import os
 import re
 from functools import cache
 
+from vxc.backends.tpu.env import prepare
 from vxc.backends.tpu.errors import LibtpuRejected
 
 # Short names -> the topology libtpu describes (chips per host 2x2, one chip used).
@@ -24,9 +24,8 @@ DEFAULT_LENGTHS = (4, 300)  # Vec lengths the AOT check specialises the export t
 def topology(name: str):
     """libtpu's description of one TPU topology (compile-only: no TPU attached). Compile-only
     clients touch no device, so several processes (test workers, build workers) may load
-    libtpu at once: its one-process lockfile is switched off."""
-    os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
-    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+    libtpu at once: its one-process lockfile is switched off (`env.py`)."""
+    prepare()
     import jax
     from jax.experimental import topologies
 

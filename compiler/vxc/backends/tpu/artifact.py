@@ -34,6 +34,7 @@ def manifest(name: str, kernels: list[Kernel], files: dict[str, dict[str, str]])
                     "dimension_semantics": ["parallel"],
                 },
                 "preconditions": k.preconditions,
+                "constraints": k.constraints,
                 "scratch": k.scratch,
             }
             for k in kernels
@@ -65,6 +66,7 @@ def kernels_from_manifest(text: str) -> list[Kernel]:
                 None,
                 k["grid"]["instances"],
                 list(k["preconditions"]),
+                list(k["constraints"]),
             )
         )
     return out

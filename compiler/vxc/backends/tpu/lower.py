@@ -128,7 +128,8 @@ class Kernel:
     scratch: list[str]  # Mosaic types of the scratch operands
     module: ir.Module = field(repr=False)
     instances: int = 0  # launch grid: 0 = a plain call, N = N instances, results stacked
-    preconditions: list[str] = field(default_factory=list)  # `where` clauses left to the caller
+    preconditions: list[str] = field(default_factory=list)  # the entry's `where` clauses
+    constraints: list[str] = field(default_factory=list)  # of the export's dimension variables
 
     @property
     def grid(self) -> int:
@@ -158,6 +159,7 @@ class FunctionLowering:
         self.ctx = ctx
         self.instances = instances
         self.preconditions: list[str] = []
+        self.constraints: list[str] = []
         self.name = _func_name(vx_func)
         self.env: dict[ir.Value, object] = {}
         self.rings: dict[int, Ring] = {}
@@ -404,6 +406,7 @@ class FunctionLowering:
             module,
             self.instances,
             self.preconditions,
+            self.constraints,
         )
 
     def _map_placeholder(self, module: ir.Module, operand: int, value: int) -> None:
@@ -700,11 +703,78 @@ def _instances(lo: FunctionLowering, op: ir.Operation) -> None:
 
 @rule("vx.require")
 def _require(lo: FunctionLowering, op: ir.Operation) -> None:
-    # A Mosaic kernel has no status to report: the clause is left to the caller and
-    # recorded in the manifest (docs/IR.md allows a backend to drop it).
+    """A launch precondition. A Mosaic kernel has no status to report, so a clause over
+    Vec lengths and the instance count becomes a constraint of the export's dimension
+    variables (`jax.export` checks it when the artifact is called: a launch with more
+    instances than tiles is refused there); one the export cannot state is left to the
+    caller. Both are recorded in the manifest."""
     clause = attr_str(op, "clause")
+    constraint = _constraint(lo, op.operands[0])
+    if constraint is True:
+        return  # holds for every call of this build
+    if constraint is False:
+        raise fail(
+            op,
+            f"the launch precondition `{clause}` is false for this build "
+            f"(--tpu-instances {lo.instances})",
+        )
+    if constraint is not None and constraint not in lo.constraints:
+        lo.constraints.append(constraint)
     if clause not in lo.preconditions:
         lo.preconditions.append(clause)
+
+
+_GE = {3: (1, 0, 0), 7: (1, 0, 0), 2: (1, 0, 1), 6: (1, 0, 1),  # sle/ule, slt/ult: rhs >= lhs (+1)
+       5: (0, 1, 0), 9: (0, 1, 0), 4: (0, 1, 1), 8: (0, 1, 1)}  # sge/uge, sgt/ugt  # fmt: skip
+
+
+def _constraint(lo: FunctionLowering, cond: ir.Value) -> str | bool | None:
+    """`cond` as a `jax.export` constraint (`A >= B` / `A == B`), True/False when it does
+    not depend on a Vec length, None when it is not an affine comparison of lengths."""
+    op = cond.owner
+    if not isinstance(op, ir.OpView | ir.Operation) or op.name != "arith.cmpi":
+        return None
+    pred = ir.IntegerAttr(op.attributes["predicate"]).value
+    a, b = (_dim_expr(lo, v) for v in op.operands)
+    if a is None or b is None:
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        return {0: a == b, 1: a != b, 2: a < b, 3: a <= b, 4: a > b, 5: a >= b,
+                6: a < b, 7: a <= b, 8: a > b, 9: a >= b}[pred]  # fmt: skip
+    if pred == 0:
+        return f"{a} == {b}"
+    if pred not in _GE:
+        return None
+    big, small, plus = _GE[pred]
+    x, y = (a, b)[big], (a, b)[small]
+    return f"{x} >= {y} + 1" if plus else f"{x} >= {y}"
+
+
+def _dim_expr(lo: FunctionLowering, v: ir.Value) -> str | int | None:
+    op = v.owner
+    if isinstance(v, ir.BlockArgument) or not isinstance(op, ir.OpView | ir.Operation):
+        return None
+    if op.name == "vx.len":
+        vec = op.operands[0]
+        if isinstance(vec, ir.BlockArgument) and vec.owner.owner == lo.vx:
+            p = lo.inputs[vec.arg_number]
+            return p.symbol or p.shape[0]
+        return None
+    if op.name == "vx.instances":
+        return max(1, lo.instances)
+    if op.name == "arith.constant":
+        return ir.IntegerAttr(op.attributes["value"]).value
+    if op.name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
+        return _dim_expr(lo, op.operands[0])
+    if op.name in ("arith.addi", "arith.subi", "arith.muli"):
+        x, y = (_dim_expr(lo, o) for o in op.operands)
+        if x is None or y is None:
+            return None
+        sign = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*"}[op.name]
+        if isinstance(x, int) and isinstance(y, int):
+            return {"+": x + y, "-": x - y, "*": x * y}[sign]
+        return f"({x} {sign} {y})"
+    return None
 
 
 @rule("func.return")
