@@ -4,7 +4,7 @@ One Mosaic module per kernel function, shaped the way Mosaic (and Pallas) expect
 
     func.func @K(%pid: i32, <inputs>, <outputs>, <scratch>)
         attributes {dimension_semantics = [#tpu.dimension_semantics<parallel>],
-                    iteration_bounds = array<i64: 1>, window_params = [{}, ...],
+                    iteration_bounds = array<i64: N>, window_params = [{}, ...],
                     scalar_prefetch = 0, scratch_operands = S, tpu.core_type = #tpu.core_type<tc>}
 
 - Inputs and outputs live in HBM as `#tpu.memory_space<any>` (the kernel moves them itself).
@@ -21,6 +21,11 @@ One Mosaic module per kernel function, shaped the way Mosaic (and Pallas) expect
   `vector.load`s, `tpu.matmul` (f32 accumulator), `tpu.vector_store`; loops -> `scf.for`
   over i32 (a token crosses iterations as two i32s: its slot and its source tile index).
 - A returned tensor must be the result of a transfer into HBM: that DMA writes the output.
+- A launch of N instances (a build parameter: a Mosaic grid is static) has
+  `iteration_bounds = [N]`; `vx.instance` is `%pid`, outputs are stacked `N x ...` and
+  each instance writes slice `%pid`; N = 0 is a plain call (one instance, results as
+  declared). An entry's `vx.require` clauses become `jax.export` shape constraints where
+  they compare Vec lengths, and are listed in the manifest.
 
 What Mosaic cannot express is reported by `TpuError`, naming the value and the rule.
 """
@@ -274,48 +279,44 @@ class FunctionLowering:
     def _plan_op(self, op: ir.Operation) -> None:
         if op.name == "func.call":
             _call(self, op)  # reported before the casts that feed it
-        if True:
-            if op.name in ("vx.transfer", "vx.transfer_async", "vx.zeros"):
-                space = attr_str(op, "space")
-                if space == "HBM" and op.name == "vx.transfer":
-                    if op not in self.outputs:
-                        raise fail(
-                            op,
-                            "a transfer into HBM must be returned by the kernel: Mosaic "
-                            "kernels write HBM only through their output operands",
-                        )
-                    return
-                if space not in ("VMEM", "ACC"):
-                    raise fail(
-                        op, f"`{op.name}` into {space}: the tpu backend places tiles in VMEM only"
-                    )
-                tile = _placed(op.results[0].type)
-                if op.name != "vx.zeros":
-                    self.capacity = max(self.capacity, attr_int(op, "capacity"))
-                mosaic_element(tile.element_type)
-                if not tile.has_static_shape:
-                    raise fail(
-                        op,
-                        f"{self.describe_dst(op)} has a dynamic shape {tile}; VMEM tiles need static shapes",
-                    )
-                ring = attr_int(op, "ring")
-                if ring < 0:
-                    ring = -1 - len(self.private) - 1
-                    self.private[op] = ring
-                r = self.rings.get(ring)
-                if r is None:
-                    r = self.rings[ring] = Ring(
-                        ring, space, max(1, attr_int(op, "slots")), tile, op
-                    )
-                    r.what = self.describe_dst(op)
-                elif str(r.tile) != str(tile):
-                    raise fail(
-                        op,
-                        f"scratch ring {ring} holds both {r.tile} and {tile}; the tpu backend "
-                        "gives each ring one typed VMEM buffer",
-                    )
-                if op.name == "vx.transfer_async":
-                    r.sems = True
+        if op.name not in ("vx.transfer", "vx.transfer_async", "vx.zeros"):
+            return
+        space = attr_str(op, "space")
+        if space == "HBM" and op.name == "vx.transfer":
+            if op not in self.outputs:
+                raise fail(
+                    op,
+                    "a transfer into HBM must be returned by the kernel: Mosaic "
+                    "kernels write HBM only through their output operands",
+                )
+            return
+        if space not in ("VMEM", "ACC"):
+            raise fail(op, f"`{op.name}` into {space}: the tpu backend places tiles in VMEM only")
+        tile = _placed(op.results[0].type)
+        if op.name != "vx.zeros":
+            self.capacity = max(self.capacity, attr_int(op, "capacity"))
+        mosaic_element(tile.element_type)
+        if not tile.has_static_shape:
+            raise fail(
+                op,
+                f"{self.describe_dst(op)} has a dynamic shape {tile}; VMEM tiles need static shapes",
+            )
+        ring = attr_int(op, "ring")
+        if ring < 0:
+            ring = -1 - len(self.private) - 1
+            self.private[op] = ring
+        r = self.rings.get(ring)
+        if r is None:
+            r = self.rings[ring] = Ring(ring, space, max(1, attr_int(op, "slots")), tile, op)
+            r.what = self.describe_dst(op)
+        elif str(r.tile) != str(tile):
+            raise fail(
+                op,
+                f"scratch ring {ring} holds both {r.tile} and {tile}; the tpu backend "
+                "gives each ring one typed VMEM buffer",
+            )
+        if op.name == "vx.transfer_async":
+            r.sems = True
 
     def describe_dst(self, op: ir.Operation) -> str:
         if op.name == "vx.zeros":
