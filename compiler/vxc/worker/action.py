@@ -6,7 +6,7 @@ Arguments (one per line in the @flagfile that Bazel writes):
     hir   --out OUT.vxhir --src A.vx [--src B.vx ...] [--machine M.vx]
     build --hir IN.vxhir --src A.vx ... [--machine M.vx] --target T
           --out-dir DIR [--emit artifact|vx-mlir|target-ir] [--cpu native|x86-64-v3|...]
-          [--tpu-aot v5e,v6e]
+          [--tpu-aot v5e,v6e] [--tpu-instances N]
 
 Paths are relative to the execroot (or to the request's sandbox_dir); the display
 path of each source is the path as given, so diagnostics and outputs do not depend on
@@ -57,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--emit", default="artifact")
     b.add_argument("--cpu", default="native")
     b.add_argument("--tpu-aot", default="none")
+    b.add_argument("--tpu-instances", type=int, default=0)
     return p
 
 
@@ -200,7 +201,12 @@ class VxCompile:
         ctx.check_cancelled()
         t0 = time.perf_counter()
         result = self.api.build(
-            analysis, opts.target, emit=opts.emit, cpu=opts.cpu, tpu_aot=opts.tpu_aot
+            analysis,
+            opts.target,
+            emit=opts.emit,
+            cpu=opts.cpu,
+            tpu_aot=opts.tpu_aot,
+            tpu_instances=opts.tpu_instances,
         )
         ctx.stats["target"] = opts.target
         ctx.stats["emit_ms"] = _ms(t0)
