@@ -45,12 +45,12 @@ def _run_vxcompile(ctx, tc, args, inputs, outputs, progress):
     args.use_param_file("@%s", use_always = True)
     args.set_param_file_format("multiline")
     launch = ctx.actions.args()
-    launch.add_all(["-s", "-B", "-m", "vxc.worker"])
+    launch.add_all(tc.interpreter_args + ["-m", "vxc.worker"])
     ctx.actions.run(
-        executable = tc.python,
+        executable = tc.interpreter,
         arguments = [launch, args],
         inputs = depset(inputs),
-        tools = depset([tc.python], transitive = [tc.compiler_runtime, tc.compiler]),
+        tools = tc.tools,
         outputs = outputs,
         mnemonic = "VxCompile",
         progress_message = progress,
