@@ -52,6 +52,14 @@ def _parser() -> argparse.ArgumentParser:
         help="tpu target: compile the artifact with libtpu for these topologies "
         "(comma-separated, e.g. v5e,v6e; default none)",
     )
+    b.add_argument(
+        "--tpu-instances",
+        type=int,
+        default=0,
+        metavar="N",
+        help="tpu target: build the kernel for a launch of N instances (results stacked); "
+        "default 0, a plain call",
+    )
     b.add_argument("--error-format", choices=("human", "json"), default="human")
     e = sub.add_parser("explain", help="explain a diagnostic code")
     e.add_argument("code")
@@ -70,14 +78,9 @@ def _read(path: str):
 
 
 def _report(diags, sources, machine, fmt: str) -> None:
-    from vxc.api import render_human
-    from vxc.diagnostics.render import render_json
+    from vxc.api import render
 
-    if fmt == "json":
-        for d in diags:
-            print(render_json(d), file=sys.stderr)
-    elif diags:
-        sys.stderr.write(render_human(diags, sources, machine))
+    sys.stderr.write(render(diags, sources, machine, fmt))
 
 
 def _check(args) -> int:
@@ -96,7 +99,12 @@ def _build(args) -> int:
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None
     result = api.build(
-        api.analyze(sources, machine), args.target, args.emit, args.cpu, args.tpu_aot
+        api.analyze(sources, machine),
+        args.target,
+        args.emit,
+        args.cpu,
+        args.tpu_aot,
+        args.tpu_instances,
     )
     _report(result.diagnostics, sources, machine, args.error_format)
     if not result.ok:

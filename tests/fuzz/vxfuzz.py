@@ -94,7 +94,7 @@ def _validate(diags, sources: list) -> None:
 
 
 def _render(diags, sources) -> None:
-    api.render_human(diags, sources)
+    api.render(diags, sources)
     for d in diags:
         render_json(d)
 

@@ -17,23 +17,24 @@ from dataclasses import dataclass
 import z3
 
 from vxc.checks.machine import Machine
-from vxc.checks.solver import (
-    CONST,
-    INSTANCE,
-    INSTANCES,
-    TAG_BITS,
-    TOP,
-    VAL_BITS,
-    Solver,
-    format_model,
-    launch_facts,
-)
+from vxc.checks.placement import FnPlacement
+from vxc.checks.solver import CONST, TAG_BITS, TOP, VAL_BITS, Solver, format_model
 from vxc.diagnostics import DiagnosticSink
 from vxc.frontend import ast as A
 from vxc.hir import types as T
 from vxc.hir.program import Function
 
 STALE = "a consumer may read stale data"
+
+# The launch grid (LANGUAGE.md section 4.1): one pair of constants for every function of
+# a compilation, because a helper runs in the instance of the kernel that called it.
+INSTANCE = z3.Int("instance()")
+INSTANCES = z3.Int("instances()")
+
+
+def launch_facts() -> list[z3.BoolRef]:
+    """What every instance knows (QF_LIA): `0 <= instance() < instances()`, `instances() >= 1`."""
+    return [INSTANCE >= 0, INSTANCE < INSTANCES, INSTANCES >= 1]
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,12 @@ class SeamChecker:
         fn: Function,
         machine: Machine,
         functions: dict[str, Function],
+        placement: FnPlacement,
         solver: Solver,
         sink: DiagnosticSink,
     ):
         self.fn, self.machine, self.functions = fn, machine, functions
+        self.placement = placement
         self.solver, self.sink = solver, sink
         self.bufs: dict[int, BufState] = {}
         self.ints: dict[int, z3.ArithRef] = {}
@@ -307,7 +310,10 @@ class SeamChecker:
         """Each `where` bound of the callee must follow from the caller's facts (E6005)."""
         if not callee.decl.where or not self.emit:
             return
-        sub = SeamChecker(callee, self.machine, self.functions, self.solver, self.sink)
+        # Only the callee's `where` clauses are evaluated: no transfers, so no plan part.
+        sub = SeamChecker(
+            callee, self.machine, self.functions, FnPlacement(callee.name), self.solver, self.sink
+        )
         for p, a in zip(callee.params, call.args, strict=False):
             if T.is_int(p.ty):
                 sub.ints[p.vid] = self._int(a)
@@ -369,9 +375,10 @@ class SeamChecker:
         return self._opaque("tmp")
 
     def _route(self, t: A.Transfer, src: BufState) -> BufState:
-        space = _space_of(t.src.ty)
-        hops = self.machine.route(self.fn.topology, space, t.space) if space else None
-        for hop in hops or []:
+        """The buffer after the hops the target plan routed `t` over (the topology the
+        code runs on: a `spawn` block's, not its function's); unrouted: no hops."""
+        node = self.placement.nodes.get(id(t))
+        for hop in node.hops if node is not None else []:
             if hop.relaxed:
                 return BufState(
                     _bv(TOP, TAG_BITS),
@@ -451,13 +458,6 @@ def _strip(e: A.Expr) -> A.Expr:
 def _is_tensorish(t: T.Type | None) -> bool:
     t = T.deref(t) if t is not None else None
     return isinstance(t, T.TensorT | T.TokenT)
-
-
-def _space_of(t: T.Type | None) -> str | None:
-    t = T.deref(t) if t is not None else None
-    if isinstance(t, T.TokenT):
-        return t.space
-    return t.space if isinstance(t, T.TensorT) else None
 
 
 def _const_int(e: A.Expr) -> int | None:
@@ -541,9 +541,11 @@ def check_seams(
     fn: Function,
     machine: Machine,
     functions: dict[str, Function],
+    placement: FnPlacement,
     solver: Solver,
     sink: DiagnosticSink,
 ) -> None:
+    """Prove the seam and bound obligations of one placed function (its plan part)."""
     if fn.is_extern or not fn.ok:
         return
-    SeamChecker(fn, machine, functions, solver, sink).run()
+    SeamChecker(fn, machine, functions, placement, solver, sink).run()

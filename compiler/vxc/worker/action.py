@@ -6,7 +6,7 @@ Arguments (one per line in the @flagfile that Bazel writes):
     hir   --out OUT.vxhir --src A.vx [--src B.vx ...] [--machine M.vx]
     build --hir IN.vxhir --src A.vx ... [--machine M.vx] --target T
           --out-dir DIR [--emit artifact|vx-mlir|target-ir] [--cpu native|x86-64-v3|...]
-          [--tpu-aot v5e,v6e]
+          [--tpu-aot v5e,v6e] [--tpu-instances N]
 
 Paths are relative to the execroot (or to the request's sandbox_dir); the display
 path of each source is the path as given, so diagnostics and outputs do not depend on
@@ -57,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--emit", default="artifact")
     b.add_argument("--cpu", default="native")
     b.add_argument("--tpu-aot", default="none")
+    b.add_argument("--tpu-instances", type=int, default=0)
     return p
 
 
@@ -133,11 +134,11 @@ class VxCompile:
         ctx.stats["checked_sources"] = len(srcs)
         return analysis
 
-    def _fail(self, diagnostics, srcs) -> tuple[int, str]:
-        return 1, self.api.render_human(diagnostics, srcs)
+    def _fail(self, diagnostics, srcs, machine) -> tuple[int, str]:
+        return 1, self.api.render(diagnostics, srcs, machine)
 
-    def _warnings(self, diagnostics, srcs) -> str:
-        return self.api.render_human(diagnostics, srcs) if diagnostics else ""
+    def _warnings(self, diagnostics, srcs, machine) -> str:
+        return self.api.render(diagnostics, srcs, machine)
 
     def __call__(self, args: list[str], ctx: RequestContext) -> tuple[int, str]:
         try:
@@ -169,7 +170,7 @@ class VxCompile:
             analysis = self._analyze(ctx, srcs, machine)
             ctx.stats["hir"] = "checked"
             if not analysis.ok:
-                return self._fail(analysis.diagnostics, srcs)
+                return self._fail(analysis.diagnostics, srcs, machine)
             data = analysis.to_bytes()
             self.cache.put(skey, (analysis, data))
             self.cache.put("hir:" + hashlib.sha256(data).hexdigest(), analysis)
@@ -178,7 +179,7 @@ class VxCompile:
             write_atomic(ctx.path(opts.out), data)
         except OutputError as e:
             raise UsageError(excerpt(e, 400)) from None
-        return 0, self._warnings(analysis.diagnostics, srcs)
+        return 0, self._warnings(analysis.diagnostics, srcs, machine)
 
     def _build(self, opts, ctx, srcs, machine) -> tuple[int, str]:
         data = _read(ctx, opts.hir, "HIR cache")
@@ -196,20 +197,25 @@ class VxCompile:
                 ctx.stats["stale"] = "_".join(str(e).split())[:120]
                 analysis = self._analyze(ctx, srcs, machine)
         if not analysis.ok:
-            return self._fail(analysis.diagnostics, srcs)
+            return self._fail(analysis.diagnostics, srcs, machine)
         ctx.check_cancelled()
         t0 = time.perf_counter()
         result = self.api.build(
-            analysis, opts.target, emit=opts.emit, cpu=opts.cpu, tpu_aot=opts.tpu_aot
+            analysis,
+            opts.target,
+            emit=opts.emit,
+            cpu=opts.cpu,
+            tpu_aot=opts.tpu_aot,
+            tpu_instances=opts.tpu_instances,
         )
         ctx.stats["target"] = opts.target
         ctx.stats["emit_ms"] = _ms(t0)
         if not result.ok:
-            return self._fail(result.diagnostics, srcs)
+            return self._fail(result.diagnostics, srcs, machine)
         ctx.check_cancelled()
         try:  # all the outputs or none (vxc.outputs)
             write_set(ctx.path(opts.out_dir), dict(sorted(result.outputs.items())))
         except OutputError as e:
             raise UsageError(excerpt(e, 400)) from None
         ctx.stats["outputs"] = len(result.outputs)
-        return 0, self._warnings(result.diagnostics, srcs)
+        return 0, self._warnings(result.diagnostics, srcs, machine)
