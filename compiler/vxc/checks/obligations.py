@@ -24,11 +24,24 @@ def needs_proof(fn: Function, placement: FnPlacement, functions: dict[str, Funct
     if any(h.relaxed for node in placement.nodes.values() for h in node.hops):
         return True  # a buffer crossed a relaxed seam
     for s in A.walk_stmts(fn.decl.body):
+        if _token_as_tensor(s, fn):
+            return True
         for top in (x for x in vars(s).values() if isinstance(x, A.Expr)):
             for e in A.walk_expr(top):
                 if _obliges(e, functions):
                     return True
     return False
+
+
+def _token_as_tensor(s: A.Stmt, fn: Function) -> bool:
+    """A token returned or bound where its tensor is wanted: a read in flight (seams)."""
+    if isinstance(s, A.Return) and s.value is not None:
+        want = fn.ret
+    elif isinstance(s, A.Let | A.Assign) and getattr(s, "vid", -1) in fn.vars:
+        want = fn.vars[s.vid].ty
+    else:
+        return False
+    return _is_token(s.value.ty) and not isinstance(want, T.TokenT)
 
 
 def _obliges(e: A.Expr, functions: dict[str, Function]) -> bool:
