@@ -33,7 +33,6 @@ sys.path.insert(0, str(ROOT / "compiler"))
 
 from vxc import api  # noqa: E402
 from vxc.diagnostics.codes import CODES  # noqa: E402
-from vxc.diagnostics.render import render_json  # noqa: E402
 from vxc.errors import Unsupported  # noqa: E402
 from vxc.targets import TARGETS  # noqa: E402
 
@@ -94,9 +93,9 @@ def _validate(diags, sources: list) -> None:
 
 
 def _render(diags, sources) -> None:
-    api.render(diags, sources)
-    for d in diags:
-        render_json(d)
+    """Both renderings, through the function the CLI and the worker call."""
+    for fmt in ("human", "json"):
+        api.render(diags, sources, None, fmt)
 
 
 def _build_emit(target: str) -> str:
