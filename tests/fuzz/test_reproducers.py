@@ -312,3 +312,17 @@ def test_host_function_returning_hbm_on_cpu_still_builds():
     built(
         b"fn k(x: &Tensor<f32, [4]>) -> Tensor<f32, [4]> {\n  return transfer(x, Memory::HBM);\n}\n"
     )
+
+
+@pytest.mark.parametrize(
+    "space,target", [("ACC", "cpu"), ("SMEM", "tpu"), ("CPU_DRAM", "tpu"), ("VMEM", "b200")]
+)
+def test_device_function_returning_outside_its_result_space_is_e0201(space, target):
+    src = (
+        b"fn k(x: &Tensor<f32, [16, 16]>) -> Tensor<f32, [16, 16]> on Topology::TensorCore {\n"
+        b"  let t = transfer(x, Memory::VMEM);\n"
+        b"  return transfer(t, Memory::" + space.encode() + b");\n}\n"
+    )
+    no_internal_error(src)
+    ds = [d for d in diags(src, target) if d.code == "E0201"]
+    assert ds and ds[0].span.line == 3 and "returns a tensor in `HBM`" in ds[0].message

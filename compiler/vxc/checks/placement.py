@@ -251,13 +251,10 @@ class _Placer:
         return False
 
     def _return_space(self, value: A.Expr) -> None:
-        """A host function's returned tensor lives where its result does (host memory),
-        on this target's machine: spaces compared through aliases (`HBM` is host memory
-        on the cpu target, a separate space on tpu). Lowering has no implicit move to
-        make them agree (a device helper may return its staged tile: instances of it
-        are placed where their caller uses them)."""
-        if self.fn.topology is not None:
-            return
+        """A returned tensor lives where the function's result does (host memory for host
+        code, the argument space HBM for device code), on this target's machine: spaces
+        compared through aliases (`HBM` is host memory on the cpu target, a separate
+        space on tpu). Lowering has no implicit move to make them agree."""
         want, got = self.fn.ret, T.deref(value.ty) if value.ty is not None else None
         if not (isinstance(want, T.TensorT) and isinstance(got, T.TensorT)):
             return
