@@ -28,9 +28,8 @@ from vxc.frontend.parser import parse_source
 from vxc.hir.ownership import check_ownership
 from vxc.hir.program import CheckedHir, Program
 from vxc.hir.typecheck import typecheck
-from vxc.targets import TARGETS, model_source
+from vxc.targets import EMITS, TARGETS, model_source
 
-EMITS = ("vx-mlir", "target-ir", "artifact")
 # Front-half errors after which the per-target checks still run (see Analysis.checkable).
 TARGET_CHECKS_AFTER = frozenset({"E6011"})
 

@@ -47,6 +47,14 @@ TARGETS: dict[str, Target] = {
 
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
 
+# What `vxc build --emit` (and the Bazel rules' `emit`) may ask for: the vx dialect
+# module, the target's own IR, or the target's artifact files.
+EMITS: tuple[str, ...] = ("vx-mlir", "target-ir", "artifact")
+
+# Host CPU levels of cpu artifacts (`--cpu`, //vx_rules:cpu): this machine, or a named
+# x86-64 psABI level that gives the same object on every build machine.
+CPU_LEVELS: tuple[str, ...] = ("native", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")
+
 
 def model_source(target: str) -> tuple[str, bytes]:
     """(display path, bytes) of a target's shipped machine model."""

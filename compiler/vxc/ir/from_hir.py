@@ -24,6 +24,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, memref, scf
 
 from vxc.checks.seams import show_expr
+from vxc.elements import BY_NAME
 from vxc.errors import Unsupported
 from vxc.frontend import ast as A
 from vxc.hir import types as T
@@ -32,8 +33,6 @@ from vxc.ir import builders as B
 from vxc.ir import types as IT
 from vxc.ir.context import make_context
 from vxc.ir.loc import location
-
-_ELEM = {"u8": "ui8", "u16": "ui16", "u32": "ui32", "u64": "ui64", "bool": "i1"}
 
 
 class LoweringError(Unsupported):
@@ -49,7 +48,7 @@ def symbol(name: str) -> str:
 
 
 def _elem(name: str) -> str:
-    return _ELEM.get(name, name)
+    return BY_NAME[name].mlir
 
 
 @dataclass
