@@ -218,6 +218,7 @@ def build(
     emit: str = "artifact",
     cpu: str = "native",
     tpu_aot: str = "none",
+    tpu_instances: int = 0,
 ) -> BuildResult:
     """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files).
 
@@ -247,7 +248,7 @@ def build(
         from vxc.backends import emit_target
         from vxc.targets import BackendOptions
 
-        options = BackendOptions(cpu=cpu, tpu_aot=tpu_aot)
+        options = BackendOptions(cpu=cpu, tpu_aot=tpu_aot, tpu_instances=tpu_instances)
         result.outputs.update(emit_target(target, module, stem, emit, options))
     result.stats["emit_s"] = time.perf_counter() - t1
     return result

@@ -438,7 +438,7 @@ def test_four_in_flight_working_set() -> None:
     (diag,) = b200.sink.items
     assert "262144 B (256 KiB)" in diag.message and "233472 B (228 KiB)" in diag.message
     assert diag.notes == [
-        "live in VMEM: `t0` (64 KiB), `t1` (64 KiB), `t2` (64 KiB), this transfer_async (64 KiB)"
+        "live in VMEM here: `t0` (64 KiB), `t1` (64 KiB), `t2` (64 KiB), this transfer_async (64 KiB)"
     ]
 
 

@@ -265,3 +265,34 @@ def test_branch_feasibility_uses_the_launch_facts(cond, codes):
 
 def test_intrinsics_take_no_arguments():
     assert _codes(HELPER.replace(b"CALL", b"part(instance(1), instances())")) == ["E0202"]
+
+
+def test_entry_taking_a_token_is_e0401():
+    src = b"""
+fn k(t: Token<Tensor<f32, [8, 8]>, Memory::VMEM>) -> Tensor<f32, [8, 8]> on Topology::TensorCore {
+  return transfer(wait(t), Memory::HBM);
+}
+"""
+    assert _codes(src) == ["E0401"]
+
+
+def test_a_failing_instance_is_a_status_and_the_others_still_finish(tmp_path):
+    """Without a `where` clause, an instance that indexes past the Vec fails alone with
+    VX_ERR_INDEX; the launch reports it (the lowest failing instance's status)."""
+    src = api.Source(
+        "pick.vx",
+        b"""
+fn pick(tiles: &Vec<Tensor<f32, [4, 4]>>) -> Tensor<f32, [4, 4]> on Topology::TensorCore {
+  let t = transfer(tiles[instance()], Memory::VMEM);
+  return transfer(t, Memory::HBM);
+}
+""",
+    )
+    result = api.build(api.analyze([src]), "cpu")
+    assert result.ok, api.render_human(result.diagnostics, [src])
+    art = runtime.load_outputs(result.outputs, tmp_path)
+    tiles = np.arange(3 * 16, dtype=np.float32).reshape(3, 4, 4)
+    np.testing.assert_array_equal(art.pick.launch(3, tiles), tiles)
+    with pytest.raises(runtime.KernelError, match="VX_ERR_INDEX") as e:
+        art.pick.launch(5, tiles)
+    assert not isinstance(e.value, runtime.LaunchError)

@@ -15,7 +15,8 @@
   Transfers need no visibility (DMA does them), and a Vx helper's arguments are
   checked where its body (instantiated in the caller's placements) reads them.
   E6003 otherwise.
-- Scratchpads: every tile placed into a granule'd space (a hop destination, or a
+- Scratchpads: every tile placed into an explicitly managed space with a capacity or
+  a granule (`managed` defaults to `explicit`, LANGUAGE.md §2; a hop destination, or a
   `Tensor<E>([..])` in such a home space) gets a ring, slot count and offset
   from real lifetimes; see checks/scratchpad.py for the rotation rule, layout
   and the working-set check (E6010).
@@ -408,8 +409,8 @@ class _Placer:
         self, e: A.Expr, hop: int, space: str, size: _Size, final: bool, label: str
     ) -> Tile | None:
         mem = self.machine.memories[space]
-        if not (mem.granule or mem.managed == "explicit"):
-            return None  # a cached space: nothing to allocate
+        if mem.managed == "cached" or not (mem.granule or mem.capacity):
+            return None  # a cache, or a space of no bounded size: nothing to allocate
         granule = max(mem.granule, 1)
         slot = None if size.bytes is None else -(-size.bytes // granule) * granule
         return Tile(id(e), hop, space, slot, final, e.span, label)

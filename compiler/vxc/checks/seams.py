@@ -119,6 +119,7 @@ class SeamChecker:
         elif isinstance(s, A.Return):
             if s.value is not None:
                 self._effects(s.value, pc)
+                self._token_as_tensor(s.value, self.fn.ret, pc)
             return None
         elif isinstance(s, A.If):
             return self._if(s, pc)
@@ -128,9 +129,16 @@ class SeamChecker:
             return self._block(s.body, pc)
         return pc
 
+    def _token_as_tensor(self, value: A.Expr, want: T.Type, pc: z3.BoolRef) -> None:
+        """A token returned or bound where a tensor is wanted is a read of the buffer in
+        flight (typecheck lets it through for this check to report, E6004)."""
+        if isinstance(value.ty, T.TokenT) and not isinstance(want, T.TokenT):
+            self._read(value, pc, None)
+
     def _define(self, vid: int, value: A.Expr, pc: z3.BoolRef) -> None:
         ty = self.fn.vars[vid].ty
         self._effects(value, pc)
+        self._token_as_tensor(value, ty, pc)
         if T.is_int(ty):
             self.ints[vid] = self._int(value)
         elif ty == T.BOOL:
@@ -251,7 +259,13 @@ class SeamChecker:
         base = _strip(e)
         if not isinstance(base, A.Name | A.Wait | A.Transfer):
             return  # a fresh element or call result: published, nothing crossed a seam
-        name = base.name if isinstance(base, A.Name) else "tmp"
+        name = (
+            base.name
+            if isinstance(base, A.Name)
+            else "transfer_async(...)"
+            if isinstance(base, A.Transfer) and base.is_async
+            else "tmp"
+        )
         # One report per read (a reassigned token is a new transfer; each stale read counts);
         # the loop's second pass re-walks the same reads, and reports them once.
         key = (e.span, base.vid if isinstance(base, A.Name) else id(base))
@@ -268,7 +282,8 @@ class SeamChecker:
             contract = state.const
         if not self.emit or key in self.reported:
             return
-        tag, val = z3.BitVec(f"tag_{name}", TAG_BITS), z3.BitVec(f"val_{name}", VAL_BITS)
+        zname = name.removesuffix("(...)")
+        tag, val = z3.BitVec(f"tag_{zname}", TAG_BITS), z3.BitVec(f"val_{zname}", VAL_BITS)
         if contract is None:
             violated = tag == TOP
         else:
@@ -348,6 +363,8 @@ class SeamChecker:
                 return self._stale(base.name, "token")  # not yet waited: the hop is relaxed
             return state
         if isinstance(base, A.Transfer):
+            if base.is_async and read:  # the result of transfer_async, read unwaited
+                return self._stale("transfer_async", "token")
             # Transferring an in-flight buffer is a read of the token, reported there
             # (`_effects`); the copy is not reported again where it is read.
             return self._route(base, self._buf(base.src, pc, read=False))

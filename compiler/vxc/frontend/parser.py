@@ -516,6 +516,40 @@ def _pretty_terminal(name: str) -> str:
     }.get(name, name)
 
 
+# `stage<8192>(...)`: the const-argument call form of the Vx design documents. In an
+# expression it is two comparisons, and no LALR(1) grammar can take both readings
+# (`f(a < b, c > (d))` is ambiguous); as in Rust, calls write `stage::<8192>(...)`.
+_ANGLE_CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*<([^<>;{}=&|!\[\]]*)>\s*\(")
+_TYPE_WORDS = frozenset({"Tensor", "Vec", "Token"})
+
+
+def _turbofish(text: str, tok: Token, file: str, sink: DiagnosticSink) -> bool:
+    """A syntax error inside `name<args>(`: say how to write const arguments. Whether
+    one was emitted."""
+    if tok.type == "$END":
+        return False
+    start = text.rfind("\n", 0, tok.start_pos) + 1
+    end = text.find("\n", tok.start_pos)
+    line = text[start : end if end >= 0 else len(text)]
+    at = tok.start_pos - start
+    for m in reversed(list(_ANGLE_CALL.finditer(line))):
+        name, args = m.group(1), " ".join(m.group(2).split())
+        if m.start(2) <= at and name not in KEYWORDS | _TYPE_WORDS and args:
+            lt = line.index("<", m.end(1))
+            sink.emit(
+                "E0002",
+                f"`{name}<{args}>(...)` is parsed as chained comparisons",
+                Span(file, tok.line, lt + 1, tok.line, line.index(">", m.start(2)) + 2),
+                notes=[
+                    "a call's const arguments need `::` before `<`: "
+                    "`f(a < b, c > (d))` would otherwise be ambiguous"
+                ],
+                help=f"write `{name}::<{args}>(...)`",
+            )
+            return True
+    return False
+
+
 @contextmanager
 def _no_gc():
     """Parsing allocates millions of acyclic objects; the cyclic GC would rescan them again
@@ -579,6 +613,8 @@ def _parse(text: str, file: str, sink: DiagnosticSink) -> A.Module | None:
                     help="close the comment with `*/` (block comments do not nest)",
                 )
                 return None
+        if _turbofish(text, tok, file, sink):
+            return None
         sink.emit("E0002", f"unexpected {what}", span, notes=[f"expected one of: {_expected(e)}"])
         return None
     except lark.exceptions.UnexpectedEOF as e:  # pragma: no cover - LALR reports UnexpectedToken
