@@ -1032,6 +1032,7 @@ TOKEN_READ_FORMS = {
     "as an async transfer source": "let h = wait(transfer_async(cur, Memory::HBM));",
     "through a nested transfer into a call": "ext_v(transfer(cur, Memory::VMEM));",
     "in a value contract": "assert(cur == 0);",
+    "bound as a tensor": f"let h: {T32} = cur;",
 }
 
 
@@ -1063,6 +1064,24 @@ CASES += [
     for where in ("straight", "loop", "branch")
     for waited in (True, False)
 ]
+CASES.append(
+    Case(
+        "a token returned where the function returns its tensor",
+        f"""\
+fn g(tiles: {VEC}, c: bool) -> {T32} {ON} {{
+  let cur = transfer_async(tiles[0], Memory::VMEM); //~ E6011
+  if c {{
+    return cur; //~ E6004
+  }}
+  return wait(cur);
+}}
+fn h(tiles: {VEC}) -> {T32} {ON} {{
+  let cur = transfer_async(tiles[0], Memory::VMEM); //~ E6011
+  return cur; //~ E6004
+}}
+""",
+    )
+)
 CASES.append(
     Case(
         "`&mut` of a token bound without `mut` is E0305 (and stops the later checks)",

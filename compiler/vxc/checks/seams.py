@@ -116,6 +116,7 @@ class SeamChecker:
         elif isinstance(s, A.Return):
             if s.value is not None:
                 self._effects(s.value, pc)
+                self._read_as_tensor(s.value, self.fn.ret, pc)
             return None
         elif isinstance(s, A.If):
             return self._if(s, pc)
@@ -128,12 +129,19 @@ class SeamChecker:
     def _define(self, vid: int, value: A.Expr, pc: z3.BoolRef) -> None:
         ty = self.fn.vars[vid].ty
         self._effects(value, pc)
+        self._read_as_tensor(value, ty, pc)
         if T.is_int(ty):
             self.ints[vid] = self._int(value)
         elif ty == T.BOOL:
             self.bools[vid] = self._bool(value)
         elif ty.movable or isinstance(ty, T.RefT):
             self.bufs[vid] = self._buf(value, pc, read=False)
+
+    def _read_as_tensor(self, value: A.Expr, want: T.Type, pc: z3.BoolRef) -> None:
+        """A token bound or returned where its tensor is expected (`let x: Tensor<..> =
+        tok;`, `return tok;` from a tensor-returning function) reads its buffer."""
+        if isinstance(T.deref(want), T.TensorT) and isinstance(T.deref(value.ty), T.TokenT):
+            self._read(value, pc, None)
 
     def _snapshot(self) -> tuple[dict, dict, dict]:
         return dict(self.bufs), dict(self.ints), dict(self.bools)
