@@ -1084,6 +1084,33 @@ fn h(tiles: {VEC}) -> {T32} {ON} {{
 )
 CASES.append(
     Case(
+        "a buffer that crossed a relaxed seam is read where it is returned (the caller "
+        "takes a call's result as published)",
+        """\
+Memory Far { capacity: 1 MB }
+Memory Near { capacity: 1 MB }
+Topology Mover {
+  memory: Memory::Near,
+  visible: [Memory::Near, Memory::Far],
+  transfer Memory::HBM -> Memory::Far : 1,
+  transfer Memory::Far -> Memory::Near : 3 relaxed, //~ W1027
+  transfer Memory::HBM -> Memory::Near : 10
+}
+fn stale(t: &Tensor<f32, [16, 16]>) -> Tensor<f32, [16, 16]> on Topology::Mover {
+  let far = transfer(t, Memory::Far);
+  let near = transfer(far, Memory::Near);
+  return near; //~ E6004
+}
+fn fresh(t: &Tensor<f32, [16, 16]>) -> Tensor<f32, [16, 16]> on Topology::Mover {
+  let near = transfer(t, Memory::Near);
+  return near;
+}
+""",
+        targets=("tpu", "b200"),
+    )
+)
+CASES.append(
+    Case(
         "`&mut` of a token bound without `mut` is E0305 (and stops the later checks)",
         FORM_DECLS
         + f"""\

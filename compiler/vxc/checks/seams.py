@@ -116,7 +116,7 @@ class SeamChecker:
         elif isinstance(s, A.Return):
             if s.value is not None:
                 self._effects(s.value, pc)
-                self._read_as_tensor(s.value, self.fn.ret, pc)
+                self._read_as_tensor(s.value, self.fn.ret, pc, returned=True)
             return None
         elif isinstance(s, A.If):
             return self._if(s, pc)
@@ -137,10 +137,17 @@ class SeamChecker:
         elif ty.movable or isinstance(ty, T.RefT):
             self.bufs[vid] = self._buf(value, pc, read=False)
 
-    def _read_as_tensor(self, value: A.Expr, want: T.Type, pc: z3.BoolRef) -> None:
+    def _read_as_tensor(
+        self, value: A.Expr, want: T.Type, pc: z3.BoolRef, returned: bool = False
+    ) -> None:
         """A token bound or returned where its tensor is expected (`let x: Tensor<..> =
-        tok;`, `return tok;` from a tensor-returning function) reads its buffer."""
-        if isinstance(T.deref(want), T.TensorT) and isinstance(T.deref(value.ty), T.TokenT):
+        tok;`, `return tok;` from a tensor-returning function) reads its buffer. A returned
+        tensor is read too: the caller takes a call's result as published."""
+        if not isinstance(T.deref(want), T.TensorT):
+            return
+        if isinstance(T.deref(value.ty), T.TokenT) or (
+            returned and isinstance(T.deref(value.ty), T.TensorT)
+        ):
             self._read(value, pc, None)
 
     def _snapshot(self) -> tuple[dict, dict, dict]:
