@@ -1094,7 +1094,7 @@ Topology Mover {
   visible: [Memory::Near, Memory::Far],
   transfer Memory::HBM -> Memory::Far : 1,
   transfer Memory::Far -> Memory::Near : 3 relaxed, //~ W1027
-  transfer Memory::HBM -> Memory::Near : 10
+  transfer Memory::HBM -> Memory::Near : 2
 }
 fn stale(t: &Tensor<f32, [16, 16]>) -> Tensor<f32, [16, 16]> on Topology::Mover {
   let far = transfer(t, Memory::Far);
