@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import hashlib
+import json
 import math
 import re
 from contextlib import contextmanager
@@ -79,16 +81,52 @@ def keyword_terminals() -> dict[str, str]:
     }
 
 
-@cache
-def _lark() -> lark.Lark:
-    grammar = resources.files("vxc.frontend").joinpath("grammar.lark").read_text()
+def grammar_text() -> str:
+    """The grammar lark compiles: grammar.lark with its keywords made whole-word terminals."""
+    return _whole_word_keywords(
+        resources.files("vxc.frontend").joinpath("grammar.lark").read_text()
+    )
+
+
+def build_lark(grammar: str) -> lark.Lark:
+    """The LALR parser, its tables built from `grammar_text()` (~0.1-0.2 s)."""
     return lark.Lark(
-        _whole_word_keywords(grammar),
+        grammar,
         parser="lalr",
         propagate_positions=True,
         maybe_placeholders=True,
         lexer_callbacks={"NAME": _reject_keyword},
     )
+
+
+def _untag(obj: dict) -> object:
+    """json object_hook: the tuples and integer-keyed dicts tools/gen_parser_tables.py tagged."""
+    if "__tuple__" in obj:
+        return tuple(obj["__tuple__"])
+    if "__intdict__" in obj:
+        return {k: v for k, v in obj["__intdict__"]}
+    return obj
+
+
+@cache
+def _lark() -> lark.Lark:
+    """The parser, from the prebuilt tables of grammar_tables.json when they are of this
+    grammar and this lark (tools/gen_parser_tables.py writes them; a test checks they are
+    fresh), else built from the grammar."""
+    grammar = grammar_text()
+    try:
+        raw = resources.files("vxc.frontend").joinpath("grammar_tables.json").read_bytes()
+        tables = json.loads(raw, object_hook=_untag)
+    except (OSError, ValueError):
+        tables = {}
+    if (
+        tables.get("grammar_sha256") == hashlib.sha256(grammar.encode()).hexdigest()
+        and tables.get("lark_version") == lark.__version__
+    ):
+        return lark.Lark._load_from_dict(
+            tables["data"], tables["memo"], lexer_callbacks={"NAME": _reject_keyword}
+        )
+    return build_lark(grammar)
 
 
 class _Keyword(Exception):
