@@ -224,7 +224,10 @@ _TABLE = [
         "error",
         "working set exceeds capacity",
         "Tiles that each fit are live in a space at the same time, and together exceed its "
-        "capacity. Lifetimes decide what is live: a waited and dead tile frees its slot.",
+        "capacity. Lifetimes decide what is live: a waited and dead tile frees its slot. "
+        "Every space with a capacity is checked unless it is declared `managed: cached` "
+        "(`managed` defaults to `explicit`). The error is at the transfer that first "
+        "overflows, and names the peak working set and the line where it is reached.",
     ),
     Code(
         "E6011",
