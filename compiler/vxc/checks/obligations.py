@@ -24,10 +24,21 @@ def needs_proof(fn: Function, placement: FnPlacement, functions: dict[str, Funct
     if any(h.relaxed for node in placement.nodes.values() for h in node.hops):
         return True  # a buffer crossed a relaxed seam
     for s in A.walk_stmts(fn.decl.body):
+        if _token_as_tensor(s, fn):
+            return True
         for top in (x for x in vars(s).values() if isinstance(x, A.Expr)):
             for e in A.walk_expr(top):
                 if _obliges(e, functions):
                     return True
+    return False
+
+
+def _token_as_tensor(s: A.Stmt, fn: Function) -> bool:
+    """A token returned, bound or assigned where a tensor is wanted: a read in flight."""
+    if isinstance(s, A.Return) and s.value is not None:
+        return _is_token(s.value.ty) and not _is_token(fn.ret)
+    if isinstance(s, A.Let | A.Assign) and s.vid in fn.vars:
+        return _is_token(s.value.ty) and not _is_token(fn.vars[s.vid].ty)
     return False
 
 
