@@ -27,9 +27,12 @@ class Target:
 @dataclass(frozen=True)
 class BackendOptions:
     """Per-build options a backend may read (Pallas keeps the same per-backend
-    CompilerParams). `cpu` is the x86-64 level of cpu artifacts."""
+    CompilerParams). `cpu` is the x86-64 level of cpu artifacts; `tpu_aot` names the TPU
+    topologies (comma-separated: v5e,v6e) libtpu compiles a tpu artifact for during the
+    build, "none" for no check."""
 
     cpu: str = "native"
+    tpu_aot: str = "none"
 
 
 TARGETS: dict[str, Target] = {
