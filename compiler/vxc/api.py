@@ -197,6 +197,10 @@ def check_target(analysis: Analysis, target: str) -> Checked:
                 continue
             placements[fn.name] = check_placement(fn, machine, fns, sink)
             check_seams(fn, machine, fns, solver, sink)
+            if TARGETS[target].dma is not None:
+                from vxc.checks.dma import check_dma
+
+                check_dma(fn, placements[fn.name], TARGETS[target].dma, sink)
     diags = sorted(sink.items, key=Diagnostic.sort_key)
     return Checked(analysis, target, machine, placements, diags, solver)
 

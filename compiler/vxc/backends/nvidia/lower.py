@@ -45,6 +45,9 @@ MAX_DYNAMIC_SMEM = 232448  # 227 KiB: the opt-in per-block limit on sm_90 and sm
 BARRIER_BYTES = 8
 ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows x 128 B
 
+# The status word a kernel with `where` clauses writes (the CPU backend's codes).
+STATUS = {"VX_OK": 0, "VX_ERR_WHERE": 7}
+
 ACC_SPACE = {"h100": "REG", "b200": "TMEM"}
 ARCH = {"h100": "sm_90a", "b200": "sm_100a"}
 
@@ -197,6 +200,7 @@ class FunctionLowering:
         self.scalar_params: dict[int, Sym] = {}
         self.results: dict[ir.Value, int] = {}
         self.tmem_end = 0
+        self.requires: list[str] = []  # the entry's `where` clauses (vx.require)
         self.counters: dict[int, Reg] = {}
         self.tmap_addr: dict[str, Reg] = {}
 
@@ -224,6 +228,8 @@ class FunctionLowering:
                     if init in self.origin:
                         self.origin[body.arguments[i + 1]] = self.origin[init]
                         self.origin[op.results[i]] = self.origin[init]
+            if name == "vx.require":
+                self.requires.append(attr_str(op, "clause"))
             if name == "func.return":
                 for i, v in enumerate(op.operands):
                     self.results[v] = i
@@ -382,6 +388,10 @@ class FunctionLowering:
             p = self.tmaps[key]
             k.param(p.name, "tensormap")
             entries.append(p.to_json(self.arg_names))
+        self.status_param = None
+        if self.requires:
+            self.status_param = k.param("vx_status", "u64")
+            entries.append({"name": "vx_status", "kind": "status"})
         return entries
 
     def smem_layout(self) -> dict[str, int]:
@@ -459,6 +469,11 @@ class FunctionLowering:
             self.mma.setup(mma_bar, slot, max(self.tmem_end, 32))
         self.instance = k.reg("b32")
         k.ins("mov.u32", self.instance, Sym("%ctaid.x"))
+        self.exit = k.label("exit")
+        if self.status_param is not None:
+            self.status = k.reg("b64")
+            k.ins("ld.param.u64", self.status, Addr(self.status_param))
+            k.ins("cvta.to.global.u64", self.status, self.status)
 
     # -- driving ------------------------------------------------------------------------
 
@@ -475,6 +490,7 @@ class FunctionLowering:
             else:
                 self.values[a] = Global(i, None)
         self.block(self.entry)
+        self.k.place(self.exit)
         self.mma.teardown()
         lay = self.layout_info
         return {
@@ -486,6 +502,8 @@ class FunctionLowering:
             "smem_layout": {k: v for k, v in lay.items() if k != "dynamic_smem"},
             "tmem_columns": self.mma.columns if self.target == "b200" else 0,
             "results": self._result_entries(),
+            "requires": self.requires,
+            "status": STATUS if self.requires else {},
         }
 
     def _result_entries(self) -> list[dict]:
@@ -799,6 +817,21 @@ def _instance(fl: FunctionLowering, op: ir.Operation) -> None:
     r = fl.k.reg("b64")
     fl.k.ins("cvt.u64.u32", r, r32)
     fl.set(op.results[0], Scalar(r))
+
+
+@rule("vx.require")
+def _require(fl: FunctionLowering, op: ir.Operation) -> None:
+    """A `where` clause of the launch: when false, the instance writes VX_ERR_WHERE to the
+    status word and skips its body (its result slab is left as it was). The clause is
+    uniform over the CTA, so every thread takes the same branch."""
+    k = fl.k
+    cond = fl.get(op.operands[0])
+    ok = k.label("where_ok")
+    k.bra(ok, pred=cond.reg)
+    code = k.mov("b32", Imm(STATUS["VX_ERR_WHERE"]))
+    k.ins("st.global.u32", Addr(fl.status), code, pred=fl.c.leader)
+    k.bra(fl.exit)
+    k.place(ok)
 
 
 @rule("vx.len")
