@@ -164,6 +164,7 @@ class TmaParam:
         }
         if self.source == "arg":
             d["arg"] = arg_names[self.index]
+            d["arg_index"] = self.index
             d["vec"] = self.vec
         return d
 
@@ -209,6 +210,9 @@ class FunctionLowering:
     def plan(self) -> None:
         ops: list[ir.Operation] = []
         self.func.walk(lambda op: (ops.append(op), ir.WalkResult.ADVANCE)[1])
+        for op in ops:
+            if op.name == "func.call":
+                _call(self, op)  # refused before anything else is said about its operands
         for op in ops:
             name = op.name
             if "ring" in op.attributes and name.startswith("vx."):
@@ -380,10 +384,20 @@ class FunctionLowering:
                 )
             if i in self.len_params:
                 self.len_params[i] = k.param(f"{name}_len", "u64")
-                entries.append({"name": f"{name}_len", "kind": "u64", "arg": name, "value": "len"})
+                entries.append(
+                    {
+                        "name": f"{name}_len",
+                        "kind": "u64",
+                        "arg": name,
+                        "arg_index": i,
+                        "value": "len",
+                    }
+                )
             if i in self.scalar_params:
                 self.scalar_params[i] = k.param(name, "u64")
-                entries.append({"name": name, "kind": "u64", "arg": name, "value": "scalar"})
+                entries.append(
+                    {"name": name, "kind": "u64", "arg": name, "arg_index": i, "value": "scalar"}
+                )
         for key in sorted(x for x in self.tmaps if x[0] == "result"):
             p = self.tmaps[key]
             k.param(p.name, "tensormap")
@@ -495,6 +509,7 @@ class FunctionLowering:
         lay = self.layout_info
         return {
             "name": self.name,
+            "args": self.arg_names,
             "params": params,
             "block": [THREADS, 1, 1],
             "grid": ["instances", 1, 1],
