@@ -23,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("VX_UPDATE_GOLDEN") == "1"
 ARCH = {"h100": "sm_90a", "b200": "sm_100a"}
-KERNELS = ["stream", "stream_blocking", "stream_triple", "stream_grid"]
+KERNELS = ["stream", "stream_blocking", "stream_triple", "stream_grid", "stream_grid_blocking"]
+SOURCE = {k: ROOT / "kernels" / f"{k}.vx" for k in KERNELS}
+SOURCE["stream_grid_blocking"] = ROOT / "benchmarks" / "nvidia" / "stream_grid_blocking.vx"
 
 
 def _analysis(path: Path | str, text: str | None = None) -> api.Analysis:
@@ -43,7 +45,7 @@ def artifacts() -> dict[tuple[str, str], dict[str, bytes]]:
     out = {}
     for target in ARCH:
         for name in KERNELS:
-            out[(target, name)] = _build(target, ROOT / "kernels" / f"{name}.vx")
+            out[(target, name)] = _build(target, SOURCE[name])
     return out
 
 

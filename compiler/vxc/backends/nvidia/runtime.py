@@ -258,7 +258,7 @@ class CudaKernel:
         buf = (ctypes.c_uint8 * 128).from_buffer_copy(raw)
         return buf
 
-    def launch_raw(self, bufs, instances: int, stream=0) -> None:
+    def launch_raw(self, bufs, instances: int) -> None:
         ptrs = (ctypes.c_void_p * len(bufs))(*[ctypes.addressof(b) for b in bufs])
         self._keep = (bufs, ptrs)
         block = self.meta["block"]
@@ -272,7 +272,7 @@ class CudaKernel:
                 block[1],
                 block[2],
                 self.meta["dynamic_smem"],
-                stream,
+                self.d.CUstream(0),
                 ctypes.addressof(ptrs),
                 0,
             ),
@@ -323,10 +323,10 @@ class CudaKernel:
         _check(d.cuCtxSynchronize(), "cuCtxSynchronize")
         start = _check(d.cuEventCreate(0), "cuEventCreate")
         stop = _check(d.cuEventCreate(0), "cuEventCreate")
-        _check(d.cuEventRecord(start, 0), "cuEventRecord")
+        _check(d.cuEventRecord(start, d.CUstream(0)), "cuEventRecord")
         for _ in range(repeat):
             self.launch_raw(bufs, instances)
-        _check(d.cuEventRecord(stop, 0), "cuEventRecord")
+        _check(d.cuEventRecord(stop, d.CUstream(0)), "cuEventRecord")
         _check(d.cuEventSynchronize(stop), "cuEventSynchronize")
         ms = _check(d.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
         self.finish(outs, status, frees)
