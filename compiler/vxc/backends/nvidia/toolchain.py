@@ -138,6 +138,17 @@ def list_images(fatbin: bytes) -> str:
         return p.stdout
 
 
+def extract_ptx(fatbin: bytes) -> str:
+    """The PTX image of a fatbin (`cuobjdump -xptx all`)."""
+    with tempfile.TemporaryDirectory(prefix="vxc-sass-") as d:
+        Path(d, "kernel.fatbin").write_bytes(fatbin)
+        p = _run([str(tool("cuobjdump")), "-xptx", "all", "kernel.fatbin"], d)
+        found = sorted(Path(d).glob("kernel.*.ptx"))
+        if p.returncode or len(found) != 1:
+            raise ToolchainError(f"cuobjdump -xptx found {len(found)} PTX images:\n{p.stderr}")
+        return found[0].read_text()
+
+
 # Instructions that must appear in the SASS of a kernel with TMA, mbarrier and MMA.
 EXPECTED_SASS = {
     "sm_90a": ("UTMALDG", "SYNCS", "HGMMA"),
@@ -154,6 +165,7 @@ __all__ = [
     "PtxasReport",
     "ToolchainError",
     "bin_dir",
+    "extract_ptx",
     "fatbinary",
     "list_images",
     "missing_sass",
