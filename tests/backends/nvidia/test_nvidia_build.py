@@ -261,3 +261,19 @@ def test_tma_box_limits_are_a_diagnostic_before_ptxas(target):
     codes = {d.code for d in result.diagnostics}
     assert codes == {"E6012"}
     assert any("512" in d.message and "256" in d.message for d in result.diagnostics)
+
+
+@pytest.mark.parametrize("target", ARCH)
+def test_validate_passes_a_built_artifact_and_names_a_wrong_one(artifacts, target, tmp_path):
+    from vxc.backends.nvidia.validate import check_artifact
+
+    for name, data in artifacts[(target, "stream")].items():
+        (tmp_path / name).write_bytes(data)
+    assert check_artifact(tmp_path, target) == []
+    # The other architecture's fatbin under this target's name: caught by ptxas / SASS.
+    other = "b200" if target == "h100" else "h100"
+    (tmp_path / f"stream.{target}.fatbin").write_bytes(
+        artifacts[(other, "stream")][f"stream.{other}.fatbin"]
+    )
+    problems = check_artifact(tmp_path, target)
+    assert problems and all(p.startswith(f"stream.{target}.fatbin") for p in problems), problems
