@@ -462,6 +462,10 @@ class FunctionLowering:
         for i, sym in self.scalar_params.items():
             r = k.reg("b64")
             k.ins("ld.param.u64", r, Addr(sym))
+            if str(self.entry.arguments[i].type) == "i32":
+                narrow = k.reg("b32")
+                k.ins("cvt.u32.u64", narrow, r)
+                r = narrow
             self.scalars[i] = r
         lay = self.layout_info
         self.bars = k.reg("b32")
@@ -480,7 +484,7 @@ class FunctionLowering:
             mma_bar, slot = k.reg("b32"), k.reg("b32")
             k.ins("add.u32", mma_bar, self.bars, Imm(self.mma_bar * BARRIER_BYTES))
             k.ins("add.u32", slot, base, Imm(lay["tmem_slot"]))
-            self.mma.setup(mma_bar, slot, max(self.tmem_end, 32))
+            self.mma.setup(mma_bar, slot, self.tmem_end)
         self.instance = k.reg("b32")
         k.ins("mov.u32", self.instance, Sym("%ctaid.x"))
         self.exit = k.label("exit")
@@ -543,7 +547,15 @@ class FunctionLowering:
                 raise NvidiaError(
                     f"{where(op)}the {self.target} backend has no lowering for `{op.name}`"
                 )
-            fn(self, op)
+            try:
+                fn(self, op)
+            except (AttributeError, KeyError, TypeError) as e:
+                # An operand of a kind this rule does not take (say, a scalar where a
+                # tile is expected): a plain refusal naming the op, never a traceback.
+                raise NvidiaError(
+                    f"{where(op)}the {self.target} backend cannot lower this `{op.name}` "
+                    f"({type(e).__name__}: {e})"
+                ) from None
 
     def get(self, v: ir.Value) -> object:
         return self.values[v]
@@ -970,17 +982,19 @@ def _for(fl: FunctionLowering, op: ir.Operation) -> None:
     lb, ub, step = (fl.get(v) for v in list(op.operands)[:3])
     inits = [fl.get(v) for v in list(op.operands)[3:]]
     body = op.regions[0].blocks[0]
-    iv = k.reg("b64")
-    k.ins("mov.b64", iv, lb.reg)
+    cls = lb.reg.cls
+    bits = cls[1:]
+    iv = k.reg(cls)
+    k.ins(f"mov.{cls}", iv, lb.reg)
     carried = [fl.carry(v) for v in inits]
     fl.set(body.arguments[0], Scalar(iv))
     for a, c in zip(list(body.arguments)[1:], carried, strict=True):
         fl.set(a, c)
     head, end = k.label("for"), k.label("for_end")
     k.place(head)
-    k.bra(end, pred=k.setp("ge", "s64", iv, ub.reg))
+    k.bra(end, pred=k.setp("ge", f"s{bits}", iv, ub.reg))
     fl.block(body, lambda ys: fl.parallel_assign(carried, ys, op))
-    k.ins("add.s64", iv, iv, step.reg)
+    k.ins(f"add.s{bits}", iv, iv, step.reg)
     k.bra(head)
     k.place(end)
     for r, c in zip(op.results, carried, strict=True):

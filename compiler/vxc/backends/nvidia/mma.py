@@ -205,6 +205,8 @@ class Blackwell:
         the right to allocate more, and everyone reads the address after the barrier."""
         k, c = self.k, self.c
         self.bar = barrier
+        if not columns_used:
+            return  # nothing accumulates in TMEM: no allocation, no dealloc
         self.columns = self.tmem_columns(columns_used)
         w0 = k.setp("eq", "u32", c.warp, Imm(0))
         skip = k.label("tmem_alloc")
@@ -290,6 +292,8 @@ class Blackwell:
 
     def teardown(self) -> None:
         k, c = self.k, self.c
+        if not self.columns:
+            return
         self._sync()
         w0 = k.setp("eq", "u32", c.warp, Imm(0))
         skip = k.label("tmem_free")
