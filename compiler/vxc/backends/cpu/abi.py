@@ -169,3 +169,13 @@ def signature(func: ir.Operation, written: set[int]) -> Signature:
     topo = func.attributes["vx.topology"] if "vx.topology" in func.attributes else None
     topology = ir.StringAttr(topo).value if isinstance(topo, ir.StringAttr) else None
     return Signature(name, params, tuple(results), topology, extern, internal)
+
+
+LOCAL_NAME_MAX = 200  # well under LLVM's 1 024, leaving room for llvmlite's ".N" suffixes
+
+
+def local_name(name: str) -> str:
+    """An LLVM local name for a Vx name. LLVM cuts local names at 1 024 characters when it
+    parses IR, so two long names sharing a prefix would collide ("redefinition of
+    argument"); cut here instead, where llvmlite still makes the cut names unique."""
+    return name if len(name) <= LOCAL_NAME_MAX else name[:LOCAL_NAME_MAX]

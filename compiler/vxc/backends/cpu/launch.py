@@ -114,7 +114,7 @@ def _name_args(fn: ll.Function, sig: abi.Signature, first: int) -> None:
     names = [n.split()[-1].lstrip("*") for p in sig.params for n in p.c_params()]
     names += [r.name for r in sig.results]
     for arg, name in zip(fn.args[first:], names, strict=True):
-        arg.name = name
+        arg.name = abi.local_name(name)
 
 
 def _helper(mod: ll.Module, name: str) -> tuple[ll.Function, ll.IRBuilder | None]:

@@ -184,16 +184,6 @@ def _scalar_ll(dtype: str) -> ll.Type:
     return ll.IntType(int(dtype.lstrip("ui")))
 
 
-LOCAL_NAME_MAX = 200
-
-
-def _local_name(name: str) -> str:
-    """An LLVM local name for a Vx name. LLVM cuts local names at 1 024 characters when it
-    parses IR, so two long names sharing a prefix would collide ("redefinition of
-    argument"); cut here instead, where llvmlite still makes the cut names unique."""
-    return name if len(name) <= LOCAL_NAME_MAX else name[:LOCAL_NAME_MAX]
-
-
 class ModuleLowering:
     def __init__(self, module: ir.Module, triple: str, data_layout: str, blocking: Blocking):
         self.module = module
@@ -310,19 +300,19 @@ class FunctionLowering:
         for p, barg in zip(self.sig.params, block.arguments, strict=True):
             if p.kind == "tensor":
                 ptr = next(args)
-                ptr.name = _local_name(p.name)
+                ptr.name = abi.local_name(p.name)
                 dims = []
                 for i, d in enumerate(p.shape):
                     if d is None:
                         dim = next(args)
-                        dim.name = _local_name(f"{p.name}_dim{i}")
+                        dim.name = abi.local_name(f"{p.name}_dim{i}")
                         dims.append(dim)
                     else:
                         dims.append(_c(d))
                 self.values[barg] = Mem(ptr, dims)
             else:
                 v = next(args)
-                v.name = _local_name(p.name)
+                v.name = abi.local_name(p.name)
                 self.values[barg] = self.b.trunc(v, ll.IntType(1)) if p.dtype == "i1" else v
 
     def get(self, v: ir.Value) -> Mem | ll.Value:
