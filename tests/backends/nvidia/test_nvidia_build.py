@@ -232,7 +232,7 @@ def test_seed_extern_matmul_acc_needs_a_device_library(target):
     with pytest.raises(Unsupported) as e:
         _build(target, ROOT / "kernels" / "seed.vx")
     msg = str(e.value)
-    assert "call to `matmul_acc`" in msg
+    assert "call to extern `matmul_acc`" in msg
     assert "extern device functions need a linkable device library" in msg
 
 
@@ -277,3 +277,44 @@ def test_validate_passes_a_built_artifact_and_names_a_wrong_one(artifacts, targe
     )
     problems = check_artifact(tmp_path, target)
     assert problems and all(p.startswith(f"stream.{target}.fatbin") for p in problems), problems
+
+
+HELPER = """
+fn acc_into(acc: &mut Tensor<f32, [128, 128]>, x: &Tensor<f32, [128, 128]>, w: &Tensor<f32, [128, 128]>) on Topology::TensorCore {
+  matmul_acc(acc, x, w);
+}
+fn uses_helpers(x: &Tensor<f32, [128, 128]>, w: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]> on Topology::TensorCore {
+  let xv = transfer(x, Memory::VMEM);
+  let wv = transfer(w, Memory::VMEM);
+  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+  acc_into(&mut acc, &xv, &wv);
+  return transfer(acc, Memory::HBM);
+}
+"""
+
+HELPER_WITH_TILES = """
+fn load(x: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]> on Topology::TensorCore {
+  let v = transfer(x, Memory::VMEM);
+  return transfer(v, Memory::HBM);
+}
+fn k(x: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]> on Topology::TensorCore {
+  return load(x);
+}
+"""
+
+
+@pytest.mark.parametrize("target", ARCH)
+def test_a_helper_is_inlined_into_the_kernel(target, tmp_path):
+    from vxc.backends.nvidia.validate import check_artifact
+
+    files = _build(target, "uses_helpers.vx", HELPER)
+    m = Manifest.from_bytes(files[f"uses_helpers.{target}.json"])
+    assert [k["name"] for k in m.kernels] == ["uses_helpers"]  # the helper is no entry
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    assert check_artifact(tmp_path, target) == []  # its matmul_acc is in the SASS
+
+
+def test_a_helper_with_tiles_of_its_own_is_refused_plainly():
+    with pytest.raises(Unsupported, match="places tiles of its own in a scratchpad"):
+        _build("h100", "k.vx", HELPER_WITH_TILES)

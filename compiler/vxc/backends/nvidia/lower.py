@@ -179,8 +179,16 @@ def _dtype(m: ir.MemRefType) -> str:
 
 
 class FunctionLowering:
-    def __init__(self, func: ir.Operation, target: str, kernel: Kernel) -> None:
+    def __init__(
+        self,
+        func: ir.Operation,
+        target: str,
+        kernel: Kernel,
+        helpers: dict[str, ir.Operation] | None = None,
+    ) -> None:
         self.func, self.target, self.k = func, target, kernel
+        self.helpers = helpers or {}
+        self.returns: list[list[object]] = []  # results of the helpers being inlined
         self.arch = ARCH[target]
         self.name = ir.StringAttr(func.attributes["sym_name"]).value
         self.values: dict[ir.Value, object] = {}
@@ -207,14 +215,52 @@ class FunctionLowering:
 
     # -- planning ---------------------------------------------------------------------
 
+    def collect(self, block: ir.Block, out: list[ir.Operation], inlining: tuple[str, ...]) -> None:
+        """The ops of `block` in program order (pre-order), a helper's body right after
+        each call to it (helpers are inlined); extern calls are refused here."""
+        for op in block.operations:
+            op = op.operation
+            out.append(op)
+            if op.name == "func.call":
+                callee = self.helper_of(op, inlining)
+                self.collect(callee.regions[0].blocks[0], out, (*inlining, _sym(callee)))
+            for region in op.regions:
+                for b in region.blocks:
+                    self.collect(b, out, inlining)
+
+    def helper_of(self, op: ir.Operation, inlining: tuple[str, ...] = ()) -> ir.Operation:
+        """The private Vx function a call inlines, or a plain refusal."""
+        name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        callee = self.helpers.get(name)
+        if callee is None or not callee.regions[0].blocks:
+            _call(self, op)  # an extern: refused with the reason
+        if name in inlining:
+            raise NvidiaError(f"{where(op)}`{name}` calls itself; GPU targets inline helpers")
+        if "ring" in op.attributes:
+            raise NvidiaError(
+                f"{where(op)}call to `{name}`: a result placed in a scratchpad ring is not "
+                f"lowered on GPU targets (return an argument, or inline the helper by hand)"
+            )
+        inner: list[ir.Operation] = []
+        callee.walk(lambda o: (inner.append(o), ir.WalkResult.ADVANCE)[1])
+        if any("ring" in o.attributes and o.name.startswith("vx.") for o in inner):
+            raise NvidiaError(
+                f"{where(op)}helper `{name}` places tiles of its own in a scratchpad; GPU "
+                f"targets inline helpers into the kernel's layout, so only helpers without "
+                f"transfers of their own are lowered"
+            )
+        return callee
+
     def plan(self) -> None:
         ops: list[ir.Operation] = []
-        self.func.walk(lambda op: (ops.append(op), ir.WalkResult.ADVANCE)[1])
-        for op in ops:
-            if op.name == "func.call":
-                _call(self, op)  # refused before anything else is said about its operands
+        self.collect(self.entry, ops, ())
         for op in ops:
             name = op.name
+            if name == "func.call":
+                body = self.helper_of(op).regions[0].blocks[0]
+                for arg, v in zip(body.arguments, op.operands, strict=True):
+                    if v in self.origin:
+                        self.origin[arg] = self.origin[v]
             if "ring" in op.attributes and name.startswith("vx."):
                 ring, space = attr_int(op, "ring"), attr_str(op, "space")
                 geo = (attr_int(op, "offset"), attr_int(op, "slots"), attr_int(op, "slot_bytes"))
@@ -234,7 +280,7 @@ class FunctionLowering:
                         self.origin[op.results[i]] = self.origin[init]
             if name == "vx.require":
                 self.requires.append(attr_str(op, "clause"))
-            if name == "func.return":
+            if name == "func.return" and op.parent.operation == self.func:
                 for i, v in enumerate(op.operands):
                     self.results[v] = i
         for op in ops:
@@ -1026,19 +1072,49 @@ def _if(fl: FunctionLowering, op: ir.Operation) -> None:
 def _return(fl: FunctionLowering, op: ir.Operation) -> None:
     if op.parent.name != "func.func":
         raise NvidiaError(f"{where(op)}a return inside a branch is not lowered on GPU targets")
+    if op.parent.operation != fl.func:
+        fl.returns[-1].extend(fl.get(v) for v in op.operands)  # an inlined helper's results
+        return
     for v in op.operands:
         if not isinstance(fl.get(v), Output):
             raise NvidiaError(f"{where(op)}a kernel returns tensors it wrote to HBM only")
 
 
-@rule("func.call")
 def _call(fl: FunctionLowering, op: ir.Operation) -> None:
     callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
     raise NvidiaError(
-        f"{where(op)}call to `{callee}`: the {fl.target} backend lowers one kernel body; "
-        f"extern device functions need a linkable device library (none exists for Vx "
-        f"yet), and calls to Vx helpers are not inlined on GPU targets"
+        f"{where(op)}call to extern `{callee}`: extern device functions need a linkable "
+        f"device library, and none exists for Vx on {fl.target} yet (Vx helpers are "
+        f"inlined; an extern function has no body to inline)"
     )
+
+
+@rule("func.call")
+def _inline(fl: FunctionLowering, op: ir.Operation) -> None:
+    """A call to a Vx helper is inlined: its body is lowered with its arguments bound to
+    the call's operands (a tile stays where the caller put it)."""
+    body = fl.helper_of(op).regions[0].blocks[0]
+    for arg, v in zip(body.arguments, op.operands, strict=True):
+        fl.set(arg, fl.get(v))
+    fl.returns.append([])
+    fl.block(body)
+    results = fl.returns.pop()
+    for r, v in zip(op.results, results, strict=True):
+        fl.set(r, v)
+
+
+@rule("memref.memory_space_cast")
+def _space_cast(fl: FunctionLowering, op: ir.Operation) -> None:
+    fl.set(op.results[0], fl.get(op.operands[0]))
+
+
+def _sym(func: ir.Operation) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
+def _private(func: ir.Operation) -> bool:
+    vis = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes else None
+    return vis is not None and ir.StringAttr(vis).value == "private"
 
 
 # -- module -----------------------------------------------------------------------------------
@@ -1051,21 +1127,19 @@ def lower_module(module: ir.Module, target: str) -> tuple[Module, list[dict]]:
         raise NvidiaError(f"the NVIDIA backends build b200 and h100, not {target}")
     ptx = Module(ARCH[target])
     kernels = []
+    funcs = []
     for op in module.body.operations:
         op = op.operation
         if op.name != "func.func":
             raise NvidiaError(f"unexpected top-level op `{op.name}`")
-        if not op.regions[0].blocks:
-            continue  # an extern declaration: only a call to it can fail (see _call)
-        vis = op.attributes["sym_visibility"] if "sym_visibility" in op.attributes else None
-        if vis is not None and ir.StringAttr(vis).value == "private":
-            raise NvidiaError(
-                f"helper function `{ir.StringAttr(op.attributes['sym_name']).value}`: calls "
-                f"between Vx functions are not lowered on GPU targets yet"
-            )
-        name = ir.StringAttr(op.attributes["sym_name"]).value
-        kern = Kernel(name, ARCH[target], THREADS)
-        kernels.append(FunctionLowering(op, target, kern).run())
+        funcs.append(op)
+    # Helpers (private) and extern declarations are reached through calls only.
+    helpers = {_sym(f): f for f in funcs if _private(f) or not f.regions[0].blocks}
+    for op in funcs:
+        if _sym(op) in helpers:
+            continue
+        kern = Kernel(_sym(op), ARCH[target], THREADS)
+        kernels.append(FunctionLowering(op, target, kern, helpers).run())
         ptx.kernels.append(kern)
     if not ptx.kernels:
         raise NvidiaError("the module has no kernel to build")
