@@ -424,6 +424,7 @@ class FunctionLowering:
                         "name": f"{name}_ptr",
                         "kind": "pointer",
                         "arg": name,
+                        "arg_index": i,
                         "dtype": _dtype(m),
                         "shape": list(m.shape),
                     }
