@@ -542,49 +542,33 @@ class Cta:
 def run_kernel(
     ptx: str, manifest_kernel: dict, args: list[np.ndarray], instances: int
 ) -> list[np.ndarray]:
-    """Run `instances` CTAs one after another; returns the stacked results."""
+    """Run `instances` CTAs one after another, with the parameters the runtime would
+    pass (`vxc.backends.nvidia.runtime.plan_launch`); returns the stacked results."""
+    from vxc.backends.nvidia.runtime import plan_launch
+
     k = manifest_kernel
-    outs, status = [], np.zeros(4, np.uint8)
     memory = Global()
-    ptrs: dict[int, int] = {}
     params: dict = {}
-    for p in k["params"]:
-        if p["kind"] == "tensormap" and p["source"] == "arg":
-            a = np.ascontiguousarray(args[p["arg_index"]])
-            buf = a.reshape(-1).view(np.uint8)
-            rows, cols = p["tile"]
-            params[p["name"]] = TensorMap(
-                buf,
-                (cols, a.size // cols),
-                cols * a.itemsize,
-                tuple(p["box"]),
-                p["swizzle"],
-                a.itemsize,
-            )
-        elif p["kind"] == "tensormap":
-            rows, cols = p["tile"]
-            out = np.zeros((instances, rows, cols), np.float32)
-            outs.append(out)
-            params[p["name"]] = TensorMap(
-                out.reshape(-1).view(np.uint8),
-                (cols, instances * rows),
-                cols * 4,
-                tuple(p["box"]),
-                p["swizzle"],
-                4,
-            )
-        elif p["kind"] == "pointer":
-            if p["arg_index"] not in ptrs:
-                a = np.ascontiguousarray(args[p["arg_index"]])
-                ptrs[p["arg_index"]] = memory.add(a.reshape(-1).view(np.uint8))
-            params[p["name"]] = ptrs[p["arg_index"]]
-        elif p["kind"] == "u64":
-            a = args[p["arg_index"]]
-            params[p["name"]] = len(a) if p["value"] == "len" else int(a)
-        elif p["kind"] == "status":
-            params[p["name"]] = memory.add(status)
+    outs, status, ptrs = [], None, {}
+    for p in plan_launch(k, args, instances):
+        if p.kind in ("tensormap", "pointer"):
+            raw = p.array.reshape(-1).view(np.uint8)
+            if p.arg_index is None:
+                outs.append(p.array)
+            if p.kind == "pointer":
+                params[p.name] = ptrs.setdefault(p.arg_index, memory.add(raw))
+            else:
+                tm = p.tensor_map
+                params[p.name] = TensorMap(
+                    raw, tm.dims, tm.strides[0], tm.box, tm.swizzle, tm.elem_bytes
+                )
+        elif p.kind == "u64":
+            params[p.name] = p.value
+        elif p.kind == "status":
+            status = p.array
+            params[p.name] = memory.add(status.view(np.uint8))
     for i in range(instances):
         Cta(ptx, k["name"], params, k["dynamic_smem"], i, instances, memory).run()
-    if status.any():
-        raise SimError(f"status word {status.view(np.uint32)[0]}")
+    if status is not None and status.any():
+        raise SimError(f"status word {int(status[0])}: the launch breaks a `where` clause")
     return outs

@@ -114,3 +114,11 @@ def test_the_simulator_catches_a_wrong_phase_and_a_wrong_box(target):
         return ptx.replace("[%rd1, {32,", "[%rd1, {0,")
 
     assert _bad(target, "stream", 2, box)
+
+
+@pytest.mark.parametrize("target", ["b200"])
+def test_more_instances_than_tiles_is_the_where_status(target):
+    ptx, k = _ptx(target, "stream_grid")
+    tiles, w = _inputs(k, 1, 0)
+    with pytest.raises(ptxsim.SimError, match="status word 7"):
+        ptxsim.run_kernel(ptx, k, [tiles, w], 2)

@@ -55,3 +55,31 @@ def test_no_gpu_from_a_fresh_process_without_a_traceback(h100_artifact):
     assert p.returncode == 3, p.stderr
     (line,) = p.stdout.splitlines()
     assert line.startswith("NoGpu: no NVIDIA GPU")
+
+
+def test_launch_parameters_follow_the_manifest(h100_artifact):
+    import json
+
+    import ml_dtypes
+    import numpy as np
+
+    from vxc.backends.nvidia.runtime import plan_launch
+
+    (k,) = json.loads(h100_artifact.read_text())["kernels"]
+    tiles = np.zeros((10, 128, 128), ml_dtypes.bfloat16)
+    w = np.zeros((128, 128), ml_dtypes.bfloat16)
+    plan = plan_launch(k, [tiles, w], 4)
+    assert [p.kind for p in plan] == ["tensormap", "u64", "pointer", "tensormap", "status"]
+    tmap, length, _, out, _ = plan
+    assert (tmap.tensor_map.dims, tmap.tensor_map.strides) == ((128, 1280), (256,))
+    assert (tmap.tensor_map.box, tmap.tensor_map.swizzle) == ((64, 128), "128B")
+    assert length.value == 10
+    assert out.array.shape == (4, 128, 128) and out.tensor_map.dims == (128, 512)
+    with pytest.raises(ValueError, match="tiles must be bf16, got float32"):
+        plan_launch(k, [tiles.astype(np.float32), w], 1)
+    with pytest.raises(ValueError, match=r"tiles has shape \(10, 64, 128\)"):
+        plan_launch(k, [np.zeros((10, 64, 128), ml_dtypes.bfloat16), w], 1)
+    with pytest.raises(ValueError, match="takes 2 arguments"):
+        plan_launch(k, [tiles], 1)
+    with pytest.raises(ValueError, match="instances must be >= 1"):
+        plan_launch(k, [tiles, w], 0)

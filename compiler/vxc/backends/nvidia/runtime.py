@@ -14,6 +14,7 @@ whose message is one line saying so.
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +78,84 @@ def gpu_status() -> tuple[bool, str]:
     if int(err) != 0 or n == 0:
         return False, "no NVIDIA GPU: the driver reports no device"
     return True, f"{n} NVIDIA GPU(s)"
+
+
+@dataclass
+class LaunchParam:
+    """One kernel parameter as the manifest describes it, for concrete arguments: what
+    to upload (`array`), the tensor map to encode over it, or a 64-bit value."""
+
+    name: str
+    kind: str  # "tensormap" | "pointer" | "u64" | "status"
+    arg_index: int | None = None  # the argument it comes from (None: a result / status)
+    array: np.ndarray | None = None
+    tensor_map: TensorMap | None = None
+    value: int | None = None
+
+
+def _dtype_of(dtype: str):
+    return _bf16() if dtype == "bf16" else NUMPY.get(dtype)
+
+
+def plan_launch(meta: dict, args, instances: int) -> list[LaunchParam]:
+    """The parameters of one launch of manifest kernel `meta` on `args` (numpy) as
+    `instances` CTAs, checked against the manifest; shared by the CUDA launch and the
+    tests' PTX simulator. Results are zero arrays stacked over the instances."""
+    if instances < 1:
+        raise ValueError(f"instances must be >= 1, got {instances}")
+    if len(args) != len(meta["args"]):
+        raise ValueError(
+            f"{meta['name']} takes {len(meta['args'])} arguments "
+            f"({', '.join(meta['args'])}), got {len(args)}"
+        )
+    out: list[LaunchParam] = []
+    for p in meta["params"]:
+        kind, index = p["kind"], p.get("arg_index")
+        a = np.asarray(args[index]) if index is not None else None
+        if kind in ("tensormap", "pointer") and index is not None:
+            want = _dtype_of(p["dtype"])
+            if want is None or a.dtype != np.dtype(want):
+                raise ValueError(f"{p['arg']} must be {p['dtype']}, got {a.dtype}")
+            a = np.ascontiguousarray(a)
+        if kind == "tensormap" and index is not None:
+            rows, cols = p["tile"]
+            if tuple(a.shape[-2:]) != (rows, cols) or a.ndim != (3 if p["vec"] else 2):
+                shape = ("n, " if p["vec"] else "") + f"{rows}, {cols}"
+                raise ValueError(f"{p['arg']} has shape {a.shape}, the kernel takes ({shape})")
+            tm = TensorMap(
+                p["dtype"],
+                (cols, a.size // cols),
+                (cols * a.itemsize,),
+                tuple(p["box"]),
+                p["swizzle"],
+            )
+            out.append(LaunchParam(p["name"], kind, index, a, tm))
+        elif kind == "tensormap":
+            rows, cols = p["tile"]
+            res = np.zeros((instances, rows, cols), dtype=NUMPY[p["dtype"]])
+            tm = TensorMap(
+                p["dtype"],
+                (cols, instances * rows),
+                (cols * res.itemsize,),
+                tuple(p["box"]),
+                p["swizzle"],
+            )
+            out.append(LaunchParam(p["name"], kind, None, res, tm))
+        elif kind == "pointer":
+            if tuple(a.shape) != tuple(p["shape"]):
+                raise ValueError(f"{p['arg']} has shape {a.shape}, the kernel takes {p['shape']}")
+            out.append(LaunchParam(p["name"], kind, index, a))
+        elif kind == "u64":
+            value = len(a) if p["value"] == "len" else int(a)
+            out.append(LaunchParam(p["name"], kind, index, value=value))
+        elif kind == "status":
+            out.append(LaunchParam(p["name"], kind, array=np.zeros(1, np.uint32)))
+        else:
+            raise ValueError(f"unknown parameter kind {kind!r} in the manifest")
+    for lp in out:
+        if lp.tensor_map is not None:
+            lp.tensor_map.check()
+    return out
 
 
 class CudaArtifact:
@@ -183,75 +262,30 @@ class CudaKernel:
 
     def prepare(self, *args: np.ndarray, instances: int = 1):
         """Upload the arguments, encode the maps; (kernel params, outputs, status, frees)."""
-        if instances < 1:
-            raise ValueError(f"instances must be >= 1, got {instances}")
         bufs, outs, frees, status = [], [], [], None
         arg_ptrs: dict[int, int] = {}
-        if len(args) != len(self.meta["args"]):
-            raise ValueError(
-                f"{self.meta['name']} takes {len(self.meta['args'])} arguments "
-                f"({', '.join(self.meta['args'])}), got {len(args)}"
-            )
-        for p in self.meta["params"]:
-            kind = p["kind"]
-            if "arg_index" in p:
-                index = p["arg_index"]
-                a = np.asarray(args[index])
-            if kind == "tensormap" and p["source"] == "arg":
-                self._check_dtype(a, p)
-                ptr = arg_ptrs.get(index) or self._upload(a)
-                arg_ptrs[index] = ptr
-                rows, cols = p["tile"]
-                if tuple(a.shape[-2:]) != (rows, cols) or a.ndim != (3 if p["vec"] else 2):
-                    want = ("n, " if p["vec"] else "") + f"{rows}, {cols}"
-                    raise ValueError(f"{p['arg']} has shape {a.shape}, the kernel takes ({want})")
-                flat_rows = a.size // cols
-                spec = TensorMap(
-                    p["dtype"],
-                    (cols, flat_rows),
-                    (cols * a.itemsize,),
-                    tuple(p["box"]),
-                    p["swizzle"],
-                )
-                bufs.append(self._param_bytes(self._tensor_map(spec, ptr)))
-            elif kind == "tensormap":
-                rows, cols = p["tile"]
-                out = np.zeros((instances, rows, cols), dtype=NUMPY[p["dtype"]])
-                ptr = self._upload(out)
-                frees.append(ptr)
-                spec = TensorMap(
-                    p["dtype"],
-                    (cols, instances * rows),
-                    (cols * out.itemsize,),
-                    tuple(p["box"]),
-                    p["swizzle"],
-                )
-                outs.append((out, ptr))
-                bufs.append(self._param_bytes(self._tensor_map(spec, ptr)))
-            elif kind == "pointer":
-                self._check_dtype(a, p)
-                if tuple(a.shape) != tuple(p["shape"]):
-                    raise ValueError(
-                        f"{p['arg']} has shape {a.shape}, the kernel takes {p['shape']}"
-                    )
-                ptr = arg_ptrs.get(index) or self._upload(a)
-                arg_ptrs[index] = ptr
-                bufs.append(ctypes.c_uint64(ptr))
-            elif kind == "u64":
-                value = len(a) if p["value"] == "len" else int(a)
-                bufs.append(ctypes.c_uint64(value))
-            elif kind == "status":
-                status = self._upload(np.zeros(1, np.uint32))
+        for p in plan_launch(self.meta, args, instances):
+            if p.kind in ("tensormap", "pointer"):
+                if p.arg_index is not None:
+                    if p.arg_index not in arg_ptrs:
+                        arg_ptrs[p.arg_index] = self._upload(p.array)
+                    ptr = arg_ptrs[p.arg_index]
+                else:  # a result: stacked over the instances
+                    ptr = self._upload(p.array)
+                    frees.append(ptr)
+                    outs.append((p.array, ptr))
+                if p.kind == "tensormap":
+                    bufs.append(self._param_bytes(self._tensor_map(p.tensor_map, ptr)))
+                else:
+                    bufs.append(ctypes.c_uint64(ptr))
+            elif p.kind == "u64":
+                bufs.append(ctypes.c_uint64(p.value))
+            elif p.kind == "status":
+                status = self._upload(p.array)
                 frees.append(status)
                 bufs.append(ctypes.c_uint64(status))
         frees += list(arg_ptrs.values())
         return bufs, outs, status, frees
-
-    @staticmethod
-    def _check_dtype(a: np.ndarray, p: dict) -> None:
-        want = _bf16() if p["dtype"] == "bf16" else NUMPY.get(p["dtype"])
-        if want is None or a.dtype != np.dtype(want):
-            raise ValueError(f"{p['arg']} must be {p['dtype']}, got {a.dtype}")
 
     @staticmethod
     def _param_bytes(raw: bytes):
