@@ -272,3 +272,22 @@ def test_long_parameter_names_build():
         + b"a" * 1100
         + b"y; }\n"
     )
+
+
+# Found by the long run: a token returned (or bound) where a tensor is wanted checked
+# clean, then the vx verifier rejected `func.return` of a !vx.token
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"  return transfer_async(t, Memory::HBM);\n",
+        b"  let u: Tensor<f32, [4]> = transfer_async(t, Memory::HBM);\n  return u;\n",
+    ],
+)
+def test_token_used_as_a_tensor_is_e6004(body):
+    src = (
+        b"fn k(x: &Tensor<f32, [4]>) -> Tensor<f32, [4]> {\n"
+        b"  let t = transfer(x, Memory::VMEM);\n" + body + b"}\n"
+    )
+    no_internal_error(src)
+    ds = [d for d in diags(src) if d.code == "E6004"]
+    assert ds and ds[0].span.line == 3 and "transfer token" in ds[0].message

@@ -94,7 +94,7 @@ def _validate(diags, sources: list) -> None:
 
 
 def _render(diags, sources) -> None:
-    api.render_human(diags, sources)
+    api.render(diags, sources)
     for d in diags:
         render_json(d)
 
@@ -117,8 +117,6 @@ def compile_input(data: bytes, outcome: Outcome, build: bool = True) -> None:
         loaded = api.Analysis.from_bytes(blob, sources)
         if loaded.diagnostics != analysis.diagnostics:
             raise BadDiagnostic(".vxhir round trip changed the diagnostics")
-        if loaded.to_bytes() != blob:
-            raise BadDiagnostic(".vxhir round trip is not a fixed point")
     else:
         loaded = analysis
     for target in TARGETS:
@@ -131,10 +129,16 @@ def compile_input(data: bytes, outcome: Outcome, build: bool = True) -> None:
             outcome.stages.add("checked_clean")
         if not build:
             continue
+        emit = _build_emit(target)
         try:
-            result = api.build(loaded, target, _build_emit(target), cpu="x86-64-v3")
+            result = api.build(loaded, target, emit, cpu="x86-64-v3")
         except USER_ERRORS:
+            # A documented "not supported yet" from a backend: not a crash, but counted
+            # (`unsupported:<target>`), so gaps in a back end show in the figures.
+            outcome.stages.add(f"unsupported:{target}")
             continue
+        if result.ok and result.outputs:  # an artifact, or vx-mlir where no backend exists
+            outcome.stages.add(f"{'built' if emit == 'artifact' else 'lowered'}:{target}")
         _validate(result.diagnostics, sources)
         if target == "cpu" and result.ok and result.outputs:
             outcome.stages.add("built")
@@ -277,7 +281,51 @@ def long_name(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
     return data.replace(t.group(), new[:5000])
 
 
+SWAPS = [
+    [b"f32", b"bf16", b"f16", b"f64", b"i32", b"i64", b"i8", b"u8", b"bool"],
+    [b"VMEM", b"HBM", b"ACC", b"SMEM", b"TMEM", b"CPU_DRAM"],
+    [b"1", b"0", b"2", b"3", b"7", b"64", b"127", b"128", b"129", b"4096", b"65536"],
+    [b"transfer", b"transfer_async"],
+    [b"relaxed", b"sync"],
+    [b"KB", b"B", b"MB", b"GiB", b"TB"],
+]
+
+
+def swap_word(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    """A type, space, dimension or unit for another of its kind: mutants that still
+    parse and often check, so they reach placement, seams and the back end."""
+    for _ in range(rng.randint(1, 3)):
+        group = rng.choice(SWAPS)
+        hits = [t for t in _tokens(data) if t.group() in group]
+        if hits:
+            t = rng.choice(hits)
+            data = data[: t.start()] + rng.choice(group) + data[t.end() :]
+    return data
+
+
+ITEM = re.compile(
+    rb"^(?:fn|extern|Memory|Topology)\b.*?(?=^(?:fn|extern|Memory|Topology)\b|\Z)", re.M | re.S
+)
+
+
+def splice_item(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    """A whole declaration (function, memory, topology) of another program, added or
+    in place of one of this program's."""
+    donor = ITEM.findall(rng.choice(corpus))
+    if not donor:
+        return data
+    item = rng.choice(donor)
+    own = list(ITEM.finditer(data))
+    if own and rng.random() < 0.5:
+        m = rng.choice(own)
+        return data[: m.start()] + item + data[m.end() :]
+    return data + b"\n" + item
+
+
 MUTATORS: list[Callable[[random.Random, bytes, list[bytes]], bytes]] = [
+    swap_word,
+    swap_word,
+    splice_item,
     flip_bytes,
     edit_token,
     edit_token,

@@ -1041,7 +1041,8 @@ def token_read_case(form: str, where: str, waited: bool) -> Case:
         f"fn f(tiles: {VEC}, w: {W}, c: bool, n: i64) -> void {ON} {{",
         "  let mut acc = Tensor<f32>([32, 32]);",
         "  let wv = transfer(w, Memory::VMEM);",
-        "  let cur = transfer_async(tiles[0], Memory::VMEM);" + ("" if waited else " //~ E6011"),
+        f"  let {'mut ' if '&mut cur' in stmt else ''}cur = transfer_async(tiles[0], Memory::VMEM);"
+        + ("" if waited else " //~ E6011"),
     ]
     read = f"{stmt} //~ E6004"
     if where == "straight":
@@ -1062,6 +1063,19 @@ CASES += [
     for where in ("straight", "loop", "branch")
     for waited in (True, False)
 ]
+CASES.append(
+    Case(
+        "`&mut` of a token bound without `mut` is E0305 (and stops the later checks)",
+        FORM_DECLS
+        + f"""\
+fn f(tiles: {VEC}) -> void {ON} {{
+  let cur = transfer_async(tiles[0], Memory::VMEM);
+  ext_m(&mut cur); //~ E0305
+  let x = wait(cur);
+}}
+""",
+    )
+)
 CASES.append(
     Case(
         "the seed's read before wait: one-argument extern matmul_acc, by value, no wait",

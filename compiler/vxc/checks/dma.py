@@ -34,7 +34,8 @@ def _transfer(e: A.Transfer, placement: FnPlacement, dma: DmaLimits, sink: Diagn
         t = t.inner
     if not isinstance(t, T.TensorT) or not t.dims:
         return
-    hops = [h for h, _ in placement.hops_of(e) if {h.src, h.dst} == set(dma.spaces)]
+    node = placement.nodes.get(id(e))
+    hops = [h for h in (node.hops if node else []) if {h.src, h.dst} == set(dma.spaces)]
     if not hops or any(d.code == "E6009" and d.span == e.span for d in sink.items):
         return  # no DMA hop, or the tile does not fit at all (E6009 says so)
     shape = f"Tensor<{t.elem}, [{', '.join(str(d) for d in t.dims)}]>"

@@ -313,67 +313,25 @@ class Lowering:
             pred = ("u" if unsigned else "s") + pred
         return arith.CmpIOp(getattr(arith.CmpIPredicate, pred), lhs, rhs).result
 
-    def _hop_attrs(self, hop, alloc) -> dict[str, object]:
-        mem = self.machine.memories[hop.dst]
-        attrs: dict[str, object] = {
-            "space": hop.dst,
-            "from_": hop.src,
-            "within": self.space(mem.within or "") or "",
-            "capacity": mem.capacity,
-            "granule": mem.granule,
-            "scope": mem.scope,
-            "edge_cost": hop.cost,
-            "ring": -1,
-            "offset": 0,
-            "slots": 1,
-        }
-        if alloc is not None:
-            attrs.update(
-                offset=alloc.offset, slots=alloc.slots, slot_bytes=alloc.slot_bytes, ring=alloc.ring
-            )
-        return attrs
+    def _ops(self, ctx: _Ctx, e: A.Expr) -> list[dict[str, object]]:
+        """The attributes of the vx ops `e` lowers to, from the target plan."""
+        node = ctx.placement.nodes.get(id(e)) if ctx.placement is not None else None
+        if node is None:
+            raise LoweringError(f"`{type(e).__name__}` at line {e.span.line} has no placement")
+        return node.ops
 
     def transfer(self, ctx: _Ctx, e: A.Transfer) -> ir.Value:
         value = self.expr(ctx, e.src)
-        hops = ctx.placement.hops_of(e) if ctx.placement is not None else []
-        if not hops:
-            placed = self.ty(e.ty.inner if isinstance(e.ty, T.TokenT) else e.ty)
-            if e.is_async:  # already there: a token that is complete at once
-                return B.transfer_async(value, **self._same_space(placed)).result
-            return value
-        for i, (hop, alloc) in enumerate(hops):
-            last = i == len(hops) - 1
+        ops = self._ops(ctx, e)
+        for i, attrs in enumerate(ops):
+            last = i == len(ops) - 1
             build = B.transfer_async if (last and e.is_async) else B.transfer
-            value = build(value, **self._hop_attrs(hop, alloc)).result
+            value = build(value, **attrs).result
         return value
 
-    def _same_space(self, placed: ir.Type) -> dict[str, object]:
-        space = IT.space_of(placed)
-        mem = self.machine.memories.get(space)
-        return {
-            "space": space,
-            "from_": space,
-            "within": "",
-            "capacity": 0,
-            "granule": 0,
-            "scope": mem.scope if mem else "device",
-            "edge_cost": 0,
-            "ring": -1,
-            "offset": 0,
-            "slots": 1,
-        }
-
     def zeros(self, ctx: _Ctx, e: A.TensorNew) -> ir.Value:
-        alloc = ctx.placement.alloc_of(e) if ctx.placement is not None else None
-        kw: dict[str, object] = {"ring": -1, "offset": 0, "slots": 1}
-        if alloc is not None:
-            kw = {
-                "ring": alloc.ring,
-                "offset": alloc.offset,
-                "slots": alloc.slots,
-                "slot_bytes": alloc.slot_bytes,
-            }
-        return B.zeros(self.ty(e.ty), **kw).result
+        (attrs,) = self._ops(ctx, e)
+        return B.zeros(self.ty(e.ty), **attrs).result
 
     def call(self, ctx: _Ctx, e: A.Call) -> ir.Value | None:
         program = ctx.checked.analysis.program
@@ -394,12 +352,14 @@ class Lowering:
             args.append(v)
         results = [] if callee.ret == T.VOID else [self.ty(callee.ret)]
         op = func.CallOp(results, ir.FlatSymbolRefAttr.get(symbol(callee.name)), args)
-        alloc = ctx.placement.alloc_of(e) if ctx.placement is not None else None
-        if alloc is not None:  # the scratchpad slot the caller receives the result in
-            i64 = ir.IntegerType.get_signless(64)
-            op.attributes["space"] = ir.StringAttr.get(alloc.space)
-            for name in ("ring", "offset", "slots", "slot_bytes"):
-                op.attributes[name] = ir.IntegerAttr.get(i64, getattr(alloc, name))
+        node = ctx.placement.nodes.get(id(e)) if ctx.placement is not None else None
+        # The scratchpad slot the caller receives the result in, when the plan gave one.
+        for name, value in (node.ops[0] if node is not None and node.ops else {}).items():
+            op.attributes[name] = (
+                ir.StringAttr.get(value)
+                if isinstance(value, str)
+                else ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+            )
         return op.results[0] if results else None
 
 

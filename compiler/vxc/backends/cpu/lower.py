@@ -491,6 +491,11 @@ class FunctionLowering:
         # The copy completes here, so the token is simply the filled buffer.
         self.values[op.results[0]] = self._copy_in(op)
 
+    def op_memref_memory_space_cast(self, op: ir.Operation) -> None:
+        # Every Vx space is host memory here: a tensor passed to a placement-polymorphic
+        # parameter (an `extern fn`'s) is the same pointer, whatever its space.
+        self.values[op.results[0]] = self.get(op.operands[0])
+
     def op_vx_wait(self, op: ir.Operation) -> None:
         self.values[op.results[0]] = self.get(op.operands[0])
 
