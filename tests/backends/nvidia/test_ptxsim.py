@@ -122,3 +122,30 @@ def test_more_instances_than_tiles_is_the_where_status(target):
     tiles, w = _inputs(k, 1, 0)
     with pytest.raises(ptxsim.SimError, match="status word 7"):
         ptxsim.run_kernel(ptx, k, [tiles, w], 2)
+
+
+BF16_N256 = """
+fn mm(tiles: &Vec<Tensor<bf16, [128, 64]>>, w: &Tensor<bf16, [64, 256]>) -> Tensor<f32, [128, 256]> on Topology::TensorCore {
+  let wv = transfer(w, Memory::VMEM);
+  let mut acc = transfer(Tensor<f32>([128, 256]), Memory::ACC);
+  for i in 0..tiles.len() {
+    let cur = transfer(tiles[i], Memory::VMEM);
+    matmul_acc(&mut acc, &cur, &wv);
+  }
+  return transfer(acc, Memory::HBM);
+}
+"""
+
+
+@pytest.mark.slow
+def test_b200_bf16_with_n_256_and_k_64():
+    import ml_dtypes
+
+    checked = api.check_target(api.analyze([api.Source("mm.vx", BF16_N256.encode())]), "b200")
+    _, ptx, (k,) = ptx_text(lower_program(checked))
+    rng = np.random.default_rng(5)
+    tiles = rng.integers(-3, 4, (3, 128, 64)).astype(ml_dtypes.bfloat16)
+    w = rng.integers(-3, 4, (64, 256)).astype(ml_dtypes.bfloat16)
+    (out,) = ptxsim.run_kernel(ptx, k, [tiles, w], 1)
+    ref = tiles.astype(np.float64).sum(0) @ w.astype(np.float64)
+    np.testing.assert_array_equal(out[0], ref)
