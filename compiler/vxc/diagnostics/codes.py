@@ -236,6 +236,15 @@ _TABLE = [
         "A token from `transfer_async` must be consumed by exactly one `wait` on every path: "
         "at the end of its scope, before it is overwritten, and before a `return`.",
     ),
+    Code(
+        "E6012",
+        "error",
+        "tile outside the DMA engine's limits",
+        "On a target whose DMA engine copies boxes (b200 and h100: the TMA), every tile moved "
+        "between HBM and VMEM must be a legal box: each dimension at most 256 elements, and "
+        "a row (the innermost dimension) a multiple of 16 bytes. The message names the value "
+        "and the limit; split or pad the tile.",
+    ),
     # -- warnings --------------------------------------------------------------
     Code(
         "W1027",
