@@ -27,9 +27,15 @@ class Target:
 @dataclass(frozen=True)
 class BackendOptions:
     """Per-build options a backend may read (Pallas keeps the same per-backend
-    CompilerParams). `cpu` is the x86-64 level of cpu artifacts."""
+    CompilerParams). `cpu` is the x86-64 level of cpu artifacts; `tpu_aot` names the TPU
+    topologies (comma-separated: v5e,v6e) libtpu compiles a tpu artifact for during the
+    build, "none" for no check; `tpu_instances` is the launch grid a tpu artifact is built
+    for (a Mosaic grid is static): 0 = a plain call (instance 0 of 1, results as declared),
+    N >= 1 = N instances with their results stacked (LANGUAGE.md 4.1)."""
 
     cpu: str = "native"
+    tpu_aot: str = "none"
+    tpu_instances: int = 0
 
 
 TARGETS: dict[str, Target] = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 from dataclasses import dataclass, field
 
 from vxc.diagnostics import DiagnosticSink, Span
@@ -30,7 +31,7 @@ class Memory:
     capacity: int = 0  # bytes; 0 = unbounded
     granule: int = 0
     bandwidth: int = 0
-    managed: str = "cached"
+    managed: str = "explicit"  # LANGUAGE.md 2: a cache must say `managed: cached`
     scope: str = "device"
 
 
@@ -71,7 +72,9 @@ class Machine:
     def route(self, topology: str | None, src: str, dst: str) -> list[Hop] | None:
         """Cheapest hop chain src -> dst over the topology's edges (all edges for host code).
 
-        Ties break on the hop names, so the route and hence the IR are deterministic.
+        Ties break on the hop names, then on declaration order (two equal-cost edges
+        between the same spaces: the first declared), so the route and hence the IR are
+        deterministic; Hops themselves are never compared.
         """
         src, dst = self.space(src) or src, self.space(dst) or dst
         if src == dst:
@@ -79,10 +82,13 @@ class Machine:
         graph: dict[str, list[Hop]] = {}
         for hop in self._edges(topology):
             graph.setdefault(hop.src, []).append(hop)
-        queue: list[tuple[int, tuple[str, ...], str, list[Hop]]] = [(0, (src,), src, [])]
+        pushed = itertools.count()
+        queue: list[tuple[int, tuple[str, ...], int, str, list[Hop]]] = [
+            (0, (src,), next(pushed), src, [])
+        ]
         done: set[str] = set()
         while queue:
-            cost, names, here, hops = heapq.heappop(queue)
+            cost, names, _, here, hops = heapq.heappop(queue)
             if here == dst:
                 return hops
             if here in done:
@@ -90,9 +96,8 @@ class Machine:
             done.add(here)
             for hop in graph.get(here, []):
                 if hop.dst not in done:
-                    heapq.heappush(
-                        queue, (cost + hop.cost, names + (hop.dst,), hop.dst, hops + [hop])
-                    )
+                    entry = (cost + hop.cost, names + (hop.dst,), next(pushed), hop.dst)
+                    heapq.heappush(queue, (*entry, hops + [hop]))
         return None
 
     def _edges(self, topology: str | None) -> list[Hop]:
@@ -106,13 +111,49 @@ def build_machine(decls: list[A.Node], sink: DiagnosticSink) -> Machine:
     over the target model). Reports E0205, E6002, E6007 and W1027."""
     m = Machine()
     m.memories[CPU_DRAM] = Memory(CPU_DRAM, A.NO_SPAN, managed="cached", scope="device")
-    for d in decls:
+    order: dict[str, int] = {}  # space -> position of the declaration that stands
+    for k, d in enumerate(decls):
         if isinstance(d, A.MemoryDecl):
             _memory(m, d, sink)
+            order[d.name] = k
         elif isinstance(d, A.TopologyDecl):
             _topology(m, d, sink)
+    _within_cycles(m, sorted(order, key=order.__getitem__), sink)
     _validate(m, sink)
     return m
+
+
+def _within_cycles(m: Machine, order: list[str], sink: DiagnosticSink) -> None:
+    """E6006 at the declaration that closes a `within` cycle (LANGUAGE.md 2: a tree).
+
+    Edges are added in declaration order; one that would close a cycle is reported and
+    dropped, so each cycle is reported once and the relation left behind is a tree."""
+    parent: dict[str, str] = {}
+    for name in order:
+        mem = m.memories.get(name)
+        up = m.space(mem.within) if mem is not None and mem.within is not None else None
+        if up is None:
+            continue
+        chain = [name, up]
+        while chain[-1] != name and chain[-1] in parent:
+            chain.append(parent[chain[-1]])
+        if chain[-1] != name:
+            parent[name] = up
+            continue
+        path = " within ".join(f"`{n}`" for n in chain)
+        others = [m.memories[n] for n in dict.fromkeys(chain) if n != name]
+        sink.emit(
+            "E6006",
+            f"`{name}` is within itself: {path}",
+            mem.span,
+            notes=[
+                f"`{o.name}` is declared within `{o.within}` at {o.span.file}:{o.span.line}"
+                for o in others
+            ],
+            help="`within` names the enclosing space and the spaces form a tree: remove "
+            "the `within` that closes the cycle",
+        )
+        mem.within = None
 
 
 def _memory(m: Machine, d: A.MemoryDecl, sink: DiagnosticSink) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import z3
 
 from vxc.checks.machine import Machine
+from vxc.checks.placement import FnPlacement
 from vxc.checks.solver import CONST, TAG_BITS, TOP, VAL_BITS, Solver, format_model
 from vxc.diagnostics import DiagnosticSink
 from vxc.frontend import ast as A
@@ -24,6 +25,16 @@ from vxc.hir import types as T
 from vxc.hir.program import Function
 
 STALE = "a consumer may read stale data"
+
+# The launch grid (LANGUAGE.md section 4.1): one pair of constants for every function of
+# a compilation, because a helper runs in the instance of the kernel that called it.
+INSTANCE = z3.Int("instance()")
+INSTANCES = z3.Int("instances()")
+
+
+def launch_facts() -> list[z3.BoolRef]:
+    """What every instance knows (QF_LIA): `0 <= instance() < instances()`, `instances() >= 1`."""
+    return [INSTANCE >= 0, INSTANCE < INSTANCES, INSTANCES >= 1]
 
 
 @dataclass(frozen=True)
@@ -46,21 +57,25 @@ class SeamChecker:
         fn: Function,
         machine: Machine,
         functions: dict[str, Function],
+        placement: FnPlacement,
         solver: Solver,
         sink: DiagnosticSink,
     ):
         self.fn, self.machine, self.functions = fn, machine, functions
+        self.placement = placement
         self.solver, self.sink = solver, sink
         self.bufs: dict[int, BufState] = {}
         self.ints: dict[int, z3.ArithRef] = {}
         self.bools: dict[int, z3.BoolRef] = {}
         self.assume: list[z3.BoolRef] = []
+        self.lens: dict[tuple[str, int], z3.ArithRef] = {}
         self.emit = True
         self.reported: set[tuple] = set()
         self.contracts = _contracts(fn.decl.body) if fn.decl.body else {}
 
     # ---- entry -------------------------------------------------------------------
     def run(self) -> None:
+        self.assume.extend(launch_facts())
         for p in self.fn.params:
             self._bind_param(p.vid, p.name, p.ty)
         for w in self.fn.decl.where:
@@ -104,6 +119,7 @@ class SeamChecker:
         elif isinstance(s, A.Return):
             if s.value is not None:
                 self._effects(s.value, pc)
+                self._token_as_tensor(s.value, self.fn.ret, pc)
             return None
         elif isinstance(s, A.If):
             return self._if(s, pc)
@@ -113,9 +129,16 @@ class SeamChecker:
             return self._block(s.body, pc)
         return pc
 
+    def _token_as_tensor(self, value: A.Expr, want: T.Type, pc: z3.BoolRef) -> None:
+        """A token returned or bound where a tensor is wanted is a read of the buffer in
+        flight (typecheck lets it through for this check to report, E6004)."""
+        if isinstance(value.ty, T.TokenT) and not isinstance(want, T.TokenT):
+            self._read(value, pc, None)
+
     def _define(self, vid: int, value: A.Expr, pc: z3.BoolRef) -> None:
         ty = self.fn.vars[vid].ty
         self._effects(value, pc)
+        self._token_as_tensor(value, ty, pc)
         if T.is_int(ty):
             self.ints[vid] = self._int(value)
         elif ty == T.BOOL:
@@ -236,7 +259,13 @@ class SeamChecker:
         base = _strip(e)
         if not isinstance(base, A.Name | A.Wait | A.Transfer):
             return  # a fresh element or call result: published, nothing crossed a seam
-        name = base.name if isinstance(base, A.Name) else "tmp"
+        name = (
+            base.name
+            if isinstance(base, A.Name)
+            else "transfer_async(...)"
+            if isinstance(base, A.Transfer) and base.is_async
+            else "tmp"
+        )
         # One report per read (a reassigned token is a new transfer; each stale read counts);
         # the loop's second pass re-walks the same reads, and reports them once.
         key = (e.span, base.vid if isinstance(base, A.Name) else id(base))
@@ -253,7 +282,8 @@ class SeamChecker:
             contract = state.const
         if not self.emit or key in self.reported:
             return
-        tag, val = z3.BitVec(f"tag_{name}", TAG_BITS), z3.BitVec(f"val_{name}", VAL_BITS)
+        zname = name.removesuffix("(...)")
+        tag, val = z3.BitVec(f"tag_{zname}", TAG_BITS), z3.BitVec(f"val_{zname}", VAL_BITS)
         if contract is None:
             violated = tag == TOP
         else:
@@ -280,7 +310,10 @@ class SeamChecker:
         """Each `where` bound of the callee must follow from the caller's facts (E6005)."""
         if not callee.decl.where or not self.emit:
             return
-        sub = SeamChecker(callee, self.machine, self.functions, self.solver, self.sink)
+        # Only the callee's `where` clauses are evaluated: no transfers, so no plan part.
+        sub = SeamChecker(
+            callee, self.machine, self.functions, FnPlacement(callee.name), self.solver, self.sink
+        )
         for p, a in zip(callee.params, call.args, strict=False):
             if T.is_int(p.ty):
                 sub.ints[p.vid] = self._int(a)
@@ -330,8 +363,11 @@ class SeamChecker:
                 return self._stale(base.name, "token")  # not yet waited: the hop is relaxed
             return state
         if isinstance(base, A.Transfer):
-            src = self._buf(base.src, pc, read=isinstance(base.src.ty, T.TokenT))
-            return self._route(base, src)
+            if base.is_async and read:  # the result of transfer_async, read unwaited
+                return self._stale("transfer_async", "token")
+            # Transferring an in-flight buffer is a read of the token, reported there
+            # (`_effects`); the copy is not reported again where it is read.
+            return self._route(base, self._buf(base.src, pc, read=False))
         if isinstance(base, A.Wait):
             return self._buf(base.token, pc, read=False)
         if isinstance(base, A.TensorNew):
@@ -339,9 +375,10 @@ class SeamChecker:
         return self._opaque("tmp")
 
     def _route(self, t: A.Transfer, src: BufState) -> BufState:
-        space = _space_of(t.src.ty)
-        hops = self.machine.route(self.fn.topology, space, t.space) if space else None
-        for hop in hops or []:
+        """The buffer after the hops the target plan routed `t` over (the topology the
+        code runs on: a `spawn` block's, not its function's); unrouted: no hops."""
+        node = self.placement.nodes.get(id(t))
+        for hop in node.hops if node is not None else []:
             if hop.relaxed:
                 return BufState(
                     _bv(TOP, TAG_BITS),
@@ -362,7 +399,25 @@ class SeamChecker:
             case A.Binary(op="+" | "-" | "*"):
                 lhs, rhs = self._int(e.lhs), self._int(e.rhs)
                 return lhs + rhs if e.op == "+" else lhs - rhs if e.op == "-" else lhs * rhs
+            case A.Binary(op="/" | "%") if isinstance(e.rhs, A.IntLit) and e.rhs.value > 0:
+                # Division by a positive constant stays linear; Vx's `/` truncates, which
+                # z3's floor division matches for a non-negative dividend only.
+                lhs = self._int(e.lhs)
+                d = z3.IntVal(e.rhs.value)
+                q = z3.If(lhs >= 0, lhs / d, -((-lhs) / d))
+                return q if e.op == "/" else lhs - d * q
+            case A.Call(callee="instance" | "instances") if e.callee not in self.functions:
+                return INSTANCE if e.callee == "instance" else INSTANCES
             case A.MethodCall(method="len"):
+                base = _strip(e.obj)
+                if isinstance(base, A.Name) and base.vid >= 0:
+                    # One length per Vec variable, so `where n <= tiles.len()` and a later
+                    # `tiles.len()` talk about the same number.
+                    key = ("len", base.vid)
+                    if key not in self.lens:
+                        self.lens[key] = z3.Int(self.solver.fresh_name(f"len_{base.name}"))
+                        self.assume.append(self.lens[key] >= 0)
+                    return self.lens[key]
                 n = z3.Int(self.solver.fresh_name("len"))
                 self.assume.append(n >= 0)
                 return n
@@ -403,13 +458,6 @@ def _strip(e: A.Expr) -> A.Expr:
 def _is_tensorish(t: T.Type | None) -> bool:
     t = T.deref(t) if t is not None else None
     return isinstance(t, T.TensorT | T.TokenT)
-
-
-def _space_of(t: T.Type | None) -> str | None:
-    t = T.deref(t) if t is not None else None
-    if isinstance(t, T.TokenT):
-        return t.space
-    return t.space if isinstance(t, T.TensorT) else None
 
 
 def _const_int(e: A.Expr) -> int | None:
@@ -467,6 +515,11 @@ def _mentions(e: A.Expr, vid: int) -> bool:
     return any(isinstance(n, A.Name) and n.vid == vid for n in A.walk_expr(e))
 
 
+def show_expr(e: A.Expr) -> str:
+    """A scalar expression as Vx source (for messages and the IR's `clause`)."""
+    return _show(e)
+
+
 def _show(e: A.Expr) -> str:
     match e:
         case A.Binary():
@@ -477,6 +530,10 @@ def _show(e: A.Expr) -> str:
             return str(e.value)
         case A.Unary():
             return f"{e.op}{_show(e.operand)}"
+        case A.Call():
+            return f"{e.callee}({', '.join(_show(a) for a in e.args)})"
+        case A.MethodCall():
+            return f"{_show(e.obj)}.{e.method}({', '.join(_show(a) for a in e.args)})"
     return re.sub(r"\s+", " ", type(e).__name__)
 
 
@@ -484,9 +541,11 @@ def check_seams(
     fn: Function,
     machine: Machine,
     functions: dict[str, Function],
+    placement: FnPlacement,
     solver: Solver,
     sink: DiagnosticSink,
 ) -> None:
+    """Prove the seam and bound obligations of one placed function (its plan part)."""
     if fn.is_extern or not fn.ok:
         return
-    SeamChecker(fn, machine, functions, solver, sink).run()
+    SeamChecker(fn, machine, functions, placement, solver, sink).run()

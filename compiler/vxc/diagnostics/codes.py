@@ -15,6 +15,8 @@ class Code:
     severity: str  # "error" | "warning"
     title: str
     explanation: str
+    # A golden case (tests/golden/cases/NAME.vx) that docs/CODES.md shows with its output.
+    example: str = ""
 
 
 _TABLE = [
@@ -99,6 +101,16 @@ _TABLE = [
         "invalid machine declaration",
         "A `Memory` or `Topology` facet is unknown or has a value of the wrong kind.",
     ),
+    Code(
+        "E0206",
+        "error",
+        "invalid const parameter type",
+        "A const-generic parameter is a compile-time integer that sizes dimensions and bounds, "
+        "so its type is an integer type (`i8` ... `i64`, `u8` ... `u64`). As in Rust, a float "
+        "(`<const S: f32>`) or any other type is rejected: pass such a value as an ordinary "
+        "parameter.",
+        example="E0206_float_const_parameter",
+    ),
     # -- ownership -------------------------------------------------------------
     Code(
         "E0301",
@@ -122,11 +134,31 @@ _TABLE = [
         "Only variables declared with `let mut` can be assigned after their `let`.",
     ),
     Code(
+        "E0305",
+        "error",
+        "mutable borrow of an immutable place",
+        "`&mut x` needs a binding declared `let mut x` (Rust's E0596), or `x: &mut T`, which "
+        "is reborrowed. Data behind a `&` reference (a `&T` parameter, an element of a "
+        "`&Vec`) cannot be borrowed `&mut` either. The error points at the borrow, the note "
+        "at the binding; the help adds `mut`.",
+        example="E0305_mut_borrow_of_immutable_binding",
+    ),
+    Code(
         "E0304",
         "error",
         "cannot move out of a borrow",
         "An element reached through `&` (such as `tiles[i]` of `tiles: &Vec<...>`) can be "
         "read or be the source of a transfer, but not moved.",
+    ),
+    # -- launch (LANGUAGE.md section 4.1) ----------------------------------------
+    Code(
+        "E0401",
+        "error",
+        "kernel entry takes or returns a token",
+        "A kernel entry (a function no Vx function calls) is launched as N instances, and its "
+        "caller receives their results stacked along a new leading axis. A transfer token does "
+        "not stack and its caller cannot `wait` it (nor issue one to pass in): `wait` the token "
+        "inside the kernel and return the tensor. A `void` kernel is fine.",
     ),
     # -- placement (LANGUAGE.md section 7) ---------------------------------------
     Code(
@@ -164,6 +196,16 @@ _TABLE = [
         "bound not proved",
         "A call passes an argument that the callee's `where` clause bounds, and neither the "
         "literal value nor the caller's own bounds prove it.",
+    ),
+    Code(
+        "E6006",
+        "error",
+        "`within` cycle",
+        "The `within` facets of `Memory` declarations form a tree (LANGUAGE.md section 2): a "
+        "space that is, through any chain of `within`, within itself is rejected at the "
+        "declaration that closes the cycle (in declaration order: the target's model, then "
+        "`--machine`, then the program).",
+        example="E6006_within_cycle",
     ),
     Code(
         "E6007",

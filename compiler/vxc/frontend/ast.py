@@ -65,6 +65,14 @@ class IntLit(Expr):
 
 
 @dataclass
+class ConstArg(IntLit):
+    """A const-generic parameter's value in an instance (`N` of `pick::<7>`): an integer of
+    the parameter's declared type, not a literal that takes its context's type."""
+
+    declared: str = "i64"
+
+
+@dataclass
 class FloatLit(Expr):
     value: float
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import gc
+import hashlib
+import json
+import math
+import re
 from contextlib import contextmanager
 from functools import cache
 from importlib import resources
@@ -35,9 +39,57 @@ UNITS = {
 }
 
 
+WORD_LITERAL = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)"')
+TERMINAL_DEF = re.compile(r"^\s*([A-Z_][A-Z0-9_]*)(\.\d+)?\s*:", re.M)
+
+
+def _whole_word_keywords(grammar: str) -> str:
+    """Every word-like literal of the rules (`"fn"`, `"Tensor"`, ...) becomes a terminal
+    that matches only a whole word: `fnf` is one name, never `fn` then `f`.
+
+    lark's contextual lexer offers only the terminals a parser state accepts; where a
+    name cannot stand (before an item, `fnf() {}`), a plain string terminal matched the
+    prefix of a longer word. The terminals are lark's own names with a `_` (`_FN`,
+    `_TENSOR`), so they stay out of the tree and "expected one of" lists sort as before.
+    """
+    defined = set(TERMINAL_DEF.findall(grammar))
+    defined_names = {name for name, _ in defined}
+    words: dict[str, str] = {}
+    lines = []
+    for line in grammar.splitlines():
+        if not TERMINAL_DEF.match(line):
+            for w in WORD_LITERAL.findall(line.split("//")[0]):
+                if w.upper() not in defined_names:
+                    words[w] = "_" + w.upper()  # `_`: filtered from the tree, as literals are
+            line = WORD_LITERAL.sub(lambda m: words.get(m.group(1), m.group(0)), line)
+        lines.append(line)
+    lines += [f"{t}.2: /{w}(?![A-Za-z0-9_])/" for w, t in sorted(words.items())]
+    return "\n".join(lines) + "\n"
+
+
 @cache
-def _lark() -> lark.Lark:
+def keyword_terminals() -> dict[str, str]:
+    """Terminal name -> the word it matches, for the terminals made above."""
     grammar = resources.files("vxc.frontend").joinpath("grammar.lark").read_text()
+    defined_names = {name for name, _ in TERMINAL_DEF.findall(grammar)}
+    return {
+        "_" + w.upper(): w
+        for line in grammar.splitlines()
+        if not TERMINAL_DEF.match(line)
+        for w in WORD_LITERAL.findall(line.split("//")[0])
+        if w.upper() not in defined_names
+    }
+
+
+def grammar_text() -> str:
+    """The grammar lark compiles: grammar.lark with its keywords made whole-word terminals."""
+    return _whole_word_keywords(
+        resources.files("vxc.frontend").joinpath("grammar.lark").read_text()
+    )
+
+
+def build_lark(grammar: str) -> lark.Lark:
+    """The LALR parser, its tables built from `grammar_text()` (~0.1-0.2 s)."""
     return lark.Lark(
         grammar,
         parser="lalr",
@@ -45,6 +97,36 @@ def _lark() -> lark.Lark:
         maybe_placeholders=True,
         lexer_callbacks={"NAME": _reject_keyword},
     )
+
+
+def _untag(obj: dict) -> object:
+    """json object_hook: the tuples and integer-keyed dicts tools/gen_parser_tables.py tagged."""
+    if "__tuple__" in obj:
+        return tuple(obj["__tuple__"])
+    if "__intdict__" in obj:
+        return {k: v for k, v in obj["__intdict__"]}
+    return obj
+
+
+@cache
+def _lark() -> lark.Lark:
+    """The parser, from the prebuilt tables of grammar_tables.json when they are of this
+    grammar and this lark (tools/gen_parser_tables.py writes them; a test checks they are
+    fresh), else built from the grammar."""
+    grammar = grammar_text()
+    try:
+        raw = resources.files("vxc.frontend").joinpath("grammar_tables.json").read_bytes()
+        tables = json.loads(raw, object_hook=_untag)
+    except (OSError, ValueError):
+        tables = {}
+    if (
+        tables.get("grammar_sha256") == hashlib.sha256(grammar.encode()).hexdigest()
+        and tables.get("lark_version") == lark.__version__
+    ):
+        return lark.Lark._load_from_dict(
+            tables["data"], tables["memo"], lexer_callbacks={"NAME": _reject_keyword}
+        )
+    return build_lark(grammar)
 
 
 class _Keyword(Exception):
@@ -69,11 +151,32 @@ class _Invalid(Exception):
         self.span = span
 
 
+I64_MAX = (1 << 63) - 1
+
+
+def _shown(tok: Token) -> str:
+    """A literal as a message quotes it: a 5 000-digit literal is cut, not echoed."""
+    text = str(tok)
+    return (
+        f"`{text}`" if len(text) <= 40 else f"`{text[:12]}...{text[-4:]}` ({len(text)} characters)"
+    )
+
+
 def _int(tok: Token, file: str) -> int:
-    value = int(str(tok).replace("_", ""))
-    if value >= 1 << 63:
-        raise _Invalid(f"integer literal `{tok}` does not fit in 64 bits", _tok_span(tok, file))
-    return value
+    digits = str(tok).replace("_", "").lstrip("0") or "0"
+    # Checked on the digits first: int() refuses more than 4 300 digits (ValueError).
+    if len(digits) > 19 or int(digits) > I64_MAX:
+        raise _Invalid(
+            f"integer literal {_shown(tok)} does not fit in 64 bits", _tok_span(tok, file)
+        )
+    return int(digits)
+
+
+def _scaled(value: int | float, unit: int, what: str, span: Span) -> int:
+    """A size or a rate in bytes: finite and within 64 bits, or E0005."""
+    if not math.isfinite(value) or value * unit > I64_MAX:
+        raise _Invalid(f"{what} does not fit in 64 bits (at most {I64_MAX} bytes)", span)
+    return int(value * unit)
 
 
 def _tok_span(tok: Token, file: str) -> Span:
@@ -137,14 +240,18 @@ class _ToAst(Transformer):
         return ("list", [x.name for x in c if x is not None], "")
 
     def size(self, meta, c):
-        return A.SizeLit(self._s(meta), _int(c[0], self.file) * UNITS[str(c[1])])
+        value = _int(c[0], self.file)
+        span = self._s(meta)
+        size = _scaled(value, UNITS[str(c[1])], f"size {_shown(c[0])} {c[1]}", span)
+        return A.SizeLit(span, size)
 
     def rate(self, meta, c):
         unit, per = str(c[1]).split("/")
         amount = (
             float(str(c[0]).replace("_", "")) if c[0].type == "FLOAT" else _int(c[0], self.file)
         )
-        return ("rate", int(amount * UNITS[unit]), per)
+        what = f"rate {_shown(c[0])} {c[1]}"
+        return ("rate", _scaled(amount, UNITS[unit], what, self._s(meta)), per)
 
     def word(self, meta, c):
         return ("word", str(c[0]), "")
@@ -307,7 +414,10 @@ class _ToAst(Transformer):
         return A.IntLit(self._s(meta), _int(c[0], self.file))
 
     def float_lit(self, meta, c):
-        return A.FloatLit(self._s(meta), float(str(c[0]).replace("_", "")))
+        value = float(str(c[0]).replace("_", ""))
+        if not math.isfinite(value):
+            raise _Invalid(f"float literal {_shown(c[0])} is out of range for f64", self._s(meta))
+        return A.FloatLit(self._s(meta), value)
 
     def true_lit(self, meta, c):
         return A.BoolLit(self._s(meta), True)
@@ -374,13 +484,18 @@ FIRST_EXPECTED = ("SEMICOLON", "RPAR", "RSQB", "RBRACE", "COMMA")
 def _expected(exc: lark.exceptions.UnexpectedInput) -> str:
     names = sorted(
         getattr(exc, "expected", None) or getattr(exc, "allowed", None) or [],
-        key=lambda n: (FIRST_EXPECTED.index(n) if n in FIRST_EXPECTED else len(FIRST_EXPECTED), n),
+        key=lambda n: (
+            FIRST_EXPECTED.index(n) if n in FIRST_EXPECTED else len(FIRST_EXPECTED),
+            n[1:] if n in keyword_terminals() else n,
+        ),
     )
     shown = [_pretty_terminal(n) for n in names][:8]
     return ", ".join(shown) + (", ..." if len(names) > 8 else "")
 
 
 def _pretty_terminal(name: str) -> str:
+    if name in keyword_terminals():
+        return f"`{keyword_terminals()[name]}`"
     try:
         pattern = _lark().get_terminal(name).pattern
     except KeyError:
@@ -399,6 +514,40 @@ def _pretty_terminal(name: str) -> str:
         "MUT": "`mut`",
         "EDGE_KIND": "`relaxed`/`sync`",
     }.get(name, name)
+
+
+# `stage<8192>(...)`: the const-argument call form of the Vx design documents. In an
+# expression it is two comparisons, and no LALR(1) grammar can take both readings
+# (`f(a < b, c > (d))` is ambiguous); as in Rust, calls write `stage::<8192>(...)`.
+_ANGLE_CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*<([^<>;{}=&|!\[\]]*)>\s*\(")
+_TYPE_WORDS = frozenset({"Tensor", "Vec", "Token"})
+
+
+def _turbofish(text: str, tok: Token, file: str, sink: DiagnosticSink) -> bool:
+    """A syntax error inside `name<args>(`: say how to write const arguments. Whether
+    one was emitted."""
+    if tok.type == "$END":
+        return False
+    start = text.rfind("\n", 0, tok.start_pos) + 1
+    end = text.find("\n", tok.start_pos)
+    line = text[start : end if end >= 0 else len(text)]
+    at = tok.start_pos - start
+    for m in reversed(list(_ANGLE_CALL.finditer(line))):
+        name, args = m.group(1), " ".join(m.group(2).split())
+        if m.start(2) <= at and name not in KEYWORDS | _TYPE_WORDS and args:
+            lt = line.index("<", m.end(1))
+            sink.emit(
+                "E0002",
+                f"`{name}<{args}>(...)` is parsed as chained comparisons",
+                Span(file, tok.line, lt + 1, tok.line, line.index(">", m.start(2)) + 2),
+                notes=[
+                    "a call's const arguments need `::` before `<`: "
+                    "`f(a < b, c > (d))` would otherwise be ambiguous"
+                ],
+                help=f"write `{name}::<{args}>(...)`",
+            )
+            return True
+    return False
 
 
 @contextmanager
@@ -464,6 +613,8 @@ def _parse(text: str, file: str, sink: DiagnosticSink) -> A.Module | None:
                     help="close the comment with `*/` (block comments do not nest)",
                 )
                 return None
+        if _turbofish(text, tok, file, sink):
+            return None
         sink.emit("E0002", f"unexpected {what}", span, notes=[f"expected one of: {_expected(e)}"])
         return None
     except lark.exceptions.UnexpectedEOF as e:  # pragma: no cover - LALR reports UnexpectedToken

@@ -139,6 +139,12 @@ def deref(t: Type) -> Type:
     return t.inner if isinstance(t, RefT) else t
 
 
+def int_range(name: str) -> tuple[int, int]:
+    """The values of an integer type: `i8` is -128 ..= 127, `u8` is 0 ..= 255."""
+    bits = 8 * SCALARS[name]
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if name[0] == "i" else (0, (1 << bits) - 1)
+
+
 def is_int(t: Type) -> bool:
     return isinstance(t, Scalar) and t.name in INTS
 

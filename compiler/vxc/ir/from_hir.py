@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, memref, scf
 
+from vxc.checks.seams import show_expr
 from vxc.errors import Unsupported
 from vxc.frontend import ast as A
 from vxc.hir import types as T
@@ -23,6 +24,10 @@ from vxc.ir import types as IT
 from vxc.ir.context import make_context
 
 _ELEM = {"u8": "ui8", "u16": "ui16", "u32": "ui32", "u64": "ui64", "bool": "i1"}
+
+
+# The launch grid's intrinsics (LANGUAGE.md section 4.1) -> their vx op builders.
+_LAUNCH = {"instance": B.instance, "instances": B.instances}
 
 
 class LoweringError(Unsupported):
@@ -108,6 +113,9 @@ class Lowering:
         )
         if fn.topology:
             op.attributes["vx.topology"] = ir.StringAttr.get(fn.topology)
+        if not fn.is_extern and fn.name not in self.helpers:
+            # A kernel entry: launched as N instances, results stacked (docs/IR.md).
+            op.attributes["vx.launch"] = ir.StringAttr.get("instances")
         if fn.is_extern:
             return
         block = op.add_entry_block()
@@ -118,6 +126,11 @@ class Lowering:
             {p.vid: block.arguments[i] for i, p in enumerate(fn.params)},
         )
         with ir.InsertionPoint(block):
+            if fn.name not in self.helpers:
+                # An entry's `where` clauses are its launch's preconditions (a helper's are
+                # proved at each call instead).
+                for w in fn.decl.where:
+                    B.require(self.expr(ctx, w), clause=show_expr(w))
             self.tail(ctx, list(fn.decl.body.stmts), results, func.ReturnOp)
 
     def tail(self, ctx: _Ctx, stmts: list[A.Stmt], results: list[ir.Type], finish) -> None:
@@ -300,67 +313,25 @@ class Lowering:
             pred = ("u" if unsigned else "s") + pred
         return arith.CmpIOp(getattr(arith.CmpIPredicate, pred), lhs, rhs).result
 
-    def _hop_attrs(self, hop, alloc) -> dict[str, object]:
-        mem = self.machine.memories[hop.dst]
-        attrs: dict[str, object] = {
-            "space": hop.dst,
-            "from_": hop.src,
-            "within": self.space(mem.within or "") or "",
-            "capacity": mem.capacity,
-            "granule": mem.granule,
-            "scope": mem.scope,
-            "edge_cost": hop.cost,
-            "ring": -1,
-            "offset": 0,
-            "slots": 1,
-        }
-        if alloc is not None:
-            attrs.update(
-                offset=alloc.offset, slots=alloc.slots, slot_bytes=alloc.slot_bytes, ring=alloc.ring
-            )
-        return attrs
+    def _ops(self, ctx: _Ctx, e: A.Expr) -> list[dict[str, object]]:
+        """The attributes of the vx ops `e` lowers to, from the target plan."""
+        node = ctx.placement.nodes.get(id(e)) if ctx.placement is not None else None
+        if node is None:
+            raise LoweringError(f"`{type(e).__name__}` at line {e.span.line} has no placement")
+        return node.ops
 
     def transfer(self, ctx: _Ctx, e: A.Transfer) -> ir.Value:
         value = self.expr(ctx, e.src)
-        hops = ctx.placement.hops_of(e) if ctx.placement is not None else []
-        if not hops:
-            placed = self.ty(e.ty.inner if isinstance(e.ty, T.TokenT) else e.ty)
-            if e.is_async:  # already there: a token that is complete at once
-                return B.transfer_async(value, **self._same_space(placed)).result
-            return value
-        for i, (hop, alloc) in enumerate(hops):
-            last = i == len(hops) - 1
+        ops = self._ops(ctx, e)
+        for i, attrs in enumerate(ops):
+            last = i == len(ops) - 1
             build = B.transfer_async if (last and e.is_async) else B.transfer
-            value = build(value, **self._hop_attrs(hop, alloc)).result
+            value = build(value, **attrs).result
         return value
 
-    def _same_space(self, placed: ir.Type) -> dict[str, object]:
-        space = IT.space_of(placed)
-        mem = self.machine.memories.get(space)
-        return {
-            "space": space,
-            "from_": space,
-            "within": "",
-            "capacity": 0,
-            "granule": 0,
-            "scope": mem.scope if mem else "device",
-            "edge_cost": 0,
-            "ring": -1,
-            "offset": 0,
-            "slots": 1,
-        }
-
     def zeros(self, ctx: _Ctx, e: A.TensorNew) -> ir.Value:
-        alloc = ctx.placement.alloc_of(e) if ctx.placement is not None else None
-        kw: dict[str, object] = {"ring": -1, "offset": 0, "slots": 1}
-        if alloc is not None:
-            kw = {
-                "ring": alloc.ring,
-                "offset": alloc.offset,
-                "slots": alloc.slots,
-                "slot_bytes": alloc.slot_bytes,
-            }
-        return B.zeros(self.ty(e.ty), **kw).result
+        (attrs,) = self._ops(ctx, e)
+        return B.zeros(self.ty(e.ty), **attrs).result
 
     def call(self, ctx: _Ctx, e: A.Call) -> ir.Value | None:
         program = ctx.checked.analysis.program
@@ -368,6 +339,8 @@ class Lowering:
         if callee is None and e.callee == "matmul_acc":
             B.matmul_acc(*(self.expr(ctx, a) for a in e.args))
             return None
+        if callee is None and e.callee in _LAUNCH:
+            return _LAUNCH[e.callee]().result
         if callee is None and e.callee == "assert":
             return None  # proved at compile time (seams, bounds); not re-checked at run time
         args = []
@@ -379,12 +352,14 @@ class Lowering:
             args.append(v)
         results = [] if callee.ret == T.VOID else [self.ty(callee.ret)]
         op = func.CallOp(results, ir.FlatSymbolRefAttr.get(symbol(callee.name)), args)
-        alloc = ctx.placement.alloc_of(e) if ctx.placement is not None else None
-        if alloc is not None:  # the scratchpad slot the caller receives the result in
-            i64 = ir.IntegerType.get_signless(64)
-            op.attributes["space"] = ir.StringAttr.get(alloc.space)
-            for name in ("ring", "offset", "slots", "slot_bytes"):
-                op.attributes[name] = ir.IntegerAttr.get(i64, getattr(alloc, name))
+        node = ctx.placement.nodes.get(id(e)) if ctx.placement is not None else None
+        # The scratchpad slot the caller receives the result in, when the plan gave one.
+        for name, value in (node.ops[0] if node is not None and node.ops else {}).items():
+            op.attributes[name] = (
+                ir.StringAttr.get(value)
+                if isinstance(value, str)
+                else ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+            )
         return op.results[0] if results else None
 
 

@@ -1,0 +1,94 @@
+"""Ahead-of-time compilation of a TPU artifact with the real TPU compiler (libtpu), against
+TPU topology descriptions: no TPU needed. This is what proves Mosaic accepts the module.
+
+    compile_export(blob, kernel_or_manifest_entry, "v5e")   # raises LibtpuRejected
+
+Topologies are made once per process (`topology`), so a test session or a build worker
+pays libtpu's start-up once.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from vxc.backends.tpu.env import prepare
+from vxc.backends.tpu.errors import LibtpuRejected
+
+# Short names -> the topology libtpu describes (chips per host 2x2, one chip used).
+TOPOLOGIES = {"v5e": "v5e:2x2", "v6e": "v6e:2x2", "v5p": "v5p:2x2x1", "v4": "v4:2x2x1"}
+DEFAULT_LENGTHS = (4, 300)  # Vec lengths the AOT check specialises the export to
+
+
+@cache
+def topology(name: str):
+    """libtpu's description of one TPU topology (compile-only: no TPU attached). Compile-only
+    clients touch no device, so several processes (test workers, build workers) may load
+    libtpu at once: its one-process lockfile is switched off (`env.py`)."""
+    prepare()
+    import jax
+    from jax.experimental import topologies
+
+    full = TOPOLOGIES.get(name, name)
+    try:
+        return topologies.get_topology_desc(platform="tpu", topology_name=full)
+    except (jax.errors.JaxRuntimeError, RuntimeError, ValueError) as e:
+        raise LibtpuRejected(
+            f"libtpu could not describe TPU topology {name} ({full}) for the AOT check:\n"
+            + "\n".join(f"  | {ln}" for ln in str(e).strip().splitlines())
+        ) from None
+
+
+def compile_export(blob: bytes, kernel, topo: str, length: int = DEFAULT_LENGTHS[0]):
+    """Deserialize the export, specialise every Vec length to `length`, and compile it for
+    one chip of `topo`. Returns the compiled executable; raises LibtpuRejected."""
+    import jax
+    from jax import export
+
+    from vxc.backends.tpu.export import arg_specs
+
+    exp = export.deserialize(bytearray(blob))
+    dev = topology(topo).devices[0]
+    sharding = jax.sharding.SingleDeviceSharding(dev)
+    lengths = {s: length for s in kernel.symbols}
+    specs = arg_specs(kernel, lengths, sharding)
+    try:
+        return jax.jit(exp.call).trace(*specs).lower().compile()
+    except jax.errors.JaxRuntimeError as e:
+        raise LibtpuRejected(readable(str(e), topo, kernel.name)) from None
+
+
+def specialised_mosaic(compiled) -> list[str]:
+    """The Mosaic modules (text) inside a compiled executable: the bodies of its
+    `tpu_custom_call`s as libtpu specialised them (the placeholder Vec length replaced by
+    the real one). The interpreter can run exactly what libtpu compiled."""
+    import base64
+    import json
+
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.passmanager import PassManager
+
+    from vxc.backends.tpu.context import mosaic_context
+
+    out = []
+    for m in re.finditer(
+        r'custom_call_target="tpu_custom_call".*?backend_config=(\{.*\})', compiled.as_text()
+    ):
+        config = json.JSONDecoder().raw_decode(m.group(1))[0]
+        body = base64.b64decode(config["custom_call_config"]["body"])
+        ctx = mosaic_context()
+        ctx.allow_unregistered_dialects = True  # the serialized form, before deserialization
+        with ctx:
+            module = ir.Module.parse(body)
+            PassManager.parse("builtin.module(mosaic-serde{serialize=false})").run(module.operation)
+            out.append(str(module))
+    return out
+
+
+def readable(message: str, topo: str, kernel: str) -> str:
+    """libtpu's error as one block: its message and the op it names, without jax's
+    bug-report boilerplate."""
+    lines = [ln.rstrip() for ln in message.strip().splitlines()]
+    keep = [ln for ln in lines if ln and not re.match(r"Please report a bug", ln)]
+    body = "\n".join(f"  | {ln}" for ln in keep)
+    return f"libtpu rejected kernel `{kernel}` for {topo} ({TOPOLOGIES.get(topo, topo)}):\n{body}"
