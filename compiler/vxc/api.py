@@ -28,9 +28,8 @@ from vxc.frontend.parser import parse_source
 from vxc.hir.ownership import check_ownership
 from vxc.hir.program import CheckedHir, Program
 from vxc.hir.typecheck import typecheck
-from vxc.targets import TARGETS, model_source
+from vxc.targets import EMITS, TARGETS, model_source
 
-EMITS = ("vx-mlir", "target-ir", "artifact")
 # Front-half errors after which the per-target checks still run (see Analysis.checkable).
 TARGET_CHECKS_AFTER = frozenset({"E6011"})
 
@@ -205,6 +204,11 @@ def check_target(analysis: Analysis, target: str) -> Checked:
                 from vxc.checks.seams import check_seams
 
                 check_seams(fns[name], machine, fns, placed, solver, sink)
+        if TARGETS[target].dma is not None:
+            from vxc.checks.dma import check_dma
+
+            for name, placed in plan.functions.items():
+                check_dma(fns[name], placed, TARGETS[target].dma, sink)
     diags = sorted(sink.items, key=Diagnostic.sort_key)
     return Checked(analysis, target, machine, plan, diags, solver)
 

@@ -11,7 +11,7 @@ import os
 import sys
 import traceback
 
-from vxc.targets import TARGET_NAMES
+from vxc.targets import CPU_LEVELS, EMITS, TARGET_NAMES
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -38,11 +38,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="OUT",
         help="output directory (default: stdout for vx-mlir/target-ir, . otherwise)",
     )
-    b.add_argument("--emit", choices=("vx-mlir", "target-ir", "artifact"), default="artifact")
+    b.add_argument("--emit", choices=EMITS, default="artifact")
     b.add_argument(
         "--cpu",
         default="native",
-        metavar="CPU",
+        choices=CPU_LEVELS,
         help="cpu target: native (default, this machine) or x86-64[-v2|-v3|-v4] (portable)",
     )
     b.add_argument(
@@ -109,7 +109,7 @@ def _build(args) -> int:
     _report(result.diagnostics, sources, machine, args.error_format)
     if not result.ok:
         return EXIT_ERRORS
-    if args.out is None and args.emit in ("vx-mlir", "target-ir"):
+    if args.out is None and args.emit != "artifact":
         for data in result.outputs.values():
             sys.stdout.write(data.decode())
         return EXIT_OK

@@ -34,14 +34,12 @@ def needs_proof(fn: Function, placement: FnPlacement, functions: dict[str, Funct
 
 
 def _token_as_tensor(s: A.Stmt, fn: Function) -> bool:
-    """A token returned or bound where its tensor is wanted: a read in flight (seams)."""
+    """A token returned, bound or assigned where a tensor is wanted: a read in flight."""
     if isinstance(s, A.Return) and s.value is not None:
-        want = fn.ret
-    elif isinstance(s, A.Let | A.Assign) and getattr(s, "vid", -1) in fn.vars:
-        want = fn.vars[s.vid].ty
-    else:
-        return False
-    return _is_token(s.value.ty) and not isinstance(want, T.TokenT)
+        return _is_token(s.value.ty) and not _is_token(fn.ret)
+    if isinstance(s, A.Let | A.Assign) and s.vid in fn.vars:
+        return _is_token(s.value.ty) and not _is_token(fn.vars[s.vid].ty)
+    return False
 
 
 def _obliges(e: A.Expr, functions: dict[str, Function]) -> bool:

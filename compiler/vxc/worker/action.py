@@ -28,6 +28,7 @@ from collections import OrderedDict
 from types import ModuleType
 
 from vxc.outputs import OutputError, write_atomic, write_set
+from vxc.targets import CPU_LEVELS, EMITS
 from vxc.worker.server import RequestContext, RequestError, excerpt
 
 
@@ -54,8 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--machine")
     b.add_argument("--target", required=True)
     b.add_argument("--out-dir", required=True)
-    b.add_argument("--emit", default="artifact")
-    b.add_argument("--cpu", default="native")
+    b.add_argument("--emit", default="artifact", choices=EMITS)
+    b.add_argument("--cpu", default="native", choices=CPU_LEVELS)
     b.add_argument("--tpu-aot", default="none")
     b.add_argument("--tpu-instances", type=int, default=0)
     return p

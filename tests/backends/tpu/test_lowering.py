@@ -127,7 +127,8 @@ def test_cli_reports_backend_errors_without_traceback(tmp_path, capsys):
     rc = cli.main(["build", str(path), "--target", "tpu", "-o", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 2
-    assert err.startswith("vxc: error: tpu backend:") and "Traceback" not in err
+    # The op carries its source location, so the message names the .vx line first.
+    assert err.startswith(f"vxc: error: {path}:2:12: tpu backend:") and "Traceback" not in err
 
 
 def test_target_ir_is_the_mosaic_text(built):
