@@ -250,25 +250,6 @@ class _Placer:
         )
         return False
 
-    def _return_space(self, value: A.Expr) -> None:
-        """A returned tensor lives where the function's result does (host memory for host
-        code, the argument space HBM for device code), on this target's machine: spaces
-        compared through aliases (`HBM` is host memory on the cpu target, a separate
-        space on tpu). Lowering has no implicit move to make them agree."""
-        want, got = self.fn.ret, T.deref(value.ty) if value.ty is not None else None
-        if not (isinstance(want, T.TensorT) and isinstance(got, T.TensorT)):
-            return
-        m = self.machine
-        if (m.space(want.space) or want.space) == (m.space(got.space) or got.space):
-            return
-        self.sink.emit(
-            "E0201",
-            f"`{self.fn.decl.name}` returns a tensor in `{want.space}`, but this one lives in "
-            f"`{got.space}` on this target",
-            value.span,
-            help=f"transfer it first: `transfer(..., Memory::{want.space})`",
-        )
-
     # ---- walk -----------------------------------------------------------------------
     def _block(self, block: A.Block, topo: str | None) -> None:
         for s in block.stmts:
@@ -282,7 +263,6 @@ class _Placer:
                 self._expr(s.expr, topo)
             case A.Return() if s.value is not None:
                 self._expr(s.value, topo)
-                self._return_space(s.value)
             case A.For():
                 self._expr(s.start, topo)
                 self._expr(s.end, topo)
