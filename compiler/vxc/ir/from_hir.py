@@ -411,7 +411,7 @@ def _if(lo: Lowering, ctx: _Ctx, s: A.If) -> None:
 
 
 # ---- expression rules --------------------------------------------------------------------
-@_rule(EXPR_RULES, A.IntLit, A.SizeLit, A.FloatLit)
+@_rule(EXPR_RULES, A.IntLit, A.ConstArg, A.SizeLit, A.FloatLit)
 def _number(lo: Lowering, ctx: _Ctx, e: A.Expr) -> ir.Value:
     return arith.ConstantOp(lo.ty(e.ty), e.value).result
 
