@@ -81,6 +81,9 @@ def test_a_diagnostic_outside_the_input_is_an_internal_error():
         vxfuzz._validate([Diagnostic("E0002", "past the end", Span(vxfuzz.FILE, 9, 1))], src)
 
 
+# The benchmark forks its child (fast, and the parent has nothing to share); under
+# pytest the parent has threads of its own, which Python warns about on fork.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_benchmark_mode_runs_a_count_in_a_child_and_reports_stages(tmp_path):
     import importlib.util
     from pathlib import Path
