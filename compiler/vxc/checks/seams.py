@@ -23,6 +23,7 @@ from vxc.diagnostics import DiagnosticSink
 from vxc.frontend import ast as A
 from vxc.hir import types as T
 from vxc.hir.program import Function
+from vxc.hir.visit import StmtVisitor
 
 STALE = "a consumer may read stale data"
 
@@ -51,7 +52,7 @@ def _bv(v: int, bits: int) -> z3.BitVecNumRef:
     return z3.BitVecVal(v, bits)
 
 
-class SeamChecker:
+class SeamChecker(StmtVisitor):
     def __init__(
         self,
         fn: Function,
@@ -112,22 +113,32 @@ class SeamChecker:
         return pc
 
     def _stmt(self, s: A.Stmt, pc: z3.BoolRef) -> z3.BoolRef | None:
-        if isinstance(s, A.Let | A.Assign):
-            self._define(s.vid, s.value, pc)
-        elif isinstance(s, A.ExprStmt):
-            self._effects(s.expr, pc)
-        elif isinstance(s, A.Return):
-            if s.value is not None:
-                self._effects(s.value, pc)
-                self._token_as_tensor(s.value, self.fn.ret, pc)
-            return None
-        elif isinstance(s, A.If):
-            return self._if(s, pc)
-        elif isinstance(s, A.For):
-            self._for(s, pc)
-        elif isinstance(s, A.Spawn):
-            return self._block(s.body, pc)
+        """The path condition after `s` (None: no path gets past it)."""
+        return self.visit(s, pc)
+
+    def visit_binding(self, s: A.Let | A.Assign, pc: z3.BoolRef) -> z3.BoolRef:
+        self._define(s.vid, s.value, pc)
         return pc
+
+    def visit_expr_stmt(self, s: A.ExprStmt, pc: z3.BoolRef) -> z3.BoolRef:
+        self._effects(s.expr, pc)
+        return pc
+
+    def visit_return(self, s: A.Return, pc: z3.BoolRef) -> None:
+        if s.value is not None:
+            self._effects(s.value, pc)
+            self._token_as_tensor(s.value, self.fn.ret, pc)
+        return None
+
+    def visit_if(self, s: A.If, pc: z3.BoolRef) -> z3.BoolRef | None:
+        return self._if(s, pc)
+
+    def visit_for(self, s: A.For, pc: z3.BoolRef) -> z3.BoolRef:
+        self._for(s, pc)
+        return pc
+
+    def visit_spawn(self, s: A.Spawn, pc: z3.BoolRef) -> z3.BoolRef | None:
+        return self._block(s.body, pc)
 
     def _token_as_tensor(self, value: A.Expr, want: T.Type, pc: z3.BoolRef) -> None:
         """A token returned or bound where a tensor is wanted is a read of the buffer in
