@@ -204,6 +204,11 @@ def check_target(analysis: Analysis, target: str) -> Checked:
                 from vxc.checks.seams import check_seams
 
                 check_seams(fns[name], machine, fns, placed, solver, sink)
+        if TARGETS[target].dma is not None:
+            from vxc.checks.dma import check_dma
+
+            for name, placed in plan.functions.items():
+                check_dma(fns[name], placed, TARGETS[target].dma, sink)
     diags = sorted(sink.items, key=Diagnostic.sort_key)
     return Checked(analysis, target, machine, plan, diags, solver)
 

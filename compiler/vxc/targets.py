@@ -17,11 +17,27 @@ from importlib import resources
 
 
 @dataclass(frozen=True)
+class DmaLimits:
+    """What one copy of the target's DMA engine can move (checked by checks/dma.py, E6012):
+    the NVIDIA TMA moves boxes of at most 256 elements per dimension whose rows are a
+    multiple of 16 bytes, between the spaces named here."""
+
+    engine: str
+    spaces: tuple[str, str]
+    box_max: int
+    row_multiple: int
+
+
+TMA = DmaLimits("TMA", ("HBM", "VMEM"), 256, 16)
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     description: str
     model_file: str  # machine model shipped in vxc/machines/
     backend: str  # module under vxc.backends that builds its artifact
+    dma: DmaLimits | None = None  # limits of one DMA copy, checked before the backend runs
 
 
 @dataclass(frozen=True)
@@ -43,8 +59,8 @@ TARGETS: dict[str, Target] = {
     for t in [
         Target("cpu", "the host CPU (x86-64 native object + C header)", "cpu.vx", "cpu"),
         Target("tpu", "TPU v5e class (Mosaic TPU module)", "tpu.vx", "tpu"),
-        Target("b200", "NVIDIA B200, sm_100a (cubin + PTX fatbin)", "b200.vx", "nvidia"),
-        Target("h100", "NVIDIA H100/H200, sm_90a (cubin + PTX fatbin)", "h100.vx", "nvidia"),
+        Target("b200", "NVIDIA B200, sm_100a (cubin + PTX fatbin)", "b200.vx", "nvidia", TMA),
+        Target("h100", "NVIDIA H100/H200, sm_90a (cubin + PTX fatbin)", "h100.vx", "nvidia", TMA),
     ]
 }
 

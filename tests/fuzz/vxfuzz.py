@@ -33,7 +33,6 @@ sys.path.insert(0, str(ROOT / "compiler"))
 
 from vxc import api  # noqa: E402
 from vxc.diagnostics.codes import CODES  # noqa: E402
-from vxc.diagnostics.render import render_json  # noqa: E402
 from vxc.errors import Unsupported  # noqa: E402
 from vxc.targets import TARGETS  # noqa: E402
 
@@ -94,9 +93,9 @@ def _validate(diags, sources: list) -> None:
 
 
 def _render(diags, sources) -> None:
-    api.render(diags, sources)
-    for d in diags:
-        render_json(d)
+    """Both renderings, through the function the CLI and the worker call."""
+    for fmt in ("human", "json"):
+        api.render(diags, sources, None, fmt)
 
 
 def _build_emit(target: str) -> str:
@@ -154,9 +153,15 @@ def run_input(data: bytes, build: bool = True) -> Outcome:
         outcome.error = f"RecursionError: {e}"
     except Exception as e:  # noqa: BLE001 - classifying every escape is the point
         frames = traceback.extract_tb(e.__traceback__)[-4:]
-        where = "; ".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
+        where = "; ".join(f"{_short(f.filename)}:{f.lineno} in {f.name}" for f in frames)
         outcome.error = f"{type(e).__name__}: {str(e)[:300]} (at {where})"
     return outcome
+
+
+def _short(filename: str) -> str:
+    """`backends/tpu/lower.py`, not `lower.py`: which module failed, at a glance."""
+    parts = Path(filename).parts
+    return "/".join(parts[parts.index("vxc") + 1 :]) if "vxc" in parts else Path(filename).name
 
 
 # ---- mutation ----------------------------------------------------------------------

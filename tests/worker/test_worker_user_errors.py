@@ -136,3 +136,24 @@ def test_bug_report_bounds_a_huge_exception_message():
         text = bug_report(e)
     assert "internal compiler error: RuntimeError" in text
     assert len(text) < 10_000
+
+
+@pytest.mark.parametrize(
+    "name,src,code",
+    [
+        # 27+ nested `&` passed `vxc check`, then failed the .vxhir encoder in Bazel's HIR action
+        ("deep.vx", "fn f(x: " + "&" * 150 + "Tensor<f32, [4, 4]>) -> void { }\n", 0),
+        ("sum.vx", "fn f() -> i64 { return 1" + " + 1" * 150 + "; }\n", 0),
+        # a size over 64 bits passed check, then failed the encoder ("Value out of range")
+        ("size.vx", "Memory S { within: Memory::HBM, capacity: 9223372036854775807 KB }\n", 1),
+    ],
+)
+def test_hir_action_on_former_encoder_crashes(worker, execroot, name, src, code):
+    (execroot / "k" / name).write_text(src)
+    r = worker.call(["hir", "--out", f"out/{name}hir", "--src", f"k/{name}"])
+    assert r.exit_code == code, r.output
+    assert "internal compiler error" not in r.output
+    if code == 0:
+        r = worker.call(build(out_dir=f"out/{name}.cpu", hir=f"out/{name}hir", src=f"k/{name}"))
+        assert r.exit_code == 0, r.output
+        assert len(os.listdir(execroot / "out" / f"{name}.cpu")) == 4

@@ -127,7 +127,7 @@ class SeamChecker(StmtVisitor):
     def visit_return(self, s: A.Return, pc: z3.BoolRef) -> None:
         if s.value is not None:
             self._effects(s.value, pc)
-            self._token_as_tensor(s.value, self.fn.ret, pc)
+            self._read_as_tensor(s.value, self.fn.ret, pc, returned=True)
         return None
 
     def visit_if(self, s: A.If, pc: z3.BoolRef) -> z3.BoolRef | None:
@@ -140,22 +140,29 @@ class SeamChecker(StmtVisitor):
     def visit_spawn(self, s: A.Spawn, pc: z3.BoolRef) -> z3.BoolRef | None:
         return self._block(s.body, pc)
 
-    def _token_as_tensor(self, value: A.Expr, want: T.Type, pc: z3.BoolRef) -> None:
-        """A token returned or bound where a tensor is wanted is a read of the buffer in
-        flight (typecheck lets it through for this check to report, E6004)."""
-        if isinstance(value.ty, T.TokenT) and not isinstance(want, T.TokenT):
-            self._read(value, pc, None)
-
     def _define(self, vid: int, value: A.Expr, pc: z3.BoolRef) -> None:
         ty = self.fn.vars[vid].ty
         self._effects(value, pc)
-        self._token_as_tensor(value, ty, pc)
+        self._read_as_tensor(value, ty, pc)
         if T.is_int(ty):
             self.ints[vid] = self._int(value)
         elif ty == T.BOOL:
             self.bools[vid] = self._bool(value)
         elif ty.movable or isinstance(ty, T.RefT):
             self.bufs[vid] = self._buf(value, pc, read=False)
+
+    def _read_as_tensor(
+        self, value: A.Expr, want: T.Type, pc: z3.BoolRef, returned: bool = False
+    ) -> None:
+        """A token bound or returned where its tensor is expected (`let x: Tensor<..> =
+        tok;`, `return tok;` from a tensor-returning function) reads its buffer. A returned
+        tensor is read too: the caller takes a call's result as published."""
+        if not isinstance(T.deref(want), T.TensorT):
+            return
+        if isinstance(T.deref(value.ty), T.TokenT) or (
+            returned and isinstance(T.deref(value.ty), T.TensorT)
+        ):
+            self._read(value, pc, None)
 
     def _snapshot(self) -> tuple[dict, dict, dict]:
         return dict(self.bufs), dict(self.ints), dict(self.bools)

@@ -224,7 +224,10 @@ _TABLE = [
         "error",
         "working set exceeds capacity",
         "Tiles that each fit are live in a space at the same time, and together exceed its "
-        "capacity. Lifetimes decide what is live: a waited and dead tile frees its slot.",
+        "capacity. Lifetimes decide what is live: a waited and dead tile frees its slot. "
+        "Every space with a capacity is checked unless it is declared `managed: cached` "
+        "(`managed` defaults to `explicit`). The error is at the transfer that first "
+        "overflows, and names the peak working set and the line where it is reached.",
     ),
     Code(
         "E6011",
@@ -232,6 +235,15 @@ _TABLE = [
         "transfer token dropped without wait",
         "A token from `transfer_async` must be consumed by exactly one `wait` on every path: "
         "at the end of its scope, before it is overwritten, and before a `return`.",
+    ),
+    Code(
+        "E6012",
+        "error",
+        "tile outside the DMA engine's limits",
+        "On a target whose DMA engine copies boxes (b200 and h100: the TMA), every tile moved "
+        "between HBM and VMEM must be a legal box: each dimension at most 256 elements, and "
+        "a row (the innermost dimension) a multiple of 16 bytes. The message names the value "
+        "and the limit; split or pad the tile.",
     ),
     # -- warnings --------------------------------------------------------------
     Code(

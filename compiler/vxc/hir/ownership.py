@@ -90,7 +90,7 @@ class Ownership(StmtVisitor):
         return self.visit(s, state)
 
     def visit_let(self, s: A.Let, state: dict) -> State:
-        self._expr(s.value, state, move=True)
+        self._expr(s.value, state, move=not _reads_token(self.fn.vars[s.vid].ty, s.value))
         state[s.vid] = frozenset({LIVE})
         self.scopes[-1].append(s.vid)
         self._lend(s.vid, s.value, state)
@@ -119,7 +119,7 @@ class Ownership(StmtVisitor):
 
     def visit_return(self, s: A.Return, state: dict) -> State:
         if s.value is not None:
-            self._expr(s.value, state, move=True)
+            self._expr(s.value, state, move=not _reads_token(self.fn.ret, s.value))
         for scope in self.scopes:
             self._drop_scope(scope, state, f"it is abandoned by the `return` at line {s.span.line}")
         return None
@@ -295,6 +295,12 @@ class Ownership(StmtVisitor):
             )
         if consume:
             state[e.vid] = frozenset({f"moved@{e.span.line}:{how}"})
+
+
+def _reads_token(want: T.Type, value: A.Expr) -> bool:
+    """A token where its tensor is expected is read (E6004), not consumed: it must still
+    be waited."""
+    return isinstance(want, T.TensorT) and isinstance(value.ty, T.TokenT)
 
 
 def _root_var(e: A.Expr) -> A.Name | None:

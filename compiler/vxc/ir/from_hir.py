@@ -40,11 +40,12 @@ class LoweringError(Unsupported):
 
 
 def symbol(name: str) -> str:
-    """IR/C symbol of a function: instances `scale<128, VMEM>` become `scale__128_VMEM`."""
+    """IR/C symbol of a function: instances `scale<128, VMEM>` become `scale__128_VMEM`
+    (a negative const argument `-2` becomes `m2`)."""
     if "<" not in name:
         return name
     base, args = name.split("<", 1)
-    return base + "__" + "_".join(a.strip() for a in args.rstrip(">").split(","))
+    return base + "__" + "_".join(a.strip().replace("-", "m") for a in args.rstrip(">").split(","))
 
 
 def _elem(name: str) -> str:
@@ -392,7 +393,7 @@ def _if(lo: Lowering, ctx: _Ctx, s: A.If) -> None:
 
 
 # ---- expression rules --------------------------------------------------------------------
-@_rule(EXPR_RULES, A.IntLit, A.SizeLit, A.FloatLit)
+@_rule(EXPR_RULES, A.IntLit, A.ConstArg, A.SizeLit, A.FloatLit)
 def _number(lo: Lowering, ctx: _Ctx, e: A.Expr) -> ir.Value:
     return arith.ConstantOp(lo.ty(e.ty), e.value).result
 

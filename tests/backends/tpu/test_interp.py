@@ -98,3 +98,27 @@ def test_blocking_kernel_never_overlaps(built):
     for k, kind in enumerate(kinds):
         if kind == "dma_start":
             assert kinds[k + 1] == "dma_wait"
+
+
+def test_interpreter_has_a_rule_for_every_op_the_backend_emits(built):
+    import re
+
+    from vxc.backends.tpu.interp import RULES
+
+    structural = {"func.func", "func.return", "scf.yield", "builtin.module"}
+    for path in KERNELS:
+        for instances in (0, 2) if path.stem == "stream_grid" else (0,):
+            text = built(path, instances).mosaic
+            ops = set(re.findall(r"\b((?:arith|tpu|vector|memref|scf|func)\.[a-z_0-9]+)\b", text))
+            ops -= {o for o in ops if o.startswith("tpu.memory_space") or o.startswith("tpu.dim")}
+            ops -= {"tpu.core_type", "tpu.dma_semaphore", "tpu.dot_dimension_numbers"}
+            ops -= {o for o in ops if o.startswith("tpu.dynamic_dimension_mapping")}
+            missing = sorted(o for o in ops - structural if o not in RULES)
+            assert not missing, f"{path.name}: no interpreter rule for {missing}"
+
+
+def test_signed_division_truncates_like_arith():
+    from vxc.backends.tpu.interp import _divsi, _remsi
+
+    assert _divsi(np.int32(-7), np.int32(2)) == -3 and _remsi(np.int32(-7), np.int32(2)) == -1
+    assert _divsi(np.int32(7), np.int32(-2)) == -3 and _remsi(np.int32(7), np.int32(-2)) == 1

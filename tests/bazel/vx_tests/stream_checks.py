@@ -28,6 +28,7 @@ ART = Path(os.environ["VX_ARTIFACT_DIR"])
 FILES = sorted(p.name for p in ART.iterdir())
 CPU_ARTIFACT = TARGET == "cpu" and any(n.endswith(".cpu.json") for n in FILES)
 MLIR = [n for n in FILES if n.endswith(f".{TARGET}.mlir")]
+NVIDIA = TARGET in ("b200", "h100") and any(n.endswith(f".{TARGET}.fatbin") for n in FILES)
 TPU_ARTIFACT = TARGET == "tpu" and any(n.endswith(".tpu.jax_export") for n in FILES)
 
 
@@ -41,6 +42,8 @@ def test_every_output_has_a_validation():
     validated = set(MLIR)
     if CPU_ARTIFACT:
         validated |= {n for n in FILES if n.endswith((".json", ".so", ".o", ".h"))}
+    if NVIDIA:
+        validated |= {n for n in FILES if n.endswith((".fatbin", ".json"))}
     if TPU_ARTIFACT:
         validated |= {n for n in FILES if n.endswith((".json", ".jax_export", ".mosaic.mlir"))}
     assert set(FILES) == validated, f"no validation here for {sorted(set(FILES) - validated)}"
@@ -76,6 +79,15 @@ def test_vx_mlir_names_its_target_and_round_trips():
         text = (ART / name).read_text()
         assert f'vx.target = "{TARGET}"' in text
         assert print_module(parse_module(text)) == text
+
+
+@pytest.mark.skipif(not NVIDIA, reason="not a b200/h100 artifact")
+def test_nvidia_artifact_assembles_and_holds_tma_mbarrier_and_mma():
+    """ptxas -v again on the fatbin's PTX (no spills), SASS with UTMALDG, SYNCS and
+    HGMMA (h100) or UTCHMMA (b200); there is no GPU to run it on here."""
+    from vxc.backends.nvidia.validate import check_artifact
+
+    assert check_artifact(ART, TARGET) == []
 
 
 @pytest.fixture(scope="module")

@@ -267,9 +267,18 @@ def _constant(it: Interp, op: ir.Operation) -> None:
     it.env[op.results[0]] = _scalar_type(t)(v)
 
 
+def _divsi(a, b):  # C semantics: the quotient truncates toward zero
+    q = abs(int(a)) // abs(int(b))
+    return type(a)(q if (int(a) < 0) == (int(b) < 0) else -q)
+
+
+def _remsi(a, b):  # the remainder takes the dividend's sign
+    return type(a)(int(a) - int(_divsi(a, b)) * int(b))
+
+
 _BIN = {
     "arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply,
-    "arith.remui": np.remainder, "arith.remsi": np.remainder, "arith.divsi": np.floor_divide,
+    "arith.remui": np.remainder, "arith.remsi": _remsi, "arith.divsi": _divsi,
     "arith.divui": np.floor_divide, "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or,
     "arith.xori": np.bitwise_xor, "arith.minsi": np.minimum, "arith.maxsi": np.maximum,
     "arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply,
@@ -283,7 +292,7 @@ def _binary(it: Interp, op: ir.Operation) -> None:
     it.env[op.results[0]] = _BIN[op.name](a, b)
 
 
-@rule("arith.index_cast")
+@rule("arith.index_cast", "arith.extsi", "arith.extui", "arith.trunci")
 def _index_cast(it: Interp, op: ir.Operation) -> None:
     it.env[op.results[0]] = _scalar_type(op.results[0].type)(it.env[op.operands[0]])
 
