@@ -299,10 +299,16 @@ class Artifact:
 
 
 def load(path: str | Path) -> Artifact:
-    """Load from the manifest (`x.cpu.json`) or the library (`x.cpu.so`) beside it."""
+    """Load from the manifest (`x.cpu.json`) or the library (`x.cpu.so`) beside it; a
+    b200 / h100 artifact (`x.h100.json` or `.fatbin`) loads with the CUDA runtime of
+    `vxc.backends.nvidia.runtime` (which says in one line when there is no GPU)."""
     p = Path(path)
     if p.suffix == ".so":
         p = p.with_suffix(".json")
+    if p.suffix == ".fatbin" or p.name.endswith((".b200.json", ".h100.json")):
+        from vxc.backends.nvidia.runtime import load as load_cuda  # lazy: cuda-python
+
+        return load_cuda(p)
     if not p.is_file():
         raise FileNotFoundError(f"no artifact manifest at {p}")
     return Artifact(p)

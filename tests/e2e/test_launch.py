@@ -29,7 +29,7 @@ def _src(text: bytes | None = None, name: str = "kernels/stream_grid.vx") -> api
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     result = api.build(api.analyze([_src()]), "cpu")
-    assert result.ok, api.render_human(result.diagnostics, [_src()])
+    assert result.ok, api.render(result.diagnostics, [_src()])
     out = tmp_path_factory.mktemp("grid")
     return runtime.load_outputs(result.outputs, out), out, result.outputs
 
@@ -184,7 +184,7 @@ def test_header_documents_the_launch(built):
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_vx_mlir_carries_the_launch_for_every_target(target):
     result = api.build(api.analyze([_src()]), target, "vx-mlir")
-    assert result.ok, api.render_human(result.diagnostics, [_src()])
+    assert result.ok, api.render(result.diagnostics, [_src()])
     (text,) = (v.decode() for k, v in result.outputs.items() if k.endswith(".mlir"))
     assert 'vx.launch = "instances"' in text
     assert '"vx.instance"() : () -> i64' in text and '"vx.instances"() : () -> i64' in text
@@ -205,7 +205,7 @@ fn ids(x: &Tensor<f32, [1, 1]>) -> i64 on Topology::TensorCore {
         "ids.vx",
     )
     result = api.build(api.analyze([src]), "cpu")
-    assert result.ok, api.render_human(result.diagnostics, [src])
+    assert result.ok, api.render(result.diagnostics, [src])
     art = runtime.load_outputs(result.outputs, tmp_path)
     x = np.zeros((1, 1), np.float32)
     assert art.ids(x) == 10

@@ -45,12 +45,12 @@ def _run_vxcompile(ctx, tc, args, inputs, outputs, progress):
     args.use_param_file("@%s", use_always = True)
     args.set_param_file_format("multiline")
     launch = ctx.actions.args()
-    launch.add_all(["-s", "-B", "-m", "vxc.worker"])
+    launch.add_all(tc.interpreter_args + ["-m", "vxc.worker"])
     ctx.actions.run(
-        executable = tc.python,
+        executable = tc.interpreter,
         arguments = [launch, args],
         inputs = depset(inputs),
-        tools = depset([tc.python], transitive = [tc.compiler_runtime, tc.compiler]),
+        tools = tc.tools,
         outputs = outputs,
         mnemonic = "VxCompile",
         progress_message = progress,
@@ -111,6 +111,11 @@ def _vx_kernel_impl(ctx):
     args.add("--target", target)
     args.add("--emit", ctx.attr.emit)
     args.add("--cpu", ctx.attr._cpu[VxCpuInfo].cpu)
+    if target == "tpu" and ctx.attr.emit == "artifact":
+        # libtpu compiles the export for both chips: a module Mosaic rejects fails the build.
+        args.add("--tpu-aot", "v5e,v6e")
+    if target == "tpu" and ctx.attr.tpu_instances:
+        args.add("--tpu-instances", str(ctx.attr.tpu_instances))
     args.add_all([out_dir], before_each = "--out-dir", expand_directories = False)
     inputs = [hir.hir] + srcs.to_list() + ([machine] if machine else [])
     _run_vxcompile(ctx, tc, args, inputs, [out_dir], "VxCompile %s for %s (%s)" % (ctx.label, target, ctx.attr.emit))
@@ -136,6 +141,11 @@ vx_kernel_rule = rule(
             default = "artifact",
             values = ["artifact", "vx-mlir", "target-ir"],
             doc = "what to produce: the target's artifact, the vx dialect module, or the target IR",
+        ),
+        tpu_instances = attr.int(
+            default = 0,
+            doc = "tpu: the launch grid the artifact is built for (a Mosaic grid is static); " +
+                  "0 = a plain call, N = N instances with stacked results (in the manifest)",
         ),
         _target = attr.label(default = Label("//vx_rules:target")),
         _cpu = attr.label(default = Label("//vx_rules:cpu")),

@@ -38,7 +38,6 @@ PTR = ll.PointerType()
 NONE_BAD = (1 << 64) - 1  # no instance failed (an unsigned minimum's identity)
 ENV = "VX_NUM_THREADS"
 MAX_CPUS = 1024  # the affinity mask the pool reads (bits)
-LOCAL_NAME_MAX = 200  # as lower.py's local names
 
 
 def _c(n: int, ty: ll.IntType = I64) -> ll.Constant:
@@ -115,7 +114,7 @@ def _name_args(fn: ll.Function, sig: abi.Signature, first: int) -> None:
     names = [n.split()[-1].lstrip("*") for p in sig.params for n in p.c_params()]
     names += [r.name for r in sig.results]
     for arg, name in zip(fn.args[first:], names, strict=True):
-        arg.name = name[:LOCAL_NAME_MAX]  # LLVM cuts longer local names itself, then collides
+        arg.name = abi.local_name(name)
 
 
 def _helper(mod: ll.Module, name: str) -> tuple[ll.Function, ll.IRBuilder | None]:
