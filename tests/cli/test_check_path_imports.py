@@ -1,5 +1,6 @@
 """The check path stays light (issue 2: `vxc check` cold start <= 0.8 s): checking a
-program, in process or through the CLI, never imports jax, jaxlib or llvmlite."""
+program, in process or through the CLI, never imports jax, jaxlib or llvmlite, nor the LSP
+library (pygls is for `vxc lsp` only)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 
 from clirun import KERNELS, ROOT
 
-HEAVY = ("jax", "jaxlib", "llvmlite")
+HEAVY = ("jax", "jaxlib", "llvmlite", "pygls", "lsprotocol")
 
 PROBE = """
 import json, sys
