@@ -23,7 +23,6 @@ stops there); otherwise a front-half error anywhere suppresses every target chec
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -211,10 +210,7 @@ class IncrementalChecker:
         result = DocumentResult([], items)
         for comp in components(items) or [[]]:
             members = sorted(set(comp) | set(decls))
-            h = hashlib.sha256(f"{path}\0{self.target}\0".encode())
-            for i in members:
-                h.update(items[i].text.encode() + b"\0")
-            key = h.hexdigest()
+            key = (path, self.target, *(items[i].text for i in members))
             unit = self.cache.get(key)
             if unit is None:
                 unit = self._check_unit(path, items, members)
