@@ -195,13 +195,19 @@ def check(sources: list[Source], target: str = "cpu", machine: Source | None = N
 
 
 def build(
-    analysis: Analysis, target: str, emit: str = "artifact", cpu: str = "native"
+    analysis: Analysis,
+    target: str,
+    emit: str = "artifact",
+    cpu: str = "native",
+    link: str = "cc",
 ) -> BuildResult:
     """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files).
 
     `cpu` picks the host CPU code is tuned for on the cpu target: `native` (this
     machine), or a named x86-64 level (`x86-64-v3`) that gives the same object on every
-    build machine, as shared build caches need.
+    build machine, as shared build caches need. `link` is "cc" (the cpu backend links
+    the shared library with `cc`) or "none" (the caller links it; Bazel does, with its
+    C++ toolchain).
     """
     import time
 
@@ -225,7 +231,9 @@ def build(
         from vxc.backends import emit_target
         from vxc.targets import BackendOptions
 
-        result.outputs.update(emit_target(target, module, stem, emit, BackendOptions(cpu=cpu)))
+        result.outputs.update(
+            emit_target(target, module, stem, emit, BackendOptions(cpu=cpu, link=link))
+        )
     result.stats["emit_s"] = time.perf_counter() - t1
     return result
 

@@ -27,9 +27,13 @@ class Target:
 @dataclass(frozen=True)
 class BackendOptions:
     """Per-build options a backend may read (Pallas keeps the same per-backend
-    CompilerParams). `cpu` is the x86-64 level of cpu artifacts."""
+    CompilerParams). `cpu` is the x86-64 level of cpu artifacts; `link` says who links
+    the cpu artifact's shared library: "cc" (the backend, with `cc` on PATH: the CLI) or
+    "none" (the caller: Bazel links it with its C++ toolchain; the manifest names it
+    all the same)."""
 
     cpu: str = "native"
+    link: str = "cc"
 
 
 TARGETS: dict[str, Target] = {
