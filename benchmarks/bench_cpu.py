@@ -1,18 +1,25 @@
-"""CPU backend benchmark: the seed `stream` kernel vs numpy on one core, and build time.
+"""CPU backend benchmark: the seed `stream` kernel vs numpy on one core, build time, and
+the launch grid (`stream_grid`) on every core.
 
-    .venv/bin/python benchmarks/bench_cpu.py [--tiles 256] [--repeat 20]
+    .venv/bin/python benchmarks/bench_cpu.py [--tiles 256] [--repeat 20] [--only grid]
 
 Goals (docs/PERFORMANCE.md, "CPU backend"): kernel >= 0.5x numpy GFLOP/s with
 one BLAS thread, measured in the same run; warm in-process build <= 200 ms.
+Grid (docs/PERFORMANCE.md, "Launch grid"): 2 instances >= 1.7x one instance on the
+same tiles, and >= 1.0x numpy with 2 OpenBLAS threads (f32, and bf16 against numpy's
+f32 on the widened data: numpy has no bf16 matmul). numpy's 2-thread figures come
+from a child process of this run (OpenBLAS reads its thread count at import).
 """
 
 from __future__ import annotations
 
 import os
 
-# BLAS reads these when numpy is first imported: one thread, to compare one core with one core.
+# BLAS reads these when numpy is first imported: one thread, to compare one core with one core
+# (the grid's numpy child asks for more through VX_BENCH_BLAS_THREADS).
+BLAS_THREADS = os.environ.get("VX_BENCH_BLAS_THREADS", "1")
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
-    os.environ[_var] = "1"
+    os.environ[_var] = BLAS_THREADS
 # This workplace pins OpenBLAS to an older core type (OPENBLAS_CORETYPE=Haswell) for old
 # OpenBLAS builds; that would handicap numpy here. Compare against its best kernel.
 PINNED = {
@@ -20,7 +27,9 @@ PINNED = {
 }
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -37,6 +46,7 @@ from vxc.ir import parse_module  # noqa: E402
 
 SEED = ROOT / "tests" / "ir" / "data" / "stream.vx.mlir"
 KERNEL = ROOT / "kernels" / "stream.vx"
+GRID = ROOT / "kernels" / "stream_grid.vx"
 
 
 def build_from_source(cpu: str = "native") -> dict[str, bytes]:
@@ -58,11 +68,136 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
+def grid_kernel(elem: str):
+    """kernels/stream_grid.vx built in process (`bf16`, or `f32` by swapping the tile type)."""
+    text = GRID.read_text()
+    if elem != "bf16":
+        text = text.replace("Tensor<bf16,", f"Tensor<{elem},")
+    source = api.Source("kernels/stream_grid.vx", text.encode())
+    result = api.build(api.analyze([source]), "cpu")
+    assert result.ok, result.diagnostics
+    tmp = tempfile.mkdtemp(prefix="vx-bench-grid-")
+    return runtime.load_outputs(result.outputs, tmp).stream_grid
+
+
+def numpy_times(tiles: np.ndarray, w: np.ndarray, repeat: int) -> dict[str, float]:
+    """Best times of numpy's `acc += t @ w` loop, its batched matmul + sum, and the one
+    (n*128 x 128) @ (128 x 128) GEMM that batched form amounts to."""
+    n = len(tiles)
+    buf = np.empty_like(tiles)
+
+    def loop() -> np.ndarray:
+        acc = np.zeros(w.shape, np.float32)
+        for i in range(n):
+            acc += tiles[i] @ w
+        return acc
+
+    def batched() -> np.ndarray:
+        return np.matmul(tiles, w, out=buf).sum(axis=0)
+
+    flat = tiles.reshape(-1, tiles.shape[-1])
+    out2 = np.empty((flat.shape[0], w.shape[1]), np.float32)
+
+    def gemm() -> np.ndarray:
+        return np.matmul(flat, w, out=out2).reshape(n, -1, w.shape[1]).sum(axis=0)
+
+    return {
+        "loop": best_time(loop, repeat),
+        "batched": best_time(batched, repeat),
+        "gemm": best_time(gemm, repeat),
+    }
+
+
+def grid_data(n: int):
+    rng = np.random.default_rng(1)
+    tiles = rng.standard_normal((n, 128, 128), dtype=np.float32)
+    w = rng.standard_normal((128, 128), dtype=np.float32)
+    return tiles, w
+
+
+def numpy_child(n: int, repeat: int) -> None:
+    """Run in a child with VX_BENCH_BLAS_THREADS set: numpy's times as JSON on stdout."""
+    import ml_dtypes
+
+    tiles, w = grid_data(n)
+    widened = [x.astype(ml_dtypes.bfloat16).astype(np.float32) for x in (tiles, w)]
+    print(json.dumps({"f32": numpy_times(tiles, w, repeat), "bf16": numpy_times(*widened, repeat)}))
+
+
+def grid_bench(n: int, repeat: int) -> None:
+    import ml_dtypes
+
+    tiles, w = grid_data(n)
+    flops = 2.0 * 128 * 128 * 128 * n
+    env = dict(os.environ, VX_BENCH_BLAS_THREADS="2")
+    child = subprocess.run(
+        [sys.executable, __file__, "--numpy-child", str(n), "--repeat", str(repeat)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    np2 = json.loads(child.stdout)
+    cores = len(os.sched_getaffinity(0))
+    print(f"\nstream_grid: {n} tiles of 128x128, w 128x128, f32 accumulator; {cores} cores")
+    print(f"load average before: {os.getloadavg()[0]:.2f} (1 min)")
+    rows = []
+    for elem in ("f32", "bf16"):
+        kernel = grid_kernel(elem)
+        if elem == "bf16":
+            t_in, w_in = tiles.astype(ml_dtypes.bfloat16), w.astype(ml_dtypes.bfloat16)
+            ref = t_in.astype(np.float32).sum(axis=0) @ w_in.astype(np.float32)
+        else:
+            t_in, w_in = tiles, w
+            ref = tiles.sum(axis=0) @ w
+        t1 = best_time(lambda k=kernel, a=t_in, b=w_in: k.launch(1, a, b), repeat)
+        t2 = best_time(lambda k=kernel, a=t_in, b=w_in: k.launch(2, a, b), repeat)
+        got = kernel.launch(2, t_in, w_in).sum(axis=0)
+        np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-2 * np.abs(ref).max())
+        best_np = min(np2[elem].values())
+        what = "f32" if elem == "f32" else "f32 on the bf16-widened data"
+        rows += [
+            (f"vx {elem}, 1 instance", f"{flops / t1 / 1e9:8.1f} GFLOP/s", f"{t1 * 1e3:8.2f} ms"),
+            (
+                f"vx {elem}, 2 instances",
+                f"{flops / t2 / 1e9:8.1f} GFLOP/s",
+                f"{t2 * 1e3:8.2f} ms",
+            ),
+            *(
+                (
+                    f"numpy {form} (2 threads, {what})",
+                    f"{flops / t / 1e9:8.1f} GFLOP/s",
+                    f"{t * 1e3:8.2f} ms",
+                )
+                for form, t in np2[elem].items()
+            ),
+            (f"vx {elem}: 2 instances / 1", f"{t1 / t2:8.2f} x", "goal >= 1.7x"),
+            (f"vx {elem} 2 instances / best numpy", f"{best_np / t2:8.2f} x", "goal >= 1.0x"),
+        ]
+    width = max(len(r[0]) for r in rows)
+    for name, a, b in rows:
+        print(f"  {name:<{width}}  {a:>18}  {b}")
+    print(f"load average after: {os.getloadavg()[0]:.2f} (1 min)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiles", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--grid-tiles", type=int, default=512)
+    ap.add_argument("--only", choices=("stream", "grid"), default=None)
+    ap.add_argument("--numpy-child", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.numpy_child is not None:
+        numpy_child(args.numpy_child, args.repeat)
+        return
+    if args.only != "grid":
+        stream_bench(args)
+    if args.only != "stream":
+        grid_bench(args.grid_tiles, args.repeat)
+
+
+def stream_bench(args) -> None:
     text = SEED.read_text()
 
     # Build time: the first build pays for LLVM/MLIR initialisation; "warm" is the median after.

@@ -1,17 +1,15 @@
 #!/usr/bin/env bash
-# Regenerates compiler/vxc/worker/vx_worker_protocol_pb2.py from
-# proto/vx_worker_protocol.proto with grpcio-tools, installed into a throwaway
+# Regenerates compiler/vxc/worker/vx_worker_protocol_pb2.py and
+# compiler/vxc/hir/vxhir_pb2.py from proto/*.proto with grpcio-tools, installed into a throwaway
 # venv (default /tmp/toolvenv) so the project's locked environment stays as it
 # is. The generated file records the digest of its .proto on its first line;
-# tests/worker/test_pb2_current.py checks that digest (and, when grpcio-tools
+# tests/worker/test_pb2_current.py checks those digests (and, when grpcio-tools
 # is importable, regenerates and compares byte for byte).
 #   tools/bazel_gen_proto.sh           regenerate in place
-#   tools/bazel_gen_proto.sh --check   exit 1 if the committed file is stale
+#   tools/bazel_gen_proto.sh --check   exit 1 if a committed file is stale
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 toolvenv="${VX_TOOLVENV:-/tmp/toolvenv}"
-proto="proto/vx_worker_protocol.proto"
-dest="compiler/vxc/worker/vx_worker_protocol_pb2.py"
 cd "$root"
 if ! "$toolvenv/bin/python" -c 'import grpc_tools' 2>/dev/null; then
   python3 -m venv "$toolvenv"
@@ -21,13 +19,20 @@ if ! "$toolvenv/bin/python" -c 'import grpc_tools' 2>/dev/null; then
 fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-"$toolvenv/bin/python" -m grpc_tools.protoc -Iproto --python_out="$tmp" "$proto"
-digest="$(sha256sum "$proto" | cut -d' ' -f1)"
-{ echo "# vx-proto-sha256: $digest (regenerate with tools/bazel_gen_proto.sh)"; cat "$tmp/vx_worker_protocol_pb2.py"; } > "$tmp/out.py"
-if [ "${1:-}" = "--check" ]; then
-  cmp -s "$tmp/out.py" "$dest" || { echo "$dest is stale: run tools/bazel_gen_proto.sh" >&2; exit 1; }
-  echo "$dest is current"
-else
-  mv "$tmp/out.py" "$dest"
-  echo "wrote $dest"
-fi
+stale=0
+# proto file -> generated module: the worker protocol, and the .vxhir cache.
+for pair in "vx_worker_protocol:compiler/vxc/worker" "vxhir:compiler/vxc/hir"; do
+  name="${pair%%:*}"
+  proto="proto/$name.proto"
+  dest="${pair#*:}/${name}_pb2.py"
+  "$toolvenv/bin/python" -m grpc_tools.protoc -Iproto --python_out="$tmp" "$proto"
+  digest="$(sha256sum "$proto" | cut -d' ' -f1)"
+  { echo "# vx-proto-sha256: $digest (regenerate with tools/bazel_gen_proto.sh)"; cat "$tmp/${name}_pb2.py"; } > "$tmp/out.py"
+  if [ "${1:-}" = "--check" ]; then
+    if cmp -s "$tmp/out.py" "$dest"; then echo "$dest is current"; else echo "$dest is stale: run tools/bazel_gen_proto.sh" >&2; stale=1; fi
+  else
+    mv "$tmp/out.py" "$dest"
+    echo "wrote $dest"
+  fi
+done
+exit "$stale"

@@ -31,6 +31,8 @@ from vxc.hir.typecheck import typecheck
 from vxc.targets import TARGETS, model_source
 
 EMITS = ("vx-mlir", "target-ir", "artifact")
+# Front-half errors after which the per-target checks still run (see Analysis.checkable).
+TARGET_CHECKS_AFTER = frozenset({"E6011"})
 
 
 class StaleCache(Exception):
@@ -99,6 +101,15 @@ class Analysis:
     def ok(self) -> bool:
         return self.hir.program is not None and not any(
             d.severity == "error" for d in self.hir.diagnostics
+        )
+
+    @property
+    def checkable(self) -> bool:
+        """Whether the per-target checks can run: the program type-checked and its only
+        errors, if any, are dropped tokens (E6011), which leave types and value flow intact.
+        A forgotten `wait` is E6004 at the read and E6011 at the binding (LANGUAGE.md 5)."""
+        return self.hir.program is not None and all(
+            d.severity != "error" or d.code in TARGET_CHECKS_AFTER for d in self.hir.diagnostics
         )
 
     @property
@@ -179,7 +190,7 @@ def check_target(analysis: Analysis, target: str) -> Checked:
     machine = target_machine(analysis, target, sink)
     solver = Solver()
     placements: dict = {}
-    if analysis.ok:
+    if analysis.checkable:
         fns = analysis.program.functions
         for fn in fns.values():
             if fn.is_extern or not fn.ok or (fn.generic_of is None and fn.decl.const_params):
@@ -200,6 +211,7 @@ def build(
     emit: str = "artifact",
     cpu: str = "native",
     link: str = "cc",
+    tpu_aot: str = "none",
 ) -> BuildResult:
     """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files).
 
@@ -231,9 +243,8 @@ def build(
         from vxc.backends import emit_target
         from vxc.targets import BackendOptions
 
-        result.outputs.update(
-            emit_target(target, module, stem, emit, BackendOptions(cpu=cpu, link=link))
-        )
+        options = BackendOptions(cpu=cpu, tpu_aot=tpu_aot, link=link)
+        result.outputs.update(emit_target(target, module, stem, emit, options))
     result.stats["emit_s"] = time.perf_counter() - t1
     return result
 

@@ -46,6 +46,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="CPU",
         help="cpu target: native (default, this machine) or x86-64[-v2|-v3|-v4] (portable)",
     )
+    b.add_argument(
+        "--tpu-aot",
+        default="none",
+        metavar="TOPOLOGIES",
+        help="tpu target: compile the artifact with libtpu for these topologies "
+        "(comma-separated, e.g. v5e,v6e; default none)",
+    )
     b.add_argument("--error-format", choices=("human", "json"), default="human")
     e = sub.add_parser("explain", help="explain a diagnostic code")
     e.add_argument("code")
@@ -107,7 +114,9 @@ def _build(args) -> int:
 
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None
-    result = api.build(api.analyze(sources, machine), args.target, args.emit, args.cpu)
+    result = api.build(
+        api.analyze(sources, machine), args.target, args.emit, args.cpu, args.tpu_aot
+    )
     _report(result.diagnostics, sources, machine, args.error_format)
     if not result.ok:
         return EXIT_ERRORS

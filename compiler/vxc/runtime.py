@@ -2,10 +2,20 @@
 
     art = vxc.runtime.load("out/stream.cpu.json")
     acc = art.stream(tiles, w)          # tiles: (n, 128, 128) f32, w: (128, 128) f32
+    accs = art.stream_grid.launch(4, tiles, w)   # 4 instances: (4, 128, 128)
 
 Arguments are checked against the manifest before the call: a wrong dtype,
 rank or static dimension raises `ArgumentError` naming the parameter and what
-was expected. A kernel that reports a non-zero status raises `KernelError`.
+was expected. A kernel that reports a non-zero status raises `KernelError`
+(`LaunchError` for a bad instance or thread count).
+
+`kernel.launch(n, *args, threads=0)` runs `n` instances (LANGUAGE.md section
+4.1) through the artifact's `K_launch` entry point, on a pool of at most one
+thread per core (`threads` = 0: `VX_NUM_THREADS` or the core count), and
+returns each result stacked along a new leading axis of length `n`.
+
+bf16 tensors are passed as `ml_dtypes.bfloat16` arrays (jax's bf16 dtype) or
+as `uint16` arrays holding the raw bits.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ _NUMPY = {
     "index": np.int64,
 }
 _CTYPES = {
+    "bf16": ctypes.c_uint16,
     "f16": ctypes.c_uint16,
     "f32": ctypes.c_float,
     "f64": ctypes.c_double,
@@ -49,6 +60,9 @@ _CTYPES = {
     "index": ctypes.c_int64,
 }
 _MEANING = {
+    "VX_ERR_LAUNCH": "the instance count must be >= 1 and the thread count >= 0",
+    "VX_ERR_NULL": "an output pointer was null, or an input with elements was null",
+    "VX_ERR_WHERE": "the launch breaks the kernel's `where` clause",
     "VX_ERR_INDEX": "a Vec index was out of range (is the Vec empty?)",
     "VX_ERR_ALLOC": "the scratch arena could not be allocated",
     "VX_ERR_CAPACITY": "a dynamically shaped tensor does not fit its scratchpad slot",
@@ -63,17 +77,38 @@ class ArgumentError(ValueError):
 class KernelError(RuntimeError):
     """The kernel ran and returned a non-zero status."""
 
-    def __init__(self, kernel: str, status: int, code: str):
+    def __init__(self, kernel: str, status: int, code: str, detail: str = ""):
         self.status, self.code = status, code
-        why = _MEANING.get(code, "unknown status")
+        why = _MEANING.get(code, "unknown status") + detail
         super().__init__(f"kernel '{kernel}' failed with {code} ({status}): {why}")
+
+
+class LaunchError(KernelError, ValueError):
+    """A launch the kernel refused before running: bad instance or thread count, or a
+    launch its `where` clause rules out (more instances than tiles, say)."""
+
+
+def _kernel_error(kernel: str, status: int, code: str, detail: str = "") -> KernelError:
+    cls = LaunchError if code in ("VX_ERR_LAUNCH", "VX_ERR_WHERE") else KernelError
+    return cls(kernel, status, code, detail)
 
 
 def _shape_str(shape: list[int | None]) -> str:
     return "(" + ", ".join("n" if d is None else str(d) for d in shape) + ")"
 
 
+def _bf16() -> Any:
+    try:
+        import ml_dtypes  # jax's numpy extension types; optional
+
+        return np.dtype(ml_dtypes.bfloat16)
+    except ImportError:
+        return np.dtype(np.uint16)  # the raw bits
+
+
 def _dtype(dtype: str, who: str) -> Any:
+    if dtype == "bf16":
+        return _bf16()
     if dtype not in _NUMPY:
         raise ArgumentError(f"{who}: element type {dtype} has no numpy equivalent")
     return np.dtype(_NUMPY[dtype])
@@ -97,6 +132,12 @@ class Kernel:
                 argtypes.append(_CTYPES[p["dtype"]])
         argtypes += [ctypes.c_void_p] * len(self.results)
         self._fn.argtypes = argtypes
+        self.requires: list[str] = spec.get("requires", [])
+        launch = spec.get("launch_symbol")
+        self._launch = getattr(lib, launch) if launch else None
+        if self._launch is not None:
+            self._launch.restype = ctypes.c_int32
+            self._launch.argtypes = [ctypes.c_int64, ctypes.c_int32, *argtypes]
 
     def signature(self) -> str:
         def one(p: dict) -> str:
@@ -138,6 +179,8 @@ class Kernel:
                 f"{who} must be a numpy array of dtype {want} and shape {_shape_str(shape)}, "
                 f"got {type(value).__name__}"
             )
+        if p["dtype"] == "bf16" and value.dtype == np.uint16:
+            want = value.dtype  # bf16 given as its raw bits
         if value.dtype != want:
             raise ArgumentError(f"{who} must have dtype {want}, got {value.dtype}")
         if value.ndim != len(shape) or any(
@@ -172,7 +215,7 @@ class Kernel:
                 raise ArgumentError(f"{who} = {value} does not fit {p['dtype']}")
         return _CTYPES[p["dtype"]](int(value) if kind in "biu" else float(value))
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def _args(self, args: tuple, kwargs: dict) -> tuple[list[Any], list[np.ndarray]]:
         keep: list[np.ndarray] = []  # contiguous copies must outlive the call
         cargs: list[Any] = []
         for p, value in zip(self.params, self._bind(args, kwargs), strict=True):
@@ -182,19 +225,55 @@ class Kernel:
                 cargs += parts
             else:
                 cargs.append(self._scalar(p, value))
-        outs: list[np.ndarray] = []
+        return cargs, keep
+
+    def _outputs(self, lead: tuple[int, ...]) -> list[np.ndarray]:
+        outs = []
         for r in self.results:
-            shape = r["shape"] if r["kind"] == "tensor" else []
+            shape = list(lead) + (r["shape"] if r["kind"] == "tensor" else [])
             outs.append(np.empty(shape, dtype=_dtype(r["dtype"], f"{self.name}: result")))
-        status = self._fn(*cargs, *[ctypes.c_void_p(o.ctypes.data) for o in outs])
+        return outs
+
+    def _finish(self, status: int, outs: list[np.ndarray], stacked: bool) -> Any:
         if status != 0:
-            raise KernelError(self.name, status, self._status.get(status, f"status {status}"))
+            code = self._status.get(status, f"status {status}")
+            detail = f" ({' and '.join(self.requires)})" if code == "VX_ERR_WHERE" else ""
+            raise _kernel_error(self.name, status, code, detail)
         values = [
-            o if r["kind"] == "tensor" else o[()] for r, o in zip(self.results, outs, strict=True)
+            o if r["kind"] == "tensor" or stacked else o[()]
+            for r, o in zip(self.results, outs, strict=True)
         ]
         if not values:
             return None
         return values[0] if len(values) == 1 else tuple(values)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """One instance (`instance() = 0`, `instances() = 1`)."""
+        cargs, _keep = self._args(args, kwargs)
+        outs = self._outputs(())
+        status = self._fn(*cargs, *[ctypes.c_void_p(o.ctypes.data) for o in outs])
+        return self._finish(status, outs, stacked=False)
+
+    def launch(self, instances: int, *args: Any, threads: int = 0, **kwargs: Any) -> Any:
+        """`instances` instances on a pool of at most one thread per core; each result
+        comes back stacked along a new leading axis of length `instances`."""
+        if self._launch is None:
+            raise ArgumentError(f"{self.name}: this artifact has no launch entry point")
+        for what, v in (("instances", instances), ("threads", threads)):
+            if not isinstance(v, int | np.integer) or isinstance(v, bool):
+                raise ArgumentError(f"{self.name}: {what} must be an integer, got {v!r}")
+        if not (-(2**63) <= instances < 2**63 and -(2**31) <= threads < 2**31):
+            raise ArgumentError(f"{self.name}: instances={instances}, threads={threads} overflow")
+        cargs, _keep = self._args(args, kwargs)
+        # N < 1 and threads < 0 are refused by the kernel itself (VX_ERR_LAUNCH -> LaunchError).
+        outs = self._outputs((max(int(instances), 0),))
+        status = self._launch(
+            ctypes.c_int64(int(instances)),
+            ctypes.c_int32(int(threads)),
+            *cargs,
+            *[ctypes.c_void_p(o.ctypes.data) for o in outs],
+        )
+        return self._finish(status, outs, stacked=True)
 
 
 class Artifact:

@@ -27,12 +27,14 @@ class Target:
 @dataclass(frozen=True)
 class BackendOptions:
     """Per-build options a backend may read (Pallas keeps the same per-backend
-    CompilerParams). `cpu` is the x86-64 level of cpu artifacts; `link` says who links
-    the cpu artifact's shared library: "cc" (the backend, with `cc` on PATH: the CLI) or
-    "none" (the caller: Bazel links it with its C++ toolchain; the manifest names it
-    all the same)."""
+    CompilerParams). `cpu` is the x86-64 level of cpu artifacts; `tpu_aot` names the TPU
+    topologies (comma-separated: v5e,v6e) libtpu compiles a tpu artifact for during the
+    build, "none" for no check; `link` says who links the cpu artifact's shared library:
+    "cc" (the backend, with `cc` on PATH: the CLI) or "none" (the caller: Bazel links it
+    with its C++ toolchain; the manifest names it all the same)."""
 
     cpu: str = "native"
+    tpu_aot: str = "none"
     link: str = "cc"
 
 

@@ -2,7 +2,7 @@
 from `cases/`, so the output names the file as the user typed it) and its stderr must
 equal `cases/NAME.expected` byte for byte; the exit status must be 1 exactly when the
 expected output has an error. The target is `cpu` unless the first line says
-`// target: T`.
+`// target: T`, or `// targets: T1 T2 ...` (each of them must give that same output).
 
 Naming: `CODE_what.vx` is a rejected form that emits CODE; `CODE_ok_what.vx` is the
 accepted form, which must not emit it. Every code of the code table needs both.
@@ -25,33 +25,40 @@ from vxc.diagnostics.codes import CODES
 
 CASES = Path(__file__).resolve().parent / "cases"
 UPDATE = os.environ.get("VX_UPDATE_GOLDEN") == "1"
-TARGET = re.compile(rb"^// target: (\w+)")
+TARGET = re.compile(rb"^// targets?: (\w+(?: \w+)*)")
 SOURCES = sorted(CASES.glob("*.vx"))
 
 
-def target_of(path: Path) -> str:
+def targets_of(path: Path) -> list[str]:
     m = TARGET.match(path.read_bytes())
-    return m.group(1).decode() if m else "cpu"
+    return m.group(1).decode().split() if m else ["cpu"]
 
 
-def run_check(path: Path, monkeypatch, capsys) -> tuple[int, str]:
+def run_check(path: Path, monkeypatch, capsys, target: str | None = None) -> tuple[int, str]:
     monkeypatch.chdir(CASES)
     capsys.readouterr()
-    rc = cli.main(["check", "--target", target_of(path), path.name])
+    rc = cli.main(["check", "--target", target or targets_of(path)[0], path.name])
     out = capsys.readouterr()
     assert out.out == "", "`vxc check` writes diagnostics to stderr only"
     return rc, out.err
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=[p.stem for p in SOURCES])
-def test_golden(path: Path, monkeypatch, capsys):
-    rc, err = run_check(path, monkeypatch, capsys)
+CASES_ON = [(p, t) for p in SOURCES for t in targets_of(p)]
+
+
+@pytest.mark.parametrize(
+    ("path", "target"),
+    CASES_ON,
+    ids=[p.stem + (f"[{t}]" if len(targets_of(p)) > 1 else "") for p, t in CASES_ON],
+)
+def test_golden(path: Path, target: str, monkeypatch, capsys):
+    rc, err = run_check(path, monkeypatch, capsys, target)
     expected_path = path.with_suffix(".expected")
-    if UPDATE:
+    if UPDATE and target == targets_of(path)[0]:
         expected_path.write_text(err)
     assert expected_path.exists(), f"no {expected_path.name}; run with VX_UPDATE_GOLDEN=1"
     expected = expected_path.read_text()
-    assert err == expected
+    assert err == expected, f"--target {target}"
     has_error = re.search(r"^error\[", expected, re.M) is not None
     assert rc == (1 if has_error else 0)
 

@@ -129,7 +129,7 @@ _SIG = (
     '%t: memref<128x128xf32, "HBM">, %v: memref<128x128xf32, "VMEM">, '
     '%s: memref<128x128xf32, "SMEM">, %vec: memref<?x128x128xf32, "HBM">, '
     '%h: memref<128x128xf16, "VMEM">, %x: memref<64x32xf32, "VMEM">, '
-    '%tok: !vx.token<memref<128x128xf32, "VMEM">>, %i: index, %j: i64'
+    '%tok: !vx.token<memref<128x128xf32, "VMEM">>, %i: index, %j: i64, %flag: i1'
 )
 _ALLOC = "offset = 0 : i64, slots = 1 : i64, slot_bytes = 65536 : i64, ring = 0 : i64"
 _XFER = (
@@ -178,6 +178,12 @@ BAD = {
     "element-tile": ("vx.element", f'%r = "vx.element"(%vec, %i) : (memref<?x128x128xf32, "HBM">, index) -> {_V}', "one tile"),
     "len-token": ("vx.len", f'%r = "vx.len"(%tok) : ({_TOK}) -> index', "operand 'vec'"),
     "len-result": ("vx.len", '%r = "vx.len"(%vec) : (memref<?x128x128xf32, "HBM">) -> i64', "result 'n'"),
+    "instance-type": ("vx.instance", '%r = "vx.instance"() : () -> i32', "result 'index'"),
+    "instance-operand": ("vx.instance", '%r = "vx.instance"(%j) : (i64) -> i64', "expects 0 operand"),
+    "instances-type": ("vx.instances", '%r = "vx.instances"() : () -> index', "result 'count'"),
+    "instances-attr": ("vx.instances", '%r = "vx.instances"() {axis = 0 : i64} : () -> i64', "unknown attribute"),
+    "require-type": ("vx.require", '"vx.require"(%j) {clause = "n < 4"} : (i64) -> ()', "operand 'cond'"),
+    "require-clause": ("vx.require", '"vx.require"(%flag) : (i1) -> ()', "missing attribute 'clause'"),
     "unknown-op": ("vx.frobnicate", f'"vx.frobnicate"(%v) : ({_V}) -> ()', "is not a vx op"),
 }  # fmt: skip
 
@@ -207,6 +213,9 @@ def test_good_ops_pass():
             f'%z = "vx.zeros"() {{space = "VMEM", {_ALLOC.replace("ring = 0", "ring = 2")}}} : () -> {_V}',
             f'%e = "vx.element"(%vec, %i) : (memref<?x128x128xf32, "HBM">, index) -> {_T}',
             '%n = "vx.len"(%vec) : (memref<?x128x128xf32, "HBM">) -> index',
+            '%k = "vx.instance"() : () -> i64',
+            '%m = "vx.instances"() : () -> i64',
+            '"vx.require"(%flag) {clause = "instances() <= 4"} : (i1) -> ()',
         ]
     )
     assert verify_module(_module(body)) == []

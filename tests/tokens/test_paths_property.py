@@ -12,7 +12,8 @@ The reference semantics (LANGUAGE.md section 5), per path:
 Every branch outcome is enumerated (each `if` tests its own parameter, so every path is
 feasible), loops are unrolled until no new state reaches their head (so every iteration
 count is covered), and the errors of all paths are united. As in `vxc.api.check_target`, the seam
-checks (E6004) run only on programs whose ownership pass (E6011, E0301) is clean.
+checks (E6004) run only on programs without a use-after-move (E0301): a dropped token (E6011)
+leaves them running, so a forgotten `wait` is E6004 at the read and E6011 at the binding.
 """
 
 from __future__ import annotations
@@ -328,7 +329,9 @@ def enumerate_paths(prog: Program) -> set[tuple[str, int]]:
             for t in prog.tokens:
                 if st_.get(t) == "live":
                     ownership.add(("E6011", prog.decl[t]))
-    return ownership if ownership else reads
+    if any(code == "E0301" for code, _ in ownership):
+        return ownership
+    return ownership | reads
 
 
 def _freeze(state: dict[str, str]) -> tuple:
@@ -375,6 +378,8 @@ def _prog(body: list, tokens=("t0",), nconds: int = 1) -> Program:
         ([Wait("t0")], set()),
         ([], {("E6011", 4)}),
         ([Read("t0"), Wait("t0")], {("E6004", 5)}),
+        ([Read("t0")], {("E6004", 5), ("E6011", 4)}),
+        ([Read("t0"), Wait("t0"), Wait("t0")], {("E0301", 7)}),
         ([Wait("t0"), Wait("t0")], {("E0301", 6)}),
         ([If("c0", [Wait("t0")], None)], {("E6011", 4)}),
         ([If("c0", [Wait("t0")], [Wait("t0")])], set()),

@@ -1002,6 +1002,80 @@ fn f(tiles: &Vec<Tensor<f32, [128, 128]>>) -> void {ON} {{
 ]
 
 
+# ---- a token passed where its tensor is expected, in every form (issue 9 item 1) -------------------
+# Each form is a read of the in-flight buffer (E6004 at the read), whether or not a `wait`
+# follows; without one the token is also dropped (E6011 at its binding). The declarations:
+# an extern fn and a Vx helper, each taking the tensor by value, by `&` and by `&mut`.
+T32 = "Tensor<f32, [32, 32]>"
+FORM_DECLS = f"""\
+extern fn ext_v(t: {T32}) -> void {ON};
+extern fn ext_r(t: &{T32}) -> void {ON};
+extern fn ext_m(t: &mut {T32}) -> void {ON};
+fn vx_v(t: {T32}) -> void {ON} {{
+}}
+fn vx_r(t: &{T32}) -> void {ON} {{
+}}
+fn vx_m(t: &mut {T32}) -> void {ON} {{
+}}
+"""
+TOKEN_READ_FORMS = {
+    "by value to an extern fn": "ext_v(cur);",
+    "by reference to an extern fn": "ext_r(&cur);",
+    "by mutable reference to an extern fn": "ext_m(&mut cur);",
+    "by value to a Vx helper": "vx_v(cur);",
+    "by reference to a Vx helper": "vx_r(&cur);",
+    "by mutable reference to a Vx helper": "vx_m(&mut cur);",
+    "as an intrinsic operand by reference": "matmul_acc(&mut acc, &cur, &wv);",
+    "as an intrinsic operand by value": "matmul_acc(&mut acc, cur, wv);",
+    "as the intrinsic's second operand": "matmul_acc(&mut acc, &wv, &cur);",
+    "as a transfer source": "let h = transfer(cur, Memory::HBM);",
+    "as an async transfer source": "let h = wait(transfer_async(cur, Memory::HBM));",
+    "through a nested transfer into a call": "ext_v(transfer(cur, Memory::VMEM));",
+    "in a value contract": "assert(cur == 0);",
+}
+
+
+def token_read_case(form: str, where: str, waited: bool) -> Case:
+    stmt = TOKEN_READ_FORMS[form]
+    lines = [
+        f"fn f(tiles: {VEC}, w: {W}, c: bool, n: i64) -> void {ON} {{",
+        "  let mut acc = Tensor<f32>([32, 32]);",
+        "  let wv = transfer(w, Memory::VMEM);",
+        "  let cur = transfer_async(tiles[0], Memory::VMEM);" + ("" if waited else " //~ E6011"),
+    ]
+    read = f"{stmt} //~ E6004"
+    if where == "straight":
+        lines.append(f"  {read}")
+    else:
+        lines += [f"  {'for i in 0..n' if where == 'loop' else 'if c'} {{", f"    {read}", "  }"]
+    lines += ["  let x = wait(cur);"] if waited else []
+    verb = "then waited" if waited else "never waited"
+    return Case(
+        f"token read {form}, {where}, {verb}",
+        FORM_DECLS + "\n".join(lines) + "\n}\n",
+    )
+
+
+CASES += [
+    token_read_case(form, where, waited)
+    for form in TOKEN_READ_FORMS
+    for where in ("straight", "loop", "branch")
+    for waited in (True, False)
+]
+CASES.append(
+    Case(
+        "the seed's read before wait: one-argument extern matmul_acc, by value, no wait",
+        """\
+extern fn matmul_acc(t: Tensor<f32, [128, 128]>) -> void on Topology::TensorCore;
+fn f(tiles: &Vec<Tensor<f32, [128, 128]>>) -> void on Topology::TensorCore {
+  let cur = transfer_async(tiles[0], Memory::VMEM); //~ E6011
+  matmul_acc(cur); //~ E6004
+}
+""",
+    )
+)
+
+
 @pytest.mark.parametrize(
     ("case", "target"),
     [(c, t) for c in CASES for t in c.targets],
@@ -1030,6 +1104,19 @@ def test_e6004_read_before_wait_message_and_counterexample():
     )
     assert d.notes == ["z3 counterexample: ((tag_cur #b11) (val_cur #x00))"]
     assert (d.span.line, d.span.column) == (5, 24)
+
+
+def test_e6004_of_the_seeds_one_argument_form_by_value():
+    """Issue 9 item 1: the seed's headline diagnostic, through a by-value extern call."""
+    case = next(c for c in CASES if c.name.startswith("the seed's read before wait"))
+    for target in TARGETS:
+        e6011, e6004 = diagnostics(case.src, target)
+        assert (e6004.code, e6004.span.line, e6004.span.column) == ("E6004", 4, 14)
+        assert e6004.message == (
+            "'cur' is read before its transfer token is waited — a consumer may read stale data"
+        )
+        assert e6004.notes == ["z3 counterexample: ((tag_cur #b11) (val_cur #x00))"]
+        assert (e6011.code, e6011.span.line) == ("E6011", 3)
 
 
 def test_e6011_message_and_help_of_the_spec():

@@ -1,4 +1,4 @@
-"""The committed vx_worker_protocol_pb2.py matches proto/vx_worker_protocol.proto."""
+"""The committed vx_worker_protocol_pb2.py and vxhir_pb2.py match their .proto files."""
 
 from __future__ import annotations
 
@@ -13,10 +13,15 @@ PROTO = os.path.join(ROOT, "proto", "vx_worker_protocol.proto")
 PB2 = os.path.join(ROOT, "compiler", "vxc", "worker", "vx_worker_protocol_pb2.py")
 
 
-def test_pb2_records_digest_of_current_proto():
-    with open(PB2, encoding="utf-8") as f:
+HIR_PROTO = os.path.join(ROOT, "proto", "vxhir.proto")
+HIR_PB2 = os.path.join(ROOT, "compiler", "vxc", "hir", "vxhir_pb2.py")
+
+
+@pytest.mark.parametrize("proto,pb2", [(PROTO, PB2), (HIR_PROTO, HIR_PB2)], ids=["worker", "vxhir"])
+def test_pb2_records_digest_of_current_proto(proto, pb2):
+    with open(pb2, encoding="utf-8") as f:
         first = f.readline()
-    with open(PROTO, "rb") as f:
+    with open(proto, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
     assert first.startswith("# vx-proto-sha256: "), first
     assert first.split()[2] == digest, "stale: run tools/bazel_gen_proto.sh"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 from dataclasses import dataclass, field
 
 from vxc.diagnostics import DiagnosticSink, Span
@@ -71,7 +72,9 @@ class Machine:
     def route(self, topology: str | None, src: str, dst: str) -> list[Hop] | None:
         """Cheapest hop chain src -> dst over the topology's edges (all edges for host code).
 
-        Ties break on the hop names, so the route and hence the IR are deterministic.
+        Ties break on the hop names, then on declaration order (two equal-cost edges
+        between the same spaces: the first declared), so the route and hence the IR are
+        deterministic; Hops themselves are never compared.
         """
         src, dst = self.space(src) or src, self.space(dst) or dst
         if src == dst:
@@ -79,10 +82,13 @@ class Machine:
         graph: dict[str, list[Hop]] = {}
         for hop in self._edges(topology):
             graph.setdefault(hop.src, []).append(hop)
-        queue: list[tuple[int, tuple[str, ...], str, list[Hop]]] = [(0, (src,), src, [])]
+        pushed = itertools.count()
+        queue: list[tuple[int, tuple[str, ...], int, str, list[Hop]]] = [
+            (0, (src,), next(pushed), src, [])
+        ]
         done: set[str] = set()
         while queue:
-            cost, names, here, hops = heapq.heappop(queue)
+            cost, names, _, here, hops = heapq.heappop(queue)
             if here == dst:
                 return hops
             if here in done:
@@ -90,9 +96,8 @@ class Machine:
             done.add(here)
             for hop in graph.get(here, []):
                 if hop.dst not in done:
-                    heapq.heappush(
-                        queue, (cost + hop.cost, names + (hop.dst,), hop.dst, hops + [hop])
-                    )
+                    entry = (cost + hop.cost, names + (hop.dst,), next(pushed), hop.dst)
+                    heapq.heappush(queue, (*entry, hops + [hop]))
         return None
 
     def _edges(self, topology: str | None) -> list[Hop]:

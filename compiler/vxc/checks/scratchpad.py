@@ -415,8 +415,9 @@ def _size(n: int) -> str:
     """Human units (binary, as LANGUAGE.md §1 defines them): 65536 -> `64 KiB`."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
-            value = n / scale
-            return f"{value:.1f}".rstrip("0").rstrip(".") + f" {unit}"
+            # Integer arithmetic: a size past float range (huge dimensions) still formats.
+            whole, tenth = divmod((n * 10 + scale // 2) // scale, 10)
+            return (f"{whole}.{tenth}" if tenth else f"{whole}") + f" {unit}"
     return f"{n} B"
 
 

@@ -17,7 +17,17 @@ from dataclasses import dataclass
 import z3
 
 from vxc.checks.machine import Machine
-from vxc.checks.solver import CONST, TAG_BITS, TOP, VAL_BITS, Solver, format_model
+from vxc.checks.solver import (
+    CONST,
+    INSTANCE,
+    INSTANCES,
+    TAG_BITS,
+    TOP,
+    VAL_BITS,
+    Solver,
+    format_model,
+    launch_facts,
+)
 from vxc.diagnostics import DiagnosticSink
 from vxc.frontend import ast as A
 from vxc.hir import types as T
@@ -55,12 +65,14 @@ class SeamChecker:
         self.ints: dict[int, z3.ArithRef] = {}
         self.bools: dict[int, z3.BoolRef] = {}
         self.assume: list[z3.BoolRef] = []
+        self.lens: dict[tuple[str, int], z3.ArithRef] = {}
         self.emit = True
         self.reported: set[tuple] = set()
         self.contracts = _contracts(fn.decl.body) if fn.decl.body else {}
 
     # ---- entry -------------------------------------------------------------------
     def run(self) -> None:
+        self.assume.extend(launch_facts())
         for p in self.fn.params:
             self._bind_param(p.vid, p.name, p.ty)
         for w in self.fn.decl.where:
@@ -330,8 +342,9 @@ class SeamChecker:
                 return self._stale(base.name, "token")  # not yet waited: the hop is relaxed
             return state
         if isinstance(base, A.Transfer):
-            src = self._buf(base.src, pc, read=isinstance(base.src.ty, T.TokenT))
-            return self._route(base, src)
+            # Transferring an in-flight buffer is a read of the token, reported there
+            # (`_effects`); the copy is not reported again where it is read.
+            return self._route(base, self._buf(base.src, pc, read=False))
         if isinstance(base, A.Wait):
             return self._buf(base.token, pc, read=False)
         if isinstance(base, A.TensorNew):
@@ -362,7 +375,25 @@ class SeamChecker:
             case A.Binary(op="+" | "-" | "*"):
                 lhs, rhs = self._int(e.lhs), self._int(e.rhs)
                 return lhs + rhs if e.op == "+" else lhs - rhs if e.op == "-" else lhs * rhs
+            case A.Binary(op="/" | "%") if isinstance(e.rhs, A.IntLit) and e.rhs.value > 0:
+                # Division by a positive constant stays linear; Vx's `/` truncates, which
+                # z3's floor division matches for a non-negative dividend only.
+                lhs = self._int(e.lhs)
+                d = z3.IntVal(e.rhs.value)
+                q = z3.If(lhs >= 0, lhs / d, -((-lhs) / d))
+                return q if e.op == "/" else lhs - d * q
+            case A.Call(callee="instance" | "instances") if e.callee not in self.functions:
+                return INSTANCE if e.callee == "instance" else INSTANCES
             case A.MethodCall(method="len"):
+                base = _strip(e.obj)
+                if isinstance(base, A.Name) and base.vid >= 0:
+                    # One length per Vec variable, so `where n <= tiles.len()` and a later
+                    # `tiles.len()` talk about the same number.
+                    key = ("len", base.vid)
+                    if key not in self.lens:
+                        self.lens[key] = z3.Int(self.solver.fresh_name(f"len_{base.name}"))
+                        self.assume.append(self.lens[key] >= 0)
+                    return self.lens[key]
                 n = z3.Int(self.solver.fresh_name("len"))
                 self.assume.append(n >= 0)
                 return n
@@ -467,6 +498,11 @@ def _mentions(e: A.Expr, vid: int) -> bool:
     return any(isinstance(n, A.Name) and n.vid == vid for n in A.walk_expr(e))
 
 
+def show_expr(e: A.Expr) -> str:
+    """A scalar expression as Vx source (for messages and the IR's `clause`)."""
+    return _show(e)
+
+
 def _show(e: A.Expr) -> str:
     match e:
         case A.Binary():
@@ -477,6 +513,10 @@ def _show(e: A.Expr) -> str:
             return str(e.value)
         case A.Unary():
             return f"{e.op}{_show(e.operand)}"
+        case A.Call():
+            return f"{e.callee}({', '.join(_show(a) for a in e.args)})"
+        case A.MethodCall():
+            return f"{_show(e.obj)}.{e.method}({', '.join(_show(a) for a in e.args)})"
     return re.sub(r"\s+", " ", type(e).__name__)
 
 

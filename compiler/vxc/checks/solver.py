@@ -1,7 +1,8 @@
 """The one z3 solver of a compilation, shared by every obligation (push/pop).
 
 Seam obligations are QF_BV (a 2-bit tag and an 8-bit value per buffer);
-`where`-bound obligations are QF_LIA. Both go to the same instance.
+`where`-bound obligations are QF_LIA. Both go to the same instance. Every
+function's obligations assume the launch facts of LANGUAGE.md section 4.1.
 """
 
 from __future__ import annotations
@@ -13,6 +14,16 @@ import z3
 
 BOT, CONST, TOP = 0b00, 0b01, 0b11  # the buffer tags of LANGUAGE.md section 6
 TAG_BITS, VAL_BITS = 2, 8
+
+# The launch grid (LANGUAGE.md section 4.1): one pair of constants for every function of
+# a compilation, because a helper runs in the instance of the kernel that called it.
+INSTANCE = z3.Int("instance()")
+INSTANCES = z3.Int("instances()")
+
+
+def launch_facts() -> list[z3.BoolRef]:
+    """What every instance knows (QF_LIA): `0 <= instance() < instances()`, `instances() >= 1`."""
+    return [INSTANCE >= 0, INSTANCE < INSTANCES, INSTANCES >= 1]
 
 
 @dataclass

@@ -40,10 +40,16 @@ class DiagnosticSink:
     def __init__(self) -> None:
         self.items: list[Diagnostic] = []
         self._seen: set[tuple] = set()
+        # Every error emitted, duplicates included: a pass that asks "did this function
+        # have errors?" counts these (a const-generic instance repeats its template's
+        # errors, which the list keeps once).
+        self.errors_emitted = 0
 
     def emit(self, code: str, message: str, span: Span, notes=None, help=None) -> None:
         if code not in CODES:
             raise KeyError(f"diagnostic code {code} is not in the code table")
+        if CODES[code].severity == "error":
+            self.errors_emitted += 1
         key = (code, message, span)
         if key in self._seen:
             return

@@ -128,6 +128,16 @@ _TABLE = [
         "An element reached through `&` (such as `tiles[i]` of `tiles: &Vec<...>`) can be "
         "read or be the source of a transfer, but not moved.",
     ),
+    # -- launch (LANGUAGE.md section 4.1) ----------------------------------------
+    Code(
+        "E0401",
+        "error",
+        "kernel entry takes or returns a token",
+        "A kernel entry (a function no Vx function calls) is launched as N instances, and its "
+        "caller receives their results stacked along a new leading axis. A transfer token does "
+        "not stack and its caller cannot `wait` it (nor issue one to pass in): `wait` the token "
+        "inside the kernel and return the tensor. A `void` kernel is fine.",
+    ),
     # -- placement (LANGUAGE.md section 7) ---------------------------------------
     Code(
         "E6001",

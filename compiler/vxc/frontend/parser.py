@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import math
+import re
 from contextlib import contextmanager
 from functools import cache
 from importlib import resources
@@ -35,11 +37,53 @@ UNITS = {
 }
 
 
+WORD_LITERAL = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)"')
+TERMINAL_DEF = re.compile(r"^\s*([A-Z_][A-Z0-9_]*)(\.\d+)?\s*:", re.M)
+
+
+def _whole_word_keywords(grammar: str) -> str:
+    """Every word-like literal of the rules (`"fn"`, `"Tensor"`, ...) becomes a terminal
+    that matches only a whole word: `fnf` is one name, never `fn` then `f`.
+
+    lark's contextual lexer offers only the terminals a parser state accepts; where a
+    name cannot stand (before an item, `fnf() {}`), a plain string terminal matched the
+    prefix of a longer word. The terminals are lark's own names with a `_` (`_FN`,
+    `_TENSOR`), so they stay out of the tree and "expected one of" lists sort as before.
+    """
+    defined = set(TERMINAL_DEF.findall(grammar))
+    defined_names = {name for name, _ in defined}
+    words: dict[str, str] = {}
+    lines = []
+    for line in grammar.splitlines():
+        if not TERMINAL_DEF.match(line):
+            for w in WORD_LITERAL.findall(line.split("//")[0]):
+                if w.upper() not in defined_names:
+                    words[w] = "_" + w.upper()  # `_`: filtered from the tree, as literals are
+            line = WORD_LITERAL.sub(lambda m: words.get(m.group(1), m.group(0)), line)
+        lines.append(line)
+    lines += [f"{t}.2: /{w}(?![A-Za-z0-9_])/" for w, t in sorted(words.items())]
+    return "\n".join(lines) + "\n"
+
+
+@cache
+def keyword_terminals() -> dict[str, str]:
+    """Terminal name -> the word it matches, for the terminals made above."""
+    grammar = resources.files("vxc.frontend").joinpath("grammar.lark").read_text()
+    defined_names = {name for name, _ in TERMINAL_DEF.findall(grammar)}
+    return {
+        "_" + w.upper(): w
+        for line in grammar.splitlines()
+        if not TERMINAL_DEF.match(line)
+        for w in WORD_LITERAL.findall(line.split("//")[0])
+        if w.upper() not in defined_names
+    }
+
+
 @cache
 def _lark() -> lark.Lark:
     grammar = resources.files("vxc.frontend").joinpath("grammar.lark").read_text()
     return lark.Lark(
-        grammar,
+        _whole_word_keywords(grammar),
         parser="lalr",
         propagate_positions=True,
         maybe_placeholders=True,
@@ -69,11 +113,32 @@ class _Invalid(Exception):
         self.span = span
 
 
+I64_MAX = (1 << 63) - 1
+
+
+def _shown(tok: Token) -> str:
+    """A literal as a message quotes it: a 5 000-digit literal is cut, not echoed."""
+    text = str(tok)
+    return (
+        f"`{text}`" if len(text) <= 40 else f"`{text[:12]}...{text[-4:]}` ({len(text)} characters)"
+    )
+
+
 def _int(tok: Token, file: str) -> int:
-    value = int(str(tok).replace("_", ""))
-    if value >= 1 << 63:
-        raise _Invalid(f"integer literal `{tok}` does not fit in 64 bits", _tok_span(tok, file))
-    return value
+    digits = str(tok).replace("_", "").lstrip("0") or "0"
+    # Checked on the digits first: int() refuses more than 4 300 digits (ValueError).
+    if len(digits) > 19 or int(digits) > I64_MAX:
+        raise _Invalid(
+            f"integer literal {_shown(tok)} does not fit in 64 bits", _tok_span(tok, file)
+        )
+    return int(digits)
+
+
+def _scaled(value: int | float, unit: int, what: str, span: Span) -> int:
+    """A size or a rate in bytes: finite and within 64 bits, or E0005."""
+    if not math.isfinite(value) or value * unit > I64_MAX:
+        raise _Invalid(f"{what} does not fit in 64 bits (at most {I64_MAX} bytes)", span)
+    return int(value * unit)
 
 
 def _tok_span(tok: Token, file: str) -> Span:
@@ -137,14 +202,18 @@ class _ToAst(Transformer):
         return ("list", [x.name for x in c if x is not None], "")
 
     def size(self, meta, c):
-        return A.SizeLit(self._s(meta), _int(c[0], self.file) * UNITS[str(c[1])])
+        value = _int(c[0], self.file)
+        span = self._s(meta)
+        size = _scaled(value, UNITS[str(c[1])], f"size {_shown(c[0])} {c[1]}", span)
+        return A.SizeLit(span, size)
 
     def rate(self, meta, c):
         unit, per = str(c[1]).split("/")
         amount = (
             float(str(c[0]).replace("_", "")) if c[0].type == "FLOAT" else _int(c[0], self.file)
         )
-        return ("rate", int(amount * UNITS[unit]), per)
+        what = f"rate {_shown(c[0])} {c[1]}"
+        return ("rate", _scaled(amount, UNITS[unit], what, self._s(meta)), per)
 
     def word(self, meta, c):
         return ("word", str(c[0]), "")
@@ -307,7 +376,10 @@ class _ToAst(Transformer):
         return A.IntLit(self._s(meta), _int(c[0], self.file))
 
     def float_lit(self, meta, c):
-        return A.FloatLit(self._s(meta), float(str(c[0]).replace("_", "")))
+        value = float(str(c[0]).replace("_", ""))
+        if not math.isfinite(value):
+            raise _Invalid(f"float literal {_shown(c[0])} is out of range for f64", self._s(meta))
+        return A.FloatLit(self._s(meta), value)
 
     def true_lit(self, meta, c):
         return A.BoolLit(self._s(meta), True)
@@ -374,13 +446,18 @@ FIRST_EXPECTED = ("SEMICOLON", "RPAR", "RSQB", "RBRACE", "COMMA")
 def _expected(exc: lark.exceptions.UnexpectedInput) -> str:
     names = sorted(
         getattr(exc, "expected", None) or getattr(exc, "allowed", None) or [],
-        key=lambda n: (FIRST_EXPECTED.index(n) if n in FIRST_EXPECTED else len(FIRST_EXPECTED), n),
+        key=lambda n: (
+            FIRST_EXPECTED.index(n) if n in FIRST_EXPECTED else len(FIRST_EXPECTED),
+            n[1:] if n in keyword_terminals() else n,
+        ),
     )
     shown = [_pretty_terminal(n) for n in names][:8]
     return ", ".join(shown) + (", ..." if len(names) > 8 else "")
 
 
 def _pretty_terminal(name: str) -> str:
+    if name in keyword_terminals():
+        return f"`{keyword_terminals()[name]}`"
     try:
         pattern = _lark().get_terminal(name).pattern
     except KeyError:

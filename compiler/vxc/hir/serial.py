@@ -1,6 +1,9 @@
 """The checked HIR <-> protobuf (.vxhir), generically over the compiler's dataclasses.
 
 Only classes registered here can be decoded, so a cache file is data, never code.
+The value graph is stored as a flat node list (children first, each record once), so
+neither encoding nor decoding recurses: any nesting the parser accepts (E0004's 200
+levels) round-trips, where nested messages hit protobuf's decode depth at 27 levels.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from vxc.hir import program as P
 from vxc.hir import types as T
 from vxc.hir import vxhir_pb2 as pb
 
-FORMAT = 1  # bump when any registered dataclass changes shape
+FORMAT = 2  # bump when any registered dataclass or the node layout changes shape
 
 
 class CacheError(Exception):
@@ -36,57 +39,134 @@ def _registry() -> dict[str, type]:
 REGISTRY = _registry()
 
 
-def encode(obj: object) -> pb.Value:
-    v = pb.Value()
-    if obj is None:
-        v.none = True
-    elif isinstance(obj, bool):
-        v.b = obj
-    elif isinstance(obj, int):
-        v.i = obj
-    elif isinstance(obj, float):
-        v.f = obj
-    elif isinstance(obj, str):
-        v.s = obj
-    elif isinstance(obj, list | tuple):
-        v.seq.kind = "tuple" if isinstance(obj, tuple) else "list"
-        v.seq.items.extend(encode(x) for x in obj)
-    elif isinstance(obj, dict):
-        v.seq.kind = "dict"
-        for key, value in obj.items():
-            v.seq.items.extend([encode(key), encode(value)])
-    elif dataclasses.is_dataclass(obj) and type(obj).__name__ in REGISTRY:
-        v.record.kind = type(obj).__name__
-        for f in dataclasses.fields(obj):
-            v.record.fields.add(name=f.name, value=encode(getattr(obj, f.name)))
-    else:
-        raise TypeError(f"cannot serialise {type(obj).__name__} into the HIR cache")
-    return v
+RECORD = "Record:"
+I64 = (-(1 << 63), (1 << 63) - 1)
 
 
-def decode(v: pb.Value) -> object:
-    which = v.WhichOneof("v")
-    if which == "none" or which is None:
-        return None
-    if which in ("b", "i", "f", "s"):
-        return getattr(v, which)
-    if which == "seq":
-        items = [decode(x) for x in v.seq.items]
-        if v.seq.kind == "dict":
+class _Nodes:
+    """Builds the flat node list: children first, each record once (by identity)."""
+
+    def __init__(self):
+        self.nodes: list[pb.Node] = []
+        self.seen: dict[int, int] = {}  # id(record) -> its node index
+        self.keep: list[object] = []  # keeps ids stable while encoding
+
+    def add(self, obj: object) -> int:
+        """Appends `obj` and everything under it; returns its index. Iterative, so
+        nesting depth costs no Python stack."""
+        # (object, expanded?) pairs: an object is emitted after its children.
+        stack: list[tuple[object, bool]] = [(obj, False)]
+        done: list[int] = []  # indices of the objects emitted, in emission order
+        while stack:
+            o, expanded = stack.pop()
+            if not expanded and _is_record(o) and id(o) in self.seen:
+                done.append(self.seen[id(o)])
+                continue
+            children = _children(o)
+            if children and not expanded:
+                stack.append((o, True))
+                stack.extend((c, False) for c in reversed(children))
+                continue
+            items = [done.pop() for _ in children][::-1] if children else []
+            done.append(self._emit(o, items))
+        return done[-1]
+
+    def _emit(self, o: object, items: list[int]) -> int:
+        n = pb.Node()
+        if o is None:
+            n.none = True
+        elif isinstance(o, bool):
+            n.b = o
+        elif isinstance(o, int):
+            if I64[0] <= o <= I64[1]:
+                n.i = o
+            else:
+                n.big = str(o)
+        elif isinstance(o, float):
+            n.f = o
+        elif isinstance(o, str):
+            n.s = o
+        elif isinstance(o, tuple | list | dict):
+            n.kind = "tuple" if isinstance(o, tuple) else "list" if isinstance(o, list) else "dict"
+        else:
+            n.kind = RECORD + type(o).__name__
+            n.names.extend(f.name for f in dataclasses.fields(o))
+        n.items.extend(items)
+        self.nodes.append(n)
+        index = len(self.nodes) - 1
+        if _is_record(o):
+            self.seen[id(o)] = index
+            self.keep.append(o)
+        return index
+
+
+def _is_record(o: object) -> bool:
+    return dataclasses.is_dataclass(o) and not isinstance(o, type)
+
+
+def _children(o: object) -> list:
+    if o is None or isinstance(o, bool | int | float | str):
+        return []
+    if isinstance(o, list | tuple):
+        return list(o)
+    if isinstance(o, dict):
+        return [x for kv in o.items() for x in kv]
+    if _is_record(o) and type(o).__name__ in REGISTRY:
+        return [getattr(o, f.name) for f in dataclasses.fields(o)]
+    raise TypeError(f"cannot serialise {type(o).__name__} into the HIR cache")
+
+
+def decode_nodes(nodes) -> object:
+    """The value of the last node. Children precede their parents, so one pass in
+    order decodes everything without recursion; a record reached twice is one object."""
+    values: list[object] = []
+    for index, n in enumerate(nodes):
+        which = n.WhichOneof("v")
+        if any(i >= index for i in n.items):
+            raise CacheError(f"node {index} names a later node")
+        if which in (None, "none"):
+            values.append(None)
+        elif which in ("b", "i", "f", "s"):
+            values.append(getattr(n, which))
+        elif which == "big":
+            try:
+                values.append(int(n.big))
+            except ValueError as e:
+                raise CacheError(f"node {index}: not an integer") from e
+        else:
+            values.append(_compound(n, [values[i] for i in n.items], index))
+    if not values:
+        raise CacheError("HIR cache holds no nodes")
+    return values[-1]
+
+
+def _compound(n, items: list, index: int) -> object:
+    kind = n.kind
+    if kind == "dict":
+        if len(items) % 2:
+            raise CacheError(f"node {index}: a dict of odd length")
+        try:
             return dict(zip(items[::2], items[1::2], strict=True))
-        return tuple(items) if v.seq.kind == "tuple" else items
-    cls = REGISTRY.get(v.record.kind)
+        except TypeError as e:  # an unhashable key
+            raise CacheError(f"node {index}: {e}") from e
+    if kind in ("list", "tuple"):
+        return tuple(items) if kind == "tuple" else items
+    cls = REGISTRY.get(kind.removeprefix(RECORD)) if kind.startswith(RECORD) else None
     if cls is None:
-        raise CacheError(f"unknown record kind {v.record.kind!r}")
+        raise CacheError(f"unknown record kind {kind!r}")
+    if len(n.names) != len(items):
+        raise CacheError(f"record {kind} of {len(n.names)} names and {len(items)} values")
     try:
-        return cls(**{f.name: decode(f.value) for f in v.record.fields})
+        return cls(**dict(zip(n.names, items, strict=True)))
     except TypeError as e:
-        raise CacheError(f"record {v.record.kind} does not match this compiler: {e}") from e
+        raise CacheError(f"record {kind} does not match this compiler: {e}") from e
 
 
 def dump(obj: object, key: str, version: str) -> bytes:
+    nodes = _Nodes()
+    nodes.add(obj)
     msg = pb.HirCache(format=FORMAT, compiler_version=version, key=key)
-    msg.analysis.CopyFrom(encode(obj).record)
+    msg.nodes.extend(nodes.nodes)
     return msg.SerializeToString(deterministic=True)
 
 
@@ -100,6 +180,4 @@ def load(data: bytes, key: str, version: str) -> object:
         raise CacheError(f"HIR cache of format {msg.format} / vxc {msg.compiler_version}")
     if msg.key != key:
         raise CacheError("HIR cache of other sources")
-    value = pb.Value()
-    value.record.CopyFrom(msg.analysis)
-    return decode(value)
+    return decode_nodes(msg.nodes)

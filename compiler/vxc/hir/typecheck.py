@@ -19,7 +19,11 @@ from vxc.hir.program import Function, Program, Var
 PORTABLE_HOME = {"TensorCore": "VMEM"}  # every shipped model declares TensorCore.memory = VMEM
 HOST_SPACE = "CPU_DRAM"
 DEVICE_ARG_SPACE = "HBM"
-INTRINSICS = {"matmul_acc", "assert"}
+INTRINSICS = {"matmul_acc", "assert", "instance", "instances"}
+LAUNCH_INTRINSICS = {"instance", "instances"}  # the launch grid (LANGUAGE.md section 4.1)
+
+
+MAX_BYTES = (1 << 63) - 1  # the largest size of a tensor: a signed 64-bit byte count
 
 
 @dataclass
@@ -75,6 +79,7 @@ class TypeChecker:
             if name in helpers and decl.body is not None and not decl.const_params:
                 continue  # checked per call site, in the caller's placements (see _instance)
             self._function(decl, name, {}, None)
+            self._entry_stacks(decl)
         # A helper whose every call failed to type-check was never instantiated: check its
         # body once as written, so its own errors are reported too (the program already
         # has errors, so no placement check sees this instance).
@@ -84,6 +89,37 @@ class TypeChecker:
             if name not in self.checked:
                 self._function(decl, name, {}, None)
         return Program(self.out, self.decls)
+
+    def _entry_stacks(self, decl: A.FnDecl) -> None:
+        """A kernel entry is launched as N instances whose results the caller receives
+        stacked (LANGUAGE.md section 4.1): a token neither stacks nor can be waited by
+        the launcher, so an entry may not take or return one (E0401)."""
+        if decl.body is None:
+            return
+        fn = self.out.get(decl.name)
+        if fn is None:
+            return
+        for p, hp in zip(decl.params, fn.params, strict=False):
+            if isinstance(T.deref(hp.ty), T.TokenT):
+                self.sink.emit(
+                    "E0401",
+                    f"kernel entry `{decl.name}` takes a transfer token `{p.name}`",
+                    p.span,
+                    notes=["a kernel entry is launched by its caller, which cannot issue a DMA"],
+                    help="take the tensor and start the transfer inside the kernel",
+                )
+        if isinstance(T.deref(fn.ret), T.TokenT) and decl.ret is not None:
+            self.sink.emit(
+                "E0401",
+                f"kernel entry `{decl.name}` returns a transfer token, which does not stack "
+                "over instances",
+                decl.ret.span,
+                notes=[
+                    "each instance's result is stacked along a new leading axis for the caller "
+                    "(LANGUAGE.md section 4.1), and the caller cannot `wait` a token"
+                ],
+                help="`wait` the token inside the kernel and return the tensor",
+            )
 
     def _called_by_others(self) -> set[str]:
         """Functions some other function calls: helpers, not kernel entries."""
@@ -100,15 +136,20 @@ class TypeChecker:
         spaces: dict[int, str] | None = None,
     ) -> Function:
         self.checked.add(decl.name)
+        # Every instance (const-generic or placement) gets its own copy of the parsed
+        # declaration: typing annotates nodes in place, and two instances of one helper
+        # must not share (and overwrite) each other's types, variable ids and callees.
         if consts:
             decl = _substitute(decl, consts)
+        elif generic_of is not None:
+            decl = copy.deepcopy(decl)
         self.cur_topology = decl.topology
         home = self.homes.get(decl.topology, "VMEM") if decl.topology else HOST_SPACE
         arg_space = DEVICE_ARG_SPACE if decl.topology else HOST_SPACE
         fn = Function(name, decl, [], T.VOID, decl.topology, home, generic_of=generic_of)
         self.out[name] = fn
         self.fn = fn
-        errors_before = len([d for d in self.sink.items if d.severity == "error"])
+        errors_before = self.sink.errors_emitted
         scope = _Scope({}, None)
         for cp in decl.const_params if not consts else []:
             scope.names[cp.name] = -1  # symbolic const dim; usable in types and bounds
@@ -121,11 +162,13 @@ class TypeChecker:
         fn.ret = self._type(decl.ret, arg_space) if decl.ret else T.VOID
         self.home = home
         for w in decl.where:
-            self._expect_bool(self._expr(w, scope, want=None), w)
+            try:
+                self._expect_bool(self._expr(w, scope, want=None), w)
+            except _Error:  # reported; the next clause and the body are still checked
+                pass
         if decl.body is not None:
             self._block(decl.body, _Scope({}, scope))
-        errors_after = len([d for d in self.sink.items if d.severity == "error"])
-        fn.ok = errors_after == errors_before
+        fn.ok = self.sink.errors_emitted == errors_before
         return fn
 
     def _bind(
@@ -144,7 +187,7 @@ class TypeChecker:
         if isinstance(t, A.VecType):
             return T.VecT(self._type(t.elem, space), space)
         if isinstance(t, A.TensorType):
-            return T.TensorT(self._elem(t.elem), tuple(t.dims), space)
+            return self._tensor(T.TensorT(self._elem(t.elem), tuple(t.dims), space), t.span)
         if isinstance(t, A.TokenType):
             inner = self._type(t.inner, t.space)
             if not isinstance(inner, T.TensorT):
@@ -164,6 +207,26 @@ class TypeChecker:
             help="types are scalars (i32, f32, ...), Tensor, Vec, Token, & and &mut",
         )
         return T.I32
+
+    def _tensor(self, t: T.TensorT, span: Span) -> T.TensorT:
+        """A tensor type as written: at least one dimension, and (when its dimensions
+        are literals) a size an address space can hold; either is reported once here."""
+        if not t.dims:
+            self.sink.emit(
+                "E0201",
+                "a tensor has at least one dimension",
+                span,
+                help="write `Tensor<f32>([1])`, or use a scalar (`f32`) for one value",
+            )
+        elif t.elem in T.SCALARS and (t.static_bytes or 0) > MAX_BYTES:
+            self.sink.emit(
+                "E6009",
+                f"`{t.show().split(' @ ')[0]}` is {t.static_bytes} B, more than any memory "
+                f"space can hold (the 64-bit address space: {MAX_BYTES} B)",
+                span,
+                help="split it into tiles that fit and transfer them one by one",
+            )
+        return t
 
     def _elem(self, t: A.TypeExpr) -> str:
         if isinstance(t, A.NamedType) and t.name in T.SCALARS:
@@ -301,7 +364,7 @@ class TypeChecker:
                 )
                 raise _Error
             case A.TensorNew():
-                return T.TensorT(self._elem(e.elem), tuple(e.dims), self.home)
+                return self._tensor(T.TensorT(self._elem(e.elem), tuple(e.dims), self.home), e.span)
             case A.Call():
                 return self._call(e, scope)
         raise AssertionError(f"unhandled expression {type(e).__name__}")
@@ -432,6 +495,15 @@ class TypeChecker:
         return consts
 
     def _intrinsic(self, e: A.Call, scope: _Scope) -> T.Type:
+        if e.callee in LAUNCH_INTRINSICS:
+            if e.args:
+                self.sink.emit(
+                    "E0202",
+                    f"`{e.callee}()` takes no arguments but {len(e.args)} were supplied",
+                    e.span,
+                )
+                raise _Error
+            return T.I64
         if e.callee == "assert":
             if len(e.args) != 1:
                 self.sink.emit("E0202", "`assert` takes one condition", e.span)
@@ -455,6 +527,7 @@ class TypeChecker:
                 e.args[0],
                 "the accumulator of `matmul_acc`",
             )
+            raise _Error  # `&4` has no dims to compare below
         ta, tb = T.deref(_read(a)), T.deref(_read(b))
         for arg, t in ((e.args[1], ta), (e.args[2], tb)):
             if not isinstance(t, T.TensorT) or len(t.dims) != 2:

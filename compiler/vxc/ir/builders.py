@@ -103,6 +103,9 @@ wait = _helper("vx.wait")
 matmul_acc = _helper("vx.matmul_acc")
 element = _helper("vx.element")
 len_ = _helper("vx.len")
+instance = _helper("vx.instance")
+instances = _helper("vx.instances")
+require = _helper("vx.require")
 
 
 def zeros(

@@ -22,6 +22,14 @@ token type is opaque. Conventions every producer and backend follows:
   declarations are `func.func private`; the module carries `vx.target`.
   An argument may carry `{vx.name = "..."}`: backends use it to name the
   parameter in headers and manifests.
+- Launch (LANGUAGE.md §4.1): a kernel entry (a `func.func` that is neither
+  private nor a declaration) carries `vx.launch = "instances"`: its caller runs
+  it as `N >= 1` instances that share the arguments (read-only), and receives
+  result `memref<d0x..xE>` as `N x d0 x .. x E`, the instances' results stacked
+  along a new leading axis in instance order (a scalar result becomes `N`
+  values; a kernel never returns a token). Inside, `vx.instance` and
+  `vx.instances` read the grid; helpers see the grid of the instance that
+  called them. A plain call (or `N = 1`) has `instance = 0`, `instances = 1`.
 - Loops are `scf.for` over `index` (loop-carried tokens and tensors are
   `iter_args`), branches `scf.if`; scalars use `arith`.
 - Scratchpad rings: ops with the same `ring` id (>= 0) in one function share

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, memref, scf
 
+from vxc.checks.seams import show_expr
 from vxc.errors import Unsupported
 from vxc.frontend import ast as A
 from vxc.hir import types as T
@@ -23,6 +24,10 @@ from vxc.ir import types as IT
 from vxc.ir.context import make_context
 
 _ELEM = {"u8": "ui8", "u16": "ui16", "u32": "ui32", "u64": "ui64", "bool": "i1"}
+
+
+# The launch grid's intrinsics (LANGUAGE.md section 4.1) -> their vx op builders.
+_LAUNCH = {"instance": B.instance, "instances": B.instances}
 
 
 class LoweringError(Unsupported):
@@ -108,6 +113,9 @@ class Lowering:
         )
         if fn.topology:
             op.attributes["vx.topology"] = ir.StringAttr.get(fn.topology)
+        if not fn.is_extern and fn.name not in self.helpers:
+            # A kernel entry: launched as N instances, results stacked (docs/IR.md).
+            op.attributes["vx.launch"] = ir.StringAttr.get("instances")
         if fn.is_extern:
             return
         block = op.add_entry_block()
@@ -118,6 +126,11 @@ class Lowering:
             {p.vid: block.arguments[i] for i, p in enumerate(fn.params)},
         )
         with ir.InsertionPoint(block):
+            if fn.name not in self.helpers:
+                # An entry's `where` clauses are its launch's preconditions (a helper's are
+                # proved at each call instead).
+                for w in fn.decl.where:
+                    B.require(self.expr(ctx, w), clause=show_expr(w))
             self.tail(ctx, list(fn.decl.body.stmts), results, func.ReturnOp)
 
     def tail(self, ctx: _Ctx, stmts: list[A.Stmt], results: list[ir.Type], finish) -> None:
@@ -368,6 +381,8 @@ class Lowering:
         if callee is None and e.callee == "matmul_acc":
             B.matmul_acc(*(self.expr(ctx, a) for a in e.args))
             return None
+        if callee is None and e.callee in _LAUNCH:
+            return _LAUNCH[e.callee]().result
         if callee is None and e.callee == "assert":
             return None  # proved at compile time (seams, bounds); not re-checked at run time
         args = []

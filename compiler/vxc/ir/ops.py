@@ -40,6 +40,12 @@ PLACED = TypeConstraint('placed tensor `memref<d0x..xE, "SPACE">`', _placed_tens
 VEC = TypeConstraint('placed Vec `memref<?xd0x..xE, "SPACE">`', _placed_vec)
 TOKEN = TypeConstraint("token `!vx.token<memref<...>>`", lambda t: T.token_inner(t) is not None)
 INDEX = TypeConstraint("`index`", lambda t: isinstance(t, ir.IndexType))
+I64 = TypeConstraint(
+    "`i64`", lambda t: isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 64
+)
+I1 = TypeConstraint(
+    "`i1`", lambda t: isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1
+)
 
 
 @dataclass(frozen=True)
@@ -241,6 +247,20 @@ def _no_checks(op: ir.Operation) -> list[str]:
     return []
 
 
+def _in_function(op: ir.Operation) -> list[str]:
+    """The launch grid exists inside a function body (a kernel or a helper it calls)."""
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        parent = parent.parent
+    if parent is None:
+        return ["must be inside a func.func"]
+    return []
+
+
+def _i64(ts: list[ir.Type], attrs: dict[str, object]) -> list[ir.Type]:
+    return [ir.IntegerType.get_signless(64)]
+
+
 OPS: dict[str, OpDef] = {
     d.name: d
     for d in (
@@ -320,6 +340,43 @@ OPS: dict[str, OpDef] = {
             _no_checks,
             lambda ts, attrs: [ir.IndexType.get()],
             "operand is a placed Vec.",
+        ),
+        OpDef(
+            "vx.instance",
+            "This instance's index in the launch grid (LANGUAGE.md §4.1): "
+            "`0 <= instance < instances`. cpu: the index the launcher hands the instance; "
+            "tpu: the program id of grid dimension 0; b200/h100: `blockIdx.x`.",
+            (),
+            (Result("index", I64, "the instance index, `0 <= index < instances`"),),
+            (),
+            _in_function,
+            _i64,
+            "result is i64; inside a func.func.",
+        ),
+        OpDef(
+            "vx.instances",
+            "How many instances the kernel was launched as (`>= 1`; 1 for a plain call). "
+            "cpu: the launch's instance count; tpu: the grid size; b200/h100: `gridDim.x`.",
+            (),
+            (Result("count", I64, "the instance count, `>= 1`"),),
+            (),
+            _in_function,
+            _i64,
+            "result is i64; inside a func.func.",
+        ),
+        OpDef(
+            "vx.require",
+            "A launch precondition: one `where` clause of a kernel entry, evaluated at the "
+            "start of each instance (LANGUAGE.md §4.1: `where instances() <= tiles.len()`). "
+            "The checker assumed it; a backend that can report a status stops the instance "
+            "when it is false (cpu: VX_ERR_WHERE); one that cannot may drop it, leaving it to "
+            "the caller.",
+            (Operand("cond", I1, "the clause's value"),),
+            (),
+            (Attr("clause", "str", "the clause as written, for messages"),),
+            _in_function,
+            lambda ts, attrs: [],
+            "operand is i1; inside a func.func.",
         ),
     )
 }

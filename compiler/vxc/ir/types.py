@@ -14,7 +14,7 @@ from jaxlib.mlir import ir
 DYNAMIC = ir.ShapedType.get_dynamic_size()
 
 # Bytes per element for the element types Vx tensors may have.
-_ELEMENT_BYTES = {
+ELEMENT_BYTES = {
     "f16": 2,
     "bf16": 2,
     "f32": 4,
@@ -82,7 +82,7 @@ def element_name(t: ir.Type) -> str:
 
 
 def element_bytes(t: ir.Type) -> int | None:
-    return _ELEMENT_BYTES.get(str(t))
+    return ELEMENT_BYTES.get(str(t))
 
 
 def static_bytes(t: ir.MemRefType) -> int | None:

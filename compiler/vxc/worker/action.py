@@ -6,6 +6,7 @@ Arguments (one per line in the @flagfile that Bazel writes):
     hir   --out OUT.vxhir --src A.vx [--src B.vx ...] [--machine M.vx]
     build --hir IN.vxhir --src A.vx ... [--machine M.vx] --target T
           --out-dir DIR [--emit artifact|vx-mlir|target-ir] [--cpu native|x86-64-v3|...]
+          [--tpu-aot v5e,v6e]
           [--link cc|none]   (none: the cpu .so is linked by the caller, Bazel's C++ toolchain)
 
 Paths are relative to the execroot (or to the request's sandbox_dir); the display
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out-dir", required=True)
     b.add_argument("--emit", default="artifact")
     b.add_argument("--cpu", default="native")
+    b.add_argument("--tpu-aot", default="none")
     b.add_argument("--link", default="cc", choices=("cc", "none"))
     return p
 
@@ -209,7 +211,14 @@ class VxCompile:
             return self._fail(analysis.diagnostics, srcs)
         ctx.check_cancelled()
         t0 = time.perf_counter()
-        result = self.api.build(analysis, opts.target, emit=opts.emit, cpu=opts.cpu, link=opts.link)
+        result = self.api.build(
+            analysis,
+            opts.target,
+            emit=opts.emit,
+            cpu=opts.cpu,
+            tpu_aot=opts.tpu_aot,
+            link=opts.link,
+        )
         ctx.stats["target"] = opts.target
         ctx.stats["emit_ms"] = _ms(t0)
         if not result.ok:

@@ -289,8 +289,9 @@ F16_MM = """module attributes {vx.target = "cpu"} {
 
 
 def test_unsupported_input_is_a_backend_error():
-    module = parse_module(F16_MM)  # valid vx: f16 operands are allowed by the dialect
-    with pytest.raises(BackendError, match="matmul_acc supports f32"):
+    # Valid vx (the dialect allows any shared operand type), but the CPU has no i8 matmul.
+    module = parse_module(F16_MM.replace("xf16", "xi8"))
+    with pytest.raises(BackendError, match="matmul_acc supports f32, bf16 and f16"):
         compile_module(module, "mm16")
 
 
@@ -304,3 +305,34 @@ def test_module_for_another_target_is_rejected():
     text = SEED.replace('vx.target = "cpu"', 'vx.target = "tpu"')
     with pytest.raises(BackendError, match="lowered for target 'tpu'"):
         compile_module(parse_module(text), "stream")
+
+
+HALF_MM = """module attributes {vx.target = "cpu"} {
+  func.func @mmh(%a: memref<37x70xE, "HBM"> {vx.name = "a"}, %b: memref<70x45xE, "HBM"> {vx.name = "b"}) -> memref<37x45xf32, "HBM"> {
+    %acc = "vx.zeros"() {offset = 0 : i64, ring = -1 : i64, slot_bytes = 6660 : i64, slots = 1 : i64, space = "VMEM"} : () -> memref<37x45xf32, "VMEM">
+    "vx.matmul_acc"(%acc, %a, %b) : (memref<37x45xf32, "VMEM">, memref<37x70xE, "HBM">, memref<70x45xE, "HBM">) -> ()
+    "vx.matmul_acc"(%acc, %a, %b) : (memref<37x45xf32, "VMEM">, memref<37x70xE, "HBM">, memref<70x45xE, "HBM">) -> ()
+    %out = "vx.transfer"(%acc) {capacity = 0 : i64, edge_cost = 1 : i64, from = "VMEM", granule = 0 : i64, offset = 0 : i64, ring = -1 : i64, scope = "device", slot_bytes = 6660 : i64, slots = 1 : i64, space = "HBM", within = ""} : (memref<37x45xf32, "VMEM">) -> memref<37x45xf32, "HBM">
+    return %out : memref<37x45xf32, "HBM">
+  }
+}"""
+
+
+@pytest.mark.parametrize("elem", ["bf16", "f16"])
+def test_half_precision_matmul_widens_to_f32(tmp_path, elem):
+    """bf16/f16 operands (odd shapes: micro-kernel edges) accumulate in f32, exactly as
+    numpy's f32 matmul of the same values widened."""
+    import ml_dtypes
+
+    art = runtime.load_outputs(
+        compile_module(parse_module(HALF_MM.replace("xE", "x" + elem)), "mmh"), tmp_path
+    )
+    dtype = ml_dtypes.bfloat16 if elem == "bf16" else np.float16
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((37, 70), dtype=np.float32).astype(dtype)
+    b = rng.standard_normal((70, 45), dtype=np.float32).astype(dtype)
+    ref = 2 * (a.astype(np.float64) @ b.astype(np.float64))
+    out = art.mmh(a, b)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+    assert art.mmh.launch(3, a, b).tolist() == [out.tolist()] * 3  # no instance() use: same

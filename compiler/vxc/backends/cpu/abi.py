@@ -3,8 +3,10 @@
 `int32_t name(<params>, <results>)`: each tensor parameter is a data pointer
 followed by one `int64_t` per dynamic dimension; each scalar parameter is
 passed by value; each result is a caller-allocated output pointer. The return
-value is a status code (`errors.STATUS`). The header, the manifest, the
-lowering and `vxc.runtime` all read this one description.
+value is a status code (`errors.STATUS`). A kernel entry also has
+`int32_t name_launch(int64_t instances, int32_t threads, <params>, <results>)`,
+which runs N instances with each result stacked N times (`launch.py`). The
+header, the manifest, the lowering and `vxc.runtime` all read this one description.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ C_TYPES = {
     "ui64": "uint64_t",
     "index": "int64_t",
 }
+
+# Bytes of one element as the C caller lays it out (i1 is a byte; index is int64_t).
+ELEMENT_BYTES = {**T.ELEMENT_BYTES, "index": 8}
+LAUNCH_SUFFIX = "_launch"  # `K_launch`: the N-instance entry point of kernel `K`
 
 
 @dataclass(frozen=True)
@@ -76,11 +82,27 @@ class Signature:
     topology: str | None
     extern: bool
     internal: bool = False  # a private helper: not in the header or manifest, may pass tokens
+    requires: tuple[str, ...] = ()  # a kernel's `where` clauses, checked at launch (VX_ERR_WHERE)
+
+    @property
+    def kernel(self) -> bool:
+        """A kernel entry: exported, launched as instances."""
+        return not self.extern and not self.internal
+
+    def _c_args(self) -> list[str]:
+        args = [p for param in self.params for p in param.c_params()]
+        return args + [f"{C_TYPES[r.dtype]} *{r.name}" for r in self.results]
 
     def c_prototype(self) -> str:
-        args = [p for param in self.params for p in param.c_params()]
-        args += [f"{C_TYPES[r.dtype]} *{r.name}" for r in self.results]
-        return f"int32_t {self.name}({', '.join(args) or 'void'})"
+        return f"int32_t {self.name}({', '.join(self._c_args()) or 'void'})"
+
+    @property
+    def launch_name(self) -> str:
+        return self.name + LAUNCH_SUFFIX
+
+    def c_launch_prototype(self) -> str:
+        args = ["int64_t vx_instances", "int32_t vx_threads", *self._c_args()]
+        return f"int32_t {self.launch_name}({', '.join(args)})"
 
 
 def _c_name(name: str) -> str:
@@ -140,9 +162,20 @@ def signature(func: ir.Operation, written: set[int]) -> Signature:
         results.append(r)
     c_names = [n.split()[-1].lstrip("*") for p in params for n in p.c_params()]
     c_names += [r.name for r in results]
+    c_names += ["vx_instances", "vx_threads"] if not extern and not internal else []
     dup = sorted({n for n in c_names if c_names.count(n) > 1})
     if dup:
         raise BackendError(f"@{name}: C parameter name(s) {dup} collide; rename the argument(s)")
     topo = func.attributes["vx.topology"] if "vx.topology" in func.attributes else None
     topology = ir.StringAttr(topo).value if isinstance(topo, ir.StringAttr) else None
     return Signature(name, params, tuple(results), topology, extern, internal)
+
+
+LOCAL_NAME_MAX = 200  # well under LLVM's 1 024, leaving room for llvmlite's ".N" suffixes
+
+
+def local_name(name: str) -> str:
+    """An LLVM local name for a Vx name. LLVM cuts local names at 1 024 characters when it
+    parses IR, so two long names sharing a prefix would collide ("redefinition of
+    argument"); cut here instead, where llvmlite still makes the cut names unique."""
+    return name if len(name) <= LOCAL_NAME_MAX else name[:LOCAL_NAME_MAX]

@@ -8,6 +8,28 @@ from vxc.backends.cpu.abi import Signature
 from vxc.backends.cpu.codegen import HostTarget
 from vxc.backends.cpu.errors import STATUS
 
+LAUNCH_DOC = [
+    "/* Launch (LANGUAGE.md section 4.1). Each kernel K has two entry points:",
+    " *   K(args..., outs...)  runs one instance: instance() = 0, instances() = 1.",
+    " *   K_launch(vx_instances, vx_threads, args..., outs...)  runs instances",
+    " *     0..vx_instances-1, which share the (read-only) arguments; every output",
+    " *     is vx_instances results stacked along a new leading axis, instance i",
+    " *     writing element i. They run on a pool of at most one thread per core:",
+    " *     vx_threads > 0 asks for that many threads, 0 for the VX_NUM_THREADS",
+    " *     environment variable (a positive integer) or else one per core this",
+    " *     process may run on; the pool never exceeds those cores nor",
+    " *     vx_instances. The calling thread works in the pool; the others are",
+    " *     created for the call and joined before it returns (no global state).",
+    " *   Status: VX_OK, or the status of the lowest-numbered failing instance;",
+    " *   VX_ERR_LAUNCH if vx_instances < 1 or vx_threads < 0, VX_ERR_NULL for a",
+    " *   null output or a null non-empty input, both before any instance runs;",
+    " *   VX_ERR_WHERE if the launch breaks the kernel's `where` clause.",
+    " * The object calls pthread_create/pthread_join, sched_getaffinity, getenv",
+    " * and strtol (glibc >= 2.34 has them all in libc; older: link -lpthread).",
+    " */",
+    "",
+]
+
 
 def header(name: str, sigs: list[Signature], target: HostTarget) -> str:
     guard = f"VX_{name.upper()}_CPU_H"
@@ -22,6 +44,7 @@ def header(name: str, sigs: list[Signature], target: HostTarget) -> str:
         'extern "C" {',
         "#endif",
         "",
+        *LAUNCH_DOC,
         "/* Status returned by every kernel. */",
         "#ifndef VX_OK",
         *(f"#define {k} {v}" for k, v in STATUS.items()),
@@ -36,8 +59,18 @@ def header(name: str, sigs: list[Signature], target: HostTarget) -> str:
             lines.append(f" *   {p.name}: {_describe(p)}")
         for r in sig.results:
             lines.append(f" *   {r.name} (output, caller-allocated): {_describe(r)}")
+        for clause in sig.requires:
+            lines.append(f" *   requires: {clause} (else VX_ERR_WHERE)")
         lines.append(" */")
         lines.append(sig.c_prototype() + ";")
+        if sig.kernel:
+            lines.append(
+                f"/* {sig.name} launched as vx_instances instances (see above); each output"
+            )
+            lines.append(
+                " * holds vx_instances results, instance i's at index i of a new leading axis. */"
+            )
+            lines.append(sig.c_launch_prototype() + ";")
         lines.append("")
     lines += ["#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
     return "\n".join(lines)
@@ -67,6 +100,9 @@ def manifest(name: str, sigs: list[Signature], target: HostTarget, files: dict[s
                 "symbol": s.name,
                 "topology": s.topology,
                 "c_prototype": s.c_prototype(),
+                "launch_symbol": s.launch_name,
+                "requires": list(s.requires),
+                "c_launch_prototype": s.c_launch_prototype(),
                 "params": [p.to_json() for p in s.params],
                 "results": [r.to_json() for r in s.results],
             }

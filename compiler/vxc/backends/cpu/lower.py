@@ -10,22 +10,23 @@ represented by the buffer it will yield.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jaxlib.mlir import ir
 from llvmlite import ir as ll
 
-from vxc.backends.cpu import abi
+from vxc.backends.cpu import abi, launch
 from vxc.backends.cpu.arith import lltype, lower_arith
 from vxc.backends.cpu.errors import STATUS, BackendError
 from vxc.backends.cpu.loops import I64, counted_loop
-from vxc.backends.cpu.matmul import Blocking, define_matmul
+from vxc.backends.cpu.matmul import WIDEN, Blocking, define_matmul, define_widen
 from vxc.ir import types as T
 from vxc.ir.ops import attr_int, attr_str
 
 I8, I32 = ll.IntType(8), ll.IntType(32)
 PTR = ll.PointerType()
 ALIGN = 64  # arena regions start on cache lines
+BODY_SUFFIX = "__vx_instance"  # the internal body of kernel `K` (launch.py wraps it)
 
 
 def _c(n: int) -> ll.Constant:
@@ -105,6 +106,13 @@ def plan_arena(func: ir.Operation) -> ArenaPlan:
                 plan.rings[ring] = attr_int(op, "slots")
             else:
                 sites.append((op, _static_bytes(_memref(op.results[0].type), f"'{op.name}'")))
+        elif op.name == "vx.matmul_acc":
+            # bf16/f16 operands are widened to f32 into buffers of their own (matmul.py).
+            for i in (1, 2):
+                t = _memref(op.operands[i].type)
+                if str(t.element_type) in WIDEN:
+                    n = _static_bytes(t, f"'vx.matmul_acc' with {t.element_type} operands")
+                    sites.append(((op, i), n * 4 // T.element_bytes(t.element_type)))
         elif op.name == "func.call" and "ring" in op.attributes:
             # A result the checker placed in a scratchpad ring (kept across iterations).
             end = attr_int(op, "offset") + attr_int(op, "slots") * attr_int(op, "slot_bytes")
@@ -169,6 +177,8 @@ def _scalar_ll(dtype: str) -> ll.Type:
     floats = {"f32": ll.FloatType(), "f64": ll.DoubleType(), "f16": ll.HalfType()}
     if dtype in floats:
         return floats[dtype]
+    if dtype == "bf16":  # its bits, as the header's uint16_t (LLVM's bfloat is not in llvmlite)
+        return ll.IntType(16)
     if dtype == "index":
         return I64
     return ll.IntType(int(dtype.lstrip("ui")))
@@ -184,6 +194,7 @@ class ModuleLowering:
         self.sigs: dict[str, abi.Signature] = {}
         self.fns: dict[str, ll.Function] = {}
         self.funcs: list[ir.Operation] = []
+        self.requires: dict[str, list[str]] = {}  # kernel -> its `where` clauses (vx.require)
 
     def intrinsic(self, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
         if name in self.ll.globals:
@@ -199,15 +210,35 @@ class ModuleLowering:
             if sig.name in self.sigs:
                 raise BackendError(f"cpu backend: function @{sig.name} defined twice")
             self.sigs[sig.name] = sig
-            fn = ll.Function(self.ll, llvm_function_type(sig), name=sig.name)
-            fn.attributes.add("nounwind")
-            if sig.internal:
-                fn.linkage = "internal"  # a helper: not exported from the object
-            self.fns[sig.name] = fn
             self.funcs.append(op)
+        for sig in self.sigs.values():
+            if sig.kernel and sig.launch_name in self.sigs:
+                raise BackendError(
+                    f"cpu backend: kernel @{sig.name}'s launch entry point collides with "
+                    f"function @{sig.launch_name}; rename one of them"
+                )
+            fnty = llvm_function_type(sig)
+            if sig.extern:
+                self.fns[sig.name] = ll.Function(self.ll, fnty, name=sig.name)
+                continue
+            # The body of one instance: the C arguments, then instance() and instances().
+            name = sig.name if sig.internal else f"{sig.name}{BODY_SUFFIX}"
+            if not sig.internal and name in self.sigs:
+                raise BackendError(f"cpu backend: function @{name} collides with a kernel body")
+            fn = ll.Function(self.ll, ll.FunctionType(I32, [*fnty.args, I64, I64]), name=name)
+            fn.attributes.add("nounwind")
+            fn.linkage = "internal"  # helpers and bodies are not exported from the object
+            self.fns[sig.name] = fn
         for op in self.funcs:
             if op.regions[0].blocks:
                 FunctionLowering(self, op).run()
+        for name, clauses in self.requires.items():
+            self.sigs[name] = replace(self.sigs[name], requires=tuple(clauses))
+        for sig in self.sigs.values():
+            if sig.kernel:
+                fnty = llvm_function_type(sig)
+                launch.define_single(self.ll, sig, fnty, self.fns[sig.name])
+                launch.define_launch(self.ll, sig, fnty, self.fns[sig.name])
         return self.ll
 
 
@@ -235,6 +266,8 @@ class FunctionLowering:
             self.allocas.store(_c(0), slot)
             self.counters[ring] = slot
         b = self.b = ll.IRBuilder(start)
+        self.instance, self.instances = self.fn.args[-2], self.fn.args[-1]
+        self.instance.name, self.instances.name = "vx_instance", "vx_instances"
         if self.plan.size:
             alloc = self.mod.intrinsic("aligned_alloc", PTR, [I64, I64])
             self.arena = b.call(alloc, [_c(ALIGN), _c(self.plan.size)], name="arena")
@@ -267,19 +300,19 @@ class FunctionLowering:
         for p, barg in zip(self.sig.params, block.arguments, strict=True):
             if p.kind == "tensor":
                 ptr = next(args)
-                ptr.name = p.name
+                ptr.name = abi.local_name(p.name)
                 dims = []
                 for i, d in enumerate(p.shape):
                     if d is None:
                         dim = next(args)
-                        dim.name = f"{p.name}_dim{i}"
+                        dim.name = abi.local_name(f"{p.name}_dim{i}")
                         dims.append(dim)
                     else:
                         dims.append(_c(d))
                 self.values[barg] = Mem(ptr, dims)
             else:
                 v = next(args)
-                v.name = p.name
+                v.name = abi.local_name(p.name)
                 self.values[barg] = self.b.trunc(v, ll.IntType(1)) if p.dtype == "i1" else v
 
     def get(self, v: ir.Value) -> Mem | ll.Value:
@@ -336,7 +369,8 @@ class FunctionLowering:
             raise BackendError(f"cpu backend: cannot lower '{name}' at {op.location}")
 
     def lower_return(self, op: ir.Operation) -> None:
-        outs = self.fn.args[len(self.fn.args) - len(self.sig.results) :]
+        nres = len(self.sig.results)
+        outs = self.fn.args[len(self.fn.args) - 2 - nres : len(self.fn.args) - 2]
         for r, v, out in zip(self.sig.results, op.operands, outs, strict=True):
             val = self.get(v)
             if r.kind == "tensor":
@@ -416,7 +450,8 @@ class FunctionLowering:
             else:
                 ptr = self.allocas.alloca(I8 if r.dtype == "i1" else lltype(res.type))
             outs.append(ptr)
-        status = self.b.call(self.mod.fns[callee], args + outs)
+        launch_args = [] if sig.extern else [self.instance, self.instances]
+        status = self.b.call(self.mod.fns[callee], args + outs + launch_args)
         # A failing callee's status is the caller's status.
         self.guard(self.b.icmp_signed("!=", status, ll.Constant(I32, 0)), status)
         for r, res, ptr in zip(sig.results, op.results, outs, strict=True):
@@ -477,16 +512,28 @@ class FunctionLowering:
         tile.ptr = self.b.gep(vec.ptr, [offset], inbounds=True, source_etype=I8)
         self.values[op.results[0]] = tile
 
+    def op_vx_instance(self, op: ir.Operation) -> None:
+        self.values[op.results[0]] = self.instance
+
+    def op_vx_instances(self, op: ir.Operation) -> None:
+        self.values[op.results[0]] = self.instances
+
+    def op_vx_require(self, op: ir.Operation) -> None:
+        self.mod.requires.setdefault(self.sig.name, []).append(attr_str(op, "clause"))
+        ok = self.get(op.operands[0])
+        self.guard(self.b.icmp_unsigned("==", ok, ll.Constant(ll.IntType(1), 0)), "VX_ERR_WHERE")
+
     def op_vx_len(self, op: ir.Operation) -> None:
         self.values[op.results[0]] = self.get(op.operands[0]).dims[0]
 
     def op_vx_matmul_acc(self, op: ir.Operation) -> None:
         acc, a, b = (self.get(v) for v in op.operands)
         ta, tb = (_memref(v.type) for v in op.operands[1:])
-        if str(ta.element_type) != "f32" or str(tb.element_type) != "f32":
+        elem = str(ta.element_type)
+        if elem != "f32" and elem not in WIDEN or str(tb.element_type) != elem:
             raise BackendError(
-                f"cpu backend: vx.matmul_acc supports f32 operands, got {ta.element_type} "
-                f"at {op.location}"
+                f"cpu backend: vx.matmul_acc supports f32, bf16 and f16 operands, got "
+                f"{ta.element_type} and {tb.element_type} at {op.location}"
             )
         m, n, k = acc.dims[0], acc.dims[1], a.dims[1]
         if not all(_memref(v.type).has_static_shape for v in op.operands):
@@ -497,5 +544,15 @@ class FunctionLowering:
                 ),
             )
             self.guard(bad, "VX_ERR_SHAPE")
+        ptrs = []
+        for i, (mem, t) in enumerate(((a, ta), (b, tb)), start=1):
+            if elem == "f32":
+                ptrs.append(mem.ptr)
+                continue
+            # Widen to f32 (exact for bf16 and f16), then run the f32 micro-kernel.
+            dst = self.at(_c(self.plan.site[(op, i)]))
+            count = _c(T.static_bytes(t) // T.element_bytes(t.element_type))
+            self.b.call(define_widen(self.mod.ll, elem), [dst, mem.ptr, count])
+            ptrs.append(dst)
         fn = define_matmul(self.mod.ll, self.mod.blocking)
-        self.b.call(fn, [acc.ptr, a.ptr, b.ptr, m, n, k])
+        self.b.call(fn, [acc.ptr, ptrs[0], ptrs[1], m, n, k])

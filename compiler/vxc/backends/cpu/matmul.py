@@ -1,5 +1,10 @@
 """`acc += a @ b` (row-major f32) as an LLVM function.
 
+bf16 and f16 operands are first widened to f32 (exactly: bf16 is the top half
+of an f32, f16 converts with `fpext`) into per-call scratch buffers, then run the
+same f32 kernel: the accumulation is f32, as LANGUAGE.md section 4 asks. The
+widening is O(M*K + K*N) per call against O(M*N*K) multiply-adds.
+
 The bulk runs a register-blocked micro-kernel: an MR x (NV*VW) tile of `acc`
 stays in vector registers for the whole K loop, each step broadcasting MR
 elements of `a` against NV vector loads of `b`. The shape is chosen from the
@@ -18,6 +23,7 @@ from vxc.backends.cpu.loops import I64, counted_loop
 F32 = ll.FloatType()
 PTR = ll.PointerType()
 NAME = "__vx_matmul_acc_f32"
+WIDEN = ("bf16", "f16")  # operand element types widened to f32 before the f32 kernel
 
 
 @dataclass(frozen=True)
@@ -146,5 +152,35 @@ def define_matmul(module: ll.Module, blk: Blocking) -> ll.Function:
     counted_loop(b, _c(0), mb, _c(blk.mr), tile_row, name="mk.i")
     _edge(b, fn, _c(0), mb, nb, n)  # right edge of the tiled rows
     _edge(b, fn, mb, m, _c(0), n)  # bottom rows
+    b.ret_void()
+    return fn
+
+
+def define_widen(module: ll.Module, elem: str) -> ll.Function:
+    """void __vx_widen_<elem>(ptr f32_dst, ptr src, i64 count), internal linkage."""
+    name = f"__vx_widen_{elem}"
+    if name in module.globals:
+        return module.globals[name]
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR, I64]), name=name)
+    fn.linkage = "internal"
+    dst, src, count = fn.args
+    dst.add_attribute("noalias")
+    src.add_attribute("noalias")
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    i16 = ll.IntType(16)
+
+    def step(i: ll.Value, _c0: list) -> list:
+        if elem == "bf16":
+            bits = b.load(b.gep(src, [i], inbounds=True, source_etype=i16), typ=i16, align=2)
+            wide = b.shl(b.zext(bits, ll.IntType(32)), ll.Constant(ll.IntType(32), 16))
+            value = b.bitcast(wide, F32)
+        else:
+            half = ll.HalfType()
+            h = b.load(b.gep(src, [i], inbounds=True, source_etype=half), typ=half, align=2)
+            value = b.fpext(h, F32)
+        b.store(value, _gep(b, dst, i), align=4)
+        return []
+
+    counted_loop(b, _c(0), count, _c(1), step, name="widen")
     b.ret_void()
     return fn

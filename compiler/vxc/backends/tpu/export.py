@@ -1,0 +1,86 @@
+"""Mosaic kernel -> `tpu_custom_call` -> `jax.export` for platform tpu -> serialized bytes.
+
+The wrapping is jax's own `jax.experimental.mosaic.as_tpu_kernel` (the custom call
+Pallas also emits, a target `jax.export` guarantees stable); the kernel's Vec lengths
+are `jax.export.symbolic_shape` dimension variables, so one artifact serves every length.
+Source locations in the exported module name files relative to the package, so its
+bytes do not depend on where vxc is installed: the same vx module gives byte-identical output.
+"""
+
+from __future__ import annotations
+
+from vxc.backends.tpu.lower import Kernel
+
+DTYPES = {
+    "f32": "float32",
+    "bf16": "bfloat16",
+    "f16": "float16",
+    "i32": "int32",
+    "i16": "int16",
+    "i8": "int8",
+}
+
+
+def arg_specs(kernel: Kernel, lengths: dict[str, int] | None = None, sharding=None) -> list:
+    """ShapeDtypeStructs of the kernel's inputs: symbolic Vec lengths, or `lengths`."""
+    import jax
+    import jax.numpy as jnp
+    from jax import export
+
+    syms = {}
+    if kernel.symbols and lengths is None:
+        dims = export.symbolic_shape(", ".join(kernel.symbols))
+        syms = dict(zip(kernel.symbols, dims, strict=True))
+    specs = []
+    for p in kernel.inputs:
+        shape = tuple(
+            (lengths[p.symbol] if lengths is not None else syms[p.symbol]) if d is None else d
+            for d in p.shape
+        )
+        specs.append(jax.ShapeDtypeStruct(shape, jnp.dtype(DTYPES[p.dtype]), sharding=sharding))
+    return specs
+
+
+def export_kernel(kernel: Kernel):
+    """The serialized `jax.export.Exported` of the kernel (bytes)."""
+    return exported(kernel).serialize()
+
+
+def exported(kernel: Kernel):
+    import jax
+    import jax.numpy as jnp
+    from jax import export
+    from jax.experimental import mosaic
+
+    outs = tuple(jax.ShapeDtypeStruct(p.shape, jnp.dtype(DTYPES[p.dtype])) for p in kernel.outputs)
+    call = mosaic.as_tpu_kernel(
+        kernel.module,
+        outs if len(outs) != 1 else outs[0],
+        kernel_name=kernel.name,
+    )
+    with _locations_off():
+        return export.export(call, platforms=["tpu"])(*arg_specs(kernel))
+
+
+class _locations_off:
+    """Context manager: the one Python location jax records (the call site in this file)
+    is written relative to the package (`vxc/backends/tpu/export.py`), never with the
+    install path, and no full tracebacks (jax's own config switches)."""
+
+    SETTINGS = {
+        "jax_hlo_source_file_canonicalization_regex": r".*/(?=vxc/backends/)",
+        "jax_include_full_tracebacks_in_locations": False,
+    }
+
+    def __enter__(self):
+        import jax
+
+        self._old = {k: getattr(jax.config, k) for k in self.SETTINGS}
+        for k, v in self.SETTINGS.items():
+            jax.config.update(k, v)
+
+    def __exit__(self, *exc):
+        import jax
+
+        for k, v in self._old.items():
+            jax.config.update(k, v)

@@ -1,0 +1,448 @@
+"""A numpy interpreter for exactly the Mosaic ops the TPU backend emits, with DMA hazards.
+
+    result = run(mosaic_text, [tiles, w])      # -> Run(outputs=[...], trace=[...])
+
+Semantics (what a TensorCore guarantees, made strict):
+- `tpu.enqueue_dma` snapshots its source and puts the DMA in flight; its destination is
+  written only when a `tpu.wait_dma2` on the same semaphore completes it. Until then the
+  destination is poisoned: any read of it (vector.load, DMA source, memref.load) is a
+  stale read, reported naming the reading op and the DMA; so is any write to it.
+- A `tpu.wait_dma2` with no DMA in flight on its semaphore (a second wait, or a wait with
+  nothing enqueued: a hang on hardware) is reported; so is a DMA still in flight when the
+  kernel returns (its semaphore left signalled).
+- VMEM scratch starts as NaN (uninitialised), SMEM as zeros; `tpu.matmul` computes
+  acc + lhs @ rhs in f32; `scf.for` runs its body; a Vec's placeholder length (the
+  `tpu.dynamic_dimension_mapping_*` attributes) becomes the actual input's length, as XLA
+  does when it specialises the export.
+- `trace` records DMA starts/waits and matmuls with the HBM tile each one moved or read,
+  so a test can check that tile i+1's DMA is issued before tile i's matmul.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import ml_dtypes
+import numpy as np
+from jaxlib.mlir import ir
+
+from vxc.backends.tpu.context import mosaic_context
+
+DTYPES = {
+    "f32": np.float32,
+    "bf16": ml_dtypes.bfloat16,
+    "i32": np.int32,
+    "f16": np.float16,
+    "i16": np.int16,
+    "i8": np.int8,
+}
+
+
+class InterpError(Exception):
+    """The module did something a TPU would not do correctly; the message names the op."""
+
+
+@dataclass(eq=False)
+class Buffer:
+    name: str
+    array: np.ndarray
+    labels: dict = field(default_factory=dict)  # leading index -> provenance label
+
+
+@dataclass(frozen=True)
+class View:
+    buf: Buffer
+    region: tuple[tuple[int, int], ...]  # (start, size) per buffer dim
+    shape: tuple[int, ...]  # logical shape (squeezed)
+
+    def slices(self) -> tuple[slice, ...]:
+        return tuple(slice(s, s + n) for s, n in self.region)
+
+    def read(self) -> np.ndarray:
+        return self.buf.array[self.slices()].reshape(self.shape).copy()
+
+    def write(self, value: np.ndarray) -> None:
+        self.buf.array[self.slices()] = np.asarray(value).reshape([n for _, n in self.region])
+
+    def overlaps(self, other: View) -> bool:
+        if self.buf is not other.buf:
+            return False
+        return all(
+            a < c + d and c < a + b
+            for (a, b), (c, d) in zip(self.region, other.region, strict=True)
+        )
+
+    def label(self) -> str:
+        """`name[k]` for one leading slice (a Vec tile, a ring slot), else `name`."""
+        if self.region and self.region[0][1] == 1 and self.buf.array.shape[0] > 1:
+            return f"{self.buf.name}[{self.region[0][0]}]"
+        return self.buf.name
+
+
+@dataclass
+class Dma:
+    op_text: str
+    sem: tuple[int, int]  # (id of the semaphore buffer, index)
+    src: View
+    dst: View
+    data: np.ndarray
+    label: str
+
+
+@dataclass
+class Run:
+    outputs: list[np.ndarray]
+    trace: list[tuple]  # ("dma_start"|"dma_wait", src label, dst label) / ("matmul", lhs label)
+
+
+def _describe(op: ir.Operation) -> str:
+    text = str(op).strip().splitlines()[0]
+    return f"`{op.name}` ({text[:160]})"
+
+
+Rule = Callable[["Interp", ir.Operation], None]
+RULES: dict[str, Rule] = {}
+
+
+def rule(*names: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for n in names:
+            RULES[n] = fn
+        return fn
+
+    return register
+
+
+class Interp:
+    def __init__(self, module: ir.Module, inputs: list[np.ndarray], names=None):
+        self.module = module
+        self.names = names or [f"in{i}" for i in range(len(inputs))]
+        self.provenance: dict[ir.Value, str] = {}
+        self.env: dict[ir.Value, object] = {}
+        self.inflight: list[Dma] = []
+        self.trace: list[tuple] = []
+        self.placeholders: dict[int, int] = {}
+        self.inputs = inputs
+        for name in module.operation.attributes:
+            m = re.fullmatch(r"tpu\.dynamic_dimension_mapping_module_(\d+)", name)
+            if m:
+                self.placeholders[int(m.group(1))] = -1
+        self.fn = next(
+            op.operation for op in module.body.operations if op.operation.name == "func.func"
+        )
+
+    # -- memory ----------------------------------------------------------------------
+    def _memref_parts(self, t: ir.MemRefType) -> tuple[list[int], str, str]:
+        ms = str(t.memory_space)
+        space = re.search(r"memory_space<(\w+)>", ms).group(1) if ms != "None" else "any"
+        return list(t.shape), str(t.element_type), space
+
+    def check_read(self, view: View, op: ir.Operation) -> None:
+        for d in self.inflight:
+            if d.dst.overlaps(view):
+                raise InterpError(
+                    f"stale read: {_describe(op)} reads {view.label()} while the DMA "
+                    f"{d.label} into it is in flight (started by {d.op_text}); "
+                    "wait on its semaphore first"
+                )
+
+    def check_write(self, view: View, op: ir.Operation) -> None:
+        for d in self.inflight:
+            if d.dst.overlaps(view):
+                raise InterpError(
+                    f"write during DMA: {_describe(op)} writes {view.label()} while the DMA "
+                    f"{d.label} into it is in flight (started by {d.op_text})"
+                )
+            if d.src.overlaps(view):
+                raise InterpError(
+                    f"source overwritten in flight: {_describe(op)} writes {view.label()}, "
+                    f"the source of the DMA {d.label} still in flight"
+                )
+
+    # -- run ---------------------------------------------------------------------------
+    def run(self) -> Run:
+        block = self.fn.regions[0].blocks[0]
+        args = list(block.arguments)
+        n_in = len(self.inputs)
+        scratch = ir.IntegerAttr(self.fn.attributes["scratch_operands"]).value
+        n_out = len(args) - 1 - n_in - scratch
+        # Placeholders: which operand dimension each one stands for.
+        attrs = self.module.operation.attributes
+        for name in attrs:
+            m = re.fullmatch(r"tpu\.dynamic_dimension_mapping_module_(\d+)", name)
+            if not m:
+                continue
+            p = int(m.group(1))
+            idx = ir.ArrayAttr(
+                self.module.operation.attributes[f"tpu.dynamic_dimension_mapping_indices_{p}"]
+            )
+            body = ir.StringAttr(attrs[name]).value
+            pos = int(re.search(r"return %arg(\d+)", body).group(1))
+            loc = ir.DictAttr(idx[pos])
+            operand = ir.IntegerAttr(loc["operand_index"]).value
+            dim = ir.IntegerAttr(loc["dimension_index"]).value
+            self.placeholders[p] = int(self.inputs[operand].shape[dim])
+        self.env[args[0]] = np.int32(0)  # program id: one instance
+        outputs = []
+        for i, a in enumerate(args[1:]):
+            t = ir.MemRefType(a.type)
+            shape, elem, space = self._memref_parts(t)
+            if i < n_in:
+                arr = np.array(self.inputs[i], dtype=DTYPES.get(elem, np.float32), copy=True)
+                want = [self.placeholders.get(d, d) for d in shape]
+                if list(arr.shape) != want:
+                    raise InterpError(f"input {i} has shape {arr.shape}, the kernel takes {want}")
+                buf = Buffer(self.names[i], arr)
+            elif i < n_in + n_out:
+                buf = Buffer(
+                    f"result{i - n_in}", np.full(shape, np.nan, DTYPES.get(elem, np.float32))
+                )
+                outputs.append(buf)
+            elif "dma_semaphore" in elem:
+                buf = Buffer(f"%arg{i + 1}", np.zeros(shape or [1], np.int64))
+            elif space == "smem":
+                buf = Buffer(f"%arg{i + 1}", np.zeros(shape, DTYPES[elem]))
+            else:  # VMEM scratch: named as in the Mosaic text
+                buf = Buffer(f"%arg{i + 1}", np.full(shape, np.nan, DTYPES.get(elem, np.float32)))
+            self.env[a] = View(buf, tuple((0, d) for d in buf.array.shape), tuple(buf.array.shape))
+        self.block(block)
+        if self.inflight:
+            d = self.inflight[0]
+            raise InterpError(
+                f"semaphore left signalled: the DMA {d.label} started by {d.op_text} is never "
+                "waited (its semaphore is still signalled when the kernel returns)"
+            )
+        return Run([b.array for b in outputs], self.trace)
+
+    def block(self, block: ir.Block) -> list:
+        for op in block.operations:
+            op = op.operation
+            if op.name in ("scf.yield", "func.return"):
+                return [self.env[v] for v in op.operands]
+            fn = RULES.get(op.name)
+            if fn is None:
+                raise InterpError(f"the interpreter has no rule for {_describe(op)}")
+            fn(self, op)
+        return []
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _scalar_type(t: ir.Type):
+    s = str(t)
+    return {"i32": np.int32, "index": np.int64, "i1": np.bool_, "f32": np.float32}.get(s)
+
+
+@rule("arith.constant")
+def _constant(it: Interp, op: ir.Operation) -> None:
+    attr = op.attributes["value"]
+    t = op.results[0].type
+    if isinstance(t, ir.VectorType):
+        dense = ir.DenseElementsAttr(attr)
+        splat = dense.get_splat_value()
+        val = (
+            ir.FloatAttr(splat).value
+            if isinstance(splat.type, ir.FloatType)
+            else ir.IntegerAttr(splat).value
+        )
+        it.env[op.results[0]] = np.full(
+            list(t.shape), val, DTYPES.get(str(t.element_type), np.float32)
+        )
+        return
+    if isinstance(t, ir.FloatType):
+        it.env[op.results[0]] = np.float32(ir.FloatAttr(attr).value)
+        return
+    v = ir.IntegerAttr(attr).value
+    v = it.placeholders.get(v, v) if v in it.placeholders else v
+    it.env[op.results[0]] = _scalar_type(t)(v)
+
+
+_BIN = {
+    "arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply,
+    "arith.remui": np.remainder, "arith.remsi": np.remainder, "arith.divsi": np.floor_divide,
+    "arith.divui": np.floor_divide, "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or,
+    "arith.xori": np.bitwise_xor, "arith.minsi": np.minimum, "arith.maxsi": np.maximum,
+    "arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply,
+    "arith.divf": np.divide,
+}  # fmt: skip
+
+
+@rule(*_BIN)
+def _binary(it: Interp, op: ir.Operation) -> None:
+    a, b = (it.env[v] for v in op.operands)
+    it.env[op.results[0]] = _BIN[op.name](a, b)
+
+
+@rule("arith.index_cast")
+def _index_cast(it: Interp, op: ir.Operation) -> None:
+    it.env[op.results[0]] = _scalar_type(op.results[0].type)(it.env[op.operands[0]])
+
+
+_CMP = {0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater, 5: np.greater_equal,
+        6: np.less, 7: np.less_equal, 8: np.greater, 9: np.greater_equal}  # fmt: skip
+
+
+@rule("arith.cmpi")
+def _cmpi(it: Interp, op: ir.Operation) -> None:
+    pred = ir.IntegerAttr(op.attributes["predicate"]).value
+    a, b = (it.env[v] for v in op.operands)
+    it.env[op.results[0]] = _CMP[pred](a, b)
+
+
+@rule("arith.select")
+def _select(it: Interp, op: ir.Operation) -> None:
+    c, a, b = (it.env[v] for v in op.operands)
+    it.env[op.results[0]] = a if c else b
+
+
+@rule("memref.load")
+def _mload(it: Interp, op: ir.Operation) -> None:
+    view, *idx = (it.env[v] for v in op.operands)
+    cell = View(
+        view.buf, tuple((s + int(i), 1) for (s, _), i in zip(view.region, idx, strict=True)), ()
+    )
+    it.check_read(cell, op)
+    it.env[op.results[0]] = cell.read()[()]
+
+
+@rule("memref.store")
+def _mstore(it: Interp, op: ir.Operation) -> None:
+    value, view, *idx = (it.env[v] for v in op.operands)
+    cell = View(
+        view.buf, tuple((s + int(i), 1) for (s, _), i in zip(view.region, idx, strict=True)), ()
+    )
+    it.check_write(cell, op)
+    cell.write(value)
+
+
+@rule("tpu.memref_slice")
+def _slice(it: Interp, op: ir.Operation) -> None:
+    view = it.env[op.operands[0]]
+    starts = [int(it.env[v]) for v in list(op.operands)[1:]]
+    shape = list(ir.MemRefType(op.results[0].type).shape)
+    if len(view.shape) != len(view.region):
+        raise InterpError(f"the interpreter slices only unsqueezed memrefs: {_describe(op)}")
+    region = []
+    for (s, n), start, size in zip(view.region, starts, shape, strict=True):
+        if start < 0 or start + size > n:
+            raise InterpError(
+                f"out of bounds: {_describe(op)} slices [{start}, {start + size}) of a "
+                f"dimension of {n}"
+            )
+        region.append((s + start, size))
+    it.env[op.results[0]] = View(view.buf, tuple(region), tuple(shape))
+
+
+@rule("tpu.memref_squeeze")
+def _squeeze(it: Interp, op: ir.Operation) -> None:
+    view = it.env[op.operands[0]]
+    it.env[op.results[0]] = View(
+        view.buf, view.region, tuple(ir.MemRefType(op.results[0].type).shape)
+    )
+
+
+def _sem_key(view: View) -> tuple[int, int]:
+    return (id(view.buf), view.region[0][0] if view.region else 0)
+
+
+@rule("tpu.enqueue_dma")
+def _enqueue(it: Interp, op: ir.Operation) -> None:
+    src, dst = it.env[op.operands[0]], it.env[op.operands[1]]
+    sem = it.env[op.operands[2]]
+    it.check_read(src, op)
+    it.check_write(dst, op)
+    label = f"{src.label()} -> {dst.label()}"
+    it.inflight.append(Dma(_describe(op), _sem_key(sem), src, dst, src.read(), label))
+    it.trace.append(("dma_start", src.label(), dst.label()))
+
+
+@rule("tpu.wait_dma2")
+def _wait(it: Interp, op: ir.Operation) -> None:
+    sem, src, dst = (it.env[v] for v in op.operands[:3])
+    key = _sem_key(sem)
+    for d in it.inflight:
+        if d.sem == key and d.dst.overlaps(dst):
+            it.inflight.remove(d)
+            d.dst.write(d.data)
+            if d.dst.region and d.dst.buf.array.ndim > len(d.dst.shape):
+                d.dst.buf.labels[d.dst.region[0][0]] = d.src.label()
+            else:
+                d.dst.buf.labels[None] = d.src.label()
+            it.trace.append(("dma_wait", d.src.label(), d.dst.label()))
+            return
+    raise InterpError(
+        f"semaphore waited twice: {_describe(op)} waits for a DMA into {dst.label()} but no DMA "
+        "on its semaphore is in flight (on a TPU this wait never returns)"
+    )
+
+
+def _provenance(view: View, lead: int | None) -> str:
+    return view.buf.labels.get(lead, view.buf.labels.get(None, view.buf.name))
+
+
+@rule("vector.load")
+def _vload(it: Interp, op: ir.Operation) -> None:
+    view, *idx = (it.env[v] for v in op.operands)
+    shape = list(ir.VectorType(op.results[0].type).shape)
+    region = tuple((s + int(i), n) for (s, _), i, n in zip(view.region, idx, shape, strict=True))
+    v = View(view.buf, region, tuple(shape))
+    it.check_read(v, op)
+    out = v.read()
+    it.env[op.results[0]] = out
+    it.provenance[op.results[0]] = _provenance(view, region[0][0] if len(shape) > 2 else None)
+
+
+@rule("tpu.vector_store")
+def _vstore(it: Interp, op: ir.Operation) -> None:
+    value, view, *idx = (it.env[v] for v in op.operands)
+    shape = list(np.shape(value))
+    region = tuple((s + int(i), n) for (s, _), i, n in zip(view.region, idx, shape, strict=True))
+    v = View(view.buf, region, tuple(shape))
+    it.check_write(v, op)
+    v.write(value)
+
+
+@rule("vector.shape_cast")
+def _shape_cast(it: Interp, op: ir.Operation) -> None:
+    src = op.operands[0]
+    it.env[op.results[0]] = it.env[src].reshape(list(ir.VectorType(op.results[0].type).shape))
+    it.provenance[op.results[0]] = it.provenance.get(src, "?")
+
+
+@rule("tpu.matmul")
+def _matmul(it: Interp, op: ir.Operation) -> None:
+    lhs, rhs, acc = (it.env[v] for v in op.operands)
+    r = acc.astype(np.float32) + lhs.astype(np.float32) @ rhs.astype(np.float32)
+    it.env[op.results[0]] = r.astype(np.float32)
+    it.trace.append(("matmul", it.provenance.get(op.operands[0], "?")))
+
+
+@rule("scf.for")
+def _for(it: Interp, op: ir.Operation) -> None:
+    lb, ub, step, *carried = (it.env[v] for v in op.operands)
+    body = op.regions[0].blocks[0]
+    args = list(body.arguments)
+    i = lb
+    while i < ub:
+        it.env[args[0]] = i
+        for a, v in zip(args[1:], carried, strict=True):
+            it.env[a] = v
+        carried = it.block(body)
+        i = type(i)(i + step)
+    for r, v in zip(op.results, carried, strict=True):
+        it.env[r] = v
+
+
+def run(module: ir.Module | str, inputs: list[np.ndarray], names: list[str] | None = None) -> Run:
+    """Interpret the kernel of a Mosaic module on `inputs` (numpy arrays, in order);
+    `names` (the manifest's parameter names) label them in messages and the trace."""
+    if isinstance(module, str):
+        ctx = mosaic_context()
+        with ctx:
+            module = ir.Module.parse(module)
+    it = Interp(module, inputs, names)
+    with module.context:
+        return it.run()

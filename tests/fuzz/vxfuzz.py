@@ -1,0 +1,413 @@
+"""The Vx fuzzer: mutants of the project's own programs plus grammar-aware generation,
+run in-process through the path the CLI and the Bazel worker take (vxc.api).
+
+Per input (`run_input`):
+
+1. ``api.analyze`` (parse, resolve, types, ownership);
+2. the ``.vxhir`` round trip (``Analysis.to_bytes`` / ``from_bytes``), as Bazel's HIR
+   action and build action do, whenever the analysis is clean;
+3. ``api.check_target`` for every target, with both renderings (human, JSON);
+4. ``api.build`` of the round-tripped analysis for every target that checked clean:
+   the artifact for the cpu target and for every target whose backend module imports,
+   ``--emit vx-mlir`` for the others.
+
+An *internal error* is any exception that is not one of the documented user-error
+classes (``USER_ERRORS``: ``vxc.errors.Unsupported`` and its subclasses, which the
+drivers print as a plain "vxc: error"), and any diagnostic without a known code or
+with a span outside the input. Everything is deterministic given the seed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import re
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "compiler"))
+
+from vxc import api  # noqa: E402
+from vxc.diagnostics.codes import CODES  # noqa: E402
+from vxc.diagnostics.render import render_json  # noqa: E402
+from vxc.errors import Unsupported  # noqa: E402
+from vxc.targets import TARGETS  # noqa: E402
+
+USER_ERRORS: tuple[type[BaseException], ...] = (Unsupported,)
+STAGES = ("parsed", "analysed", "checked_clean", "built")
+FILE = "fuzz.vx"
+
+
+def corpus_files() -> list[Path]:
+    """The project's own programs: kernels, golden cases and the shipped machine models."""
+    files = [
+        *sorted((ROOT / "kernels").glob("*.vx")),
+        *sorted((ROOT / "tests" / "golden" / "cases").glob("*.vx")),
+        *sorted((ROOT / "compiler" / "vxc" / "machines").glob("*.vx")),
+    ]
+    return files
+
+
+def load_corpus() -> list[bytes]:
+    return [p.read_bytes() for p in corpus_files()]
+
+
+def backend_imports(target: str) -> bool:
+    """Whether `target`'s backend module exists in this checkout (the tpu and nvidia
+    backends land separately); the fuzzer builds artifacts for exactly those."""
+    name = f"vxc.backends.{TARGETS[target].backend}"
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:
+        return False
+
+
+# ---- running one input ------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    stages: set[str] = field(default_factory=set)
+    error: str | None = None  # an internal error: the exception and where, or a bad diagnostic
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class BadDiagnostic(Exception):
+    """A diagnostic the user could not act on: unknown code or a span outside the input."""
+
+
+def _validate(diags, sources: list) -> None:
+    lines = {s.path: s.data.count(b"\n") + 1 for s in sources}
+    for d in diags:
+        if d.code not in CODES:
+            raise BadDiagnostic(f"unknown diagnostic code {d.code!r}: {d.message}")
+        s = d.span
+        if s.file in lines and not 1 <= s.line <= lines[s.file]:
+            raise BadDiagnostic(f"{d.code} span line {s.line} outside {s.file}: {d.message}")
+
+
+def _render(diags, sources) -> None:
+    api.render_human(diags, sources)
+    for d in diags:
+        render_json(d)
+
+
+def _build_emit(target: str) -> str:
+    return "artifact" if target == "cpu" or backend_imports(target) else "vx-mlir"
+
+
+def compile_input(data: bytes, outcome: Outcome, build: bool = True) -> None:
+    """The pipeline; raises whatever the compiler raises (the caller classifies it)."""
+    sources = [api.Source(FILE, data)]
+    analysis = api.analyze(sources)
+    if analysis.program is not None:
+        outcome.stages.add("parsed")
+    _validate(analysis.diagnostics, sources)
+    _render(analysis.diagnostics, sources)
+    if analysis.ok:
+        outcome.stages.add("analysed")
+        blob = analysis.to_bytes()
+        loaded = api.Analysis.from_bytes(blob, sources)
+        if loaded.diagnostics != analysis.diagnostics:
+            raise BadDiagnostic(".vxhir round trip changed the diagnostics")
+        if loaded.to_bytes() != blob:
+            raise BadDiagnostic(".vxhir round trip is not a fixed point")
+    else:
+        loaded = analysis
+    for target in TARGETS:
+        checked = api.check_target(analysis, target)
+        _validate(checked.diagnostics, sources)
+        _render(checked.diagnostics, sources)
+        if not checked.ok:
+            continue
+        if target == "cpu":
+            outcome.stages.add("checked_clean")
+        if not build:
+            continue
+        try:
+            result = api.build(loaded, target, _build_emit(target), cpu="x86-64-v3")
+        except USER_ERRORS:
+            continue
+        _validate(result.diagnostics, sources)
+        if target == "cpu" and result.ok and result.outputs:
+            outcome.stages.add("built")
+
+
+def run_input(data: bytes, build: bool = True) -> Outcome:
+    outcome = Outcome()
+    try:
+        compile_input(data, outcome, build)
+    except USER_ERRORS:
+        pass
+    except RecursionError as e:  # report without walking 10 000 frames
+        outcome.error = f"RecursionError: {e}"
+    except Exception as e:  # noqa: BLE001 - classifying every escape is the point
+        frames = traceback.extract_tb(e.__traceback__)[-4:]
+        where = "; ".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
+        outcome.error = f"{type(e).__name__}: {str(e)[:300]} (at {where})"
+    return outcome
+
+
+# ---- mutation ----------------------------------------------------------------------
+
+TOKEN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*|[0-9][0-9_.eE]*|->|::|\.\.|[&|=!<>]=?|\S")
+VOCAB = [
+    *(
+        b"fn let mut for in if else return on spawn where const Memory Topology transfer "
+        b"relaxed sync true false extern transfer_async wait Tensor Vec Token matmul_acc assert "
+        b"f32 bf16 f16 i64 i32 bool void len VMEM HBM SMEM ACC TMEM TensorCore capacity "
+        b"granule memory visible within alias managed scope bandwidth"
+    ).split(),
+    *b"( ) { } [ ] < > , ; : . & * + - / % = ! :: -> .. == != <= >= && || 0 1 2 128 -1".split(),
+]
+HUGE = [
+    b"9" * 4301,
+    b"1" + b"0" * 5000,
+    b"18446744073709551616",
+    b"9223372036854775807",
+    b"9223372036854775808",
+    b"4294967296",
+    b"1e400",
+    b"1.7976931348623157e308",
+    b"0",
+    b"00000000000000000000001",
+]
+
+
+def _tokens(data: bytes) -> list[re.Match]:
+    return list(TOKEN.finditer(data))
+
+
+def flip_bytes(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    if not data:
+        return bytes([rng.randrange(256)])
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        i = rng.randrange(len(b))
+        b[i] = b[i] ^ (1 << rng.randrange(8)) if rng.random() < 0.7 else rng.randrange(256)
+    return bytes(b)
+
+
+def edit_token(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    toks = _tokens(data)
+    if not toks:
+        return data + rng.choice(VOCAB)
+    for _ in range(rng.randint(1, 3)):
+        toks = _tokens(data)
+        if not toks:
+            break
+        t = rng.choice(toks)
+        op = rng.random()
+        if op < 0.3:
+            new = b""  # delete
+        elif op < 0.5:
+            new = t.group() + b" " + t.group()  # duplicate
+        elif op < 0.6:
+            other = rng.choice(_tokens(rng.choice(corpus)) or toks)
+            new = other.group()  # a token of another program
+        else:
+            new = rng.choice(VOCAB)
+        data = data[: t.start()] + new + data[t.end() :]
+    return data
+
+
+def splice_lines(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    lines = data.split(b"\n")
+    donor = rng.choice(corpus).split(b"\n")
+    n = rng.randint(1, 4)
+    start = rng.randrange(len(donor))
+    chunk = donor[start : start + n]
+    at = rng.randrange(len(lines) + 1)
+    if rng.random() < 0.3 and lines:  # replace instead of insert
+        del lines[at : at + len(chunk)]
+    lines[at:at] = chunk
+    return b"\n".join(lines)
+
+
+def _nest(rng: random.Random, depth: int) -> tuple[bytes, bytes]:
+    kind = rng.randrange(5)
+    if kind == 0:
+        return b"(" * depth, b")" * depth
+    if kind == 1:
+        return b"&" * depth, b""
+    if kind == 2:
+        return b"-" * depth, b""
+    if kind == 3:
+        return b"1 + " * depth, b""
+    return b"{ " * depth, b" }" * depth
+
+
+def deep_nesting(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    depth = rng.choice([rng.randint(1, 40), rng.randint(190, 210), rng.randint(210, 3000)])
+    toks = _tokens(data)
+    kind = rng.randrange(3)
+    if kind == 0 and toks:  # around an expression-ish token
+        t = rng.choice(toks)
+        pre, post = _nest(rng, depth)
+        return data[: t.start()] + pre + t.group() + post + data[t.end() :]
+    if kind == 1:  # a reference type nested `depth` deep in a parameter
+        ty = b"&" * depth + b"Tensor<f32, [4, 4]>"
+        return data + b"\nfn deep_%d(x: %s) -> void { }\n" % (depth, ty)
+    body = b"1" + b" + 1" * depth if rng.random() < 0.5 else b"(" * depth + b"1" + b")" * depth
+    return data + b"\nfn deep_%d() -> i64 { return %s; }\n" % (depth, body)
+
+
+def huge_literal(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    nums = [t for t in _tokens(data) if t.group()[:1].isdigit()]
+    lit = rng.choice(HUGE)
+    if not nums:
+        return data + b"\nfn big() -> i64 { return " + lit + b"; }\n"
+    t = rng.choice(nums)
+    return data[: t.start()] + lit + data[t.end() :]
+
+
+def long_name(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    names = [t for t in _tokens(data) if t.group()[:1].isalpha() and t.group() not in VOCAB]
+    if not names:
+        return data
+    t = rng.choice(names)
+    new = t.group() * rng.choice([2, 100, 1100])
+    return data.replace(t.group(), new[:5000])
+
+
+MUTATORS: list[Callable[[random.Random, bytes, list[bytes]], bytes]] = [
+    flip_bytes,
+    edit_token,
+    edit_token,
+    splice_lines,
+    deep_nesting,
+    huge_literal,
+    long_name,
+]
+
+
+# ---- grammar-aware generation --------------------------------------------------------
+
+ELEMS = ["f32", "bf16", "f16", "i32", "i64", "bool"]
+SPACES = ["VMEM", "HBM", "ACC", "SMEM", "TMEM"]
+
+
+class Gen:
+    """Random programs from the grammar, biased towards ones that check: tensors moved
+    between spaces, matmul_acc accumulators, loops over Vecs, scalar arithmetic,
+    helper calls and const generics."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+
+    def dim(self) -> str:
+        return str(self.rng.choice([1, 2, 4, 8, 16, 32, 64, 128, 256, 4096, 0]))
+
+    def tensor(self, elem: str | None = None) -> str:
+        n = self.rng.choice([1, 2, 2, 2, 3])
+        dims = ", ".join(self.dim() for _ in range(n))
+        return f"Tensor<{elem or self.rng.choice(ELEMS)}, [{dims}]>"
+
+    def scalar_expr(self, names: list[str], depth: int = 0) -> str:
+        r = self.rng.random()
+        if depth > 3 or r < 0.3:
+            return self.rng.choice([*names, "1", "0", "7", "-3", "128"]) if names else "2"
+        op = self.rng.choice(["+", "-", "*", "/", "%"])
+        return f"({self.scalar_expr(names, depth + 1)} {op} {self.scalar_expr(names, depth + 1)})"
+
+    def function(self, name: str) -> str:
+        rng = self.rng
+        m = rng.choice([8, 16, 32, 128])
+        k = rng.choice([8, 16, 32, 128])
+        n = rng.choice([8, 16, 32, 128])
+        elem = rng.choice(["f32", "f32", "bf16", "f16"])
+        kind = rng.randrange(4)
+        if kind == 0:  # the seed's stream shape, with variations
+            body = [
+                f"  let wv = transfer(w, Memory::{rng.choice(['VMEM', 'VMEM', 'HBM'])});",
+                f"  let mut acc = transfer(Tensor<f32>([{m}, {n}]), Memory::ACC);",
+                "  for i in 0..tiles.len() {",
+                f"    let cur = transfer(tiles[i], Memory::{rng.choice(['VMEM', 'VMEM', 'SMEM'])});",
+                "    matmul_acc(&mut acc, &cur, &wv);",
+                "  }",
+                "  return transfer(acc, Memory::HBM);",
+            ]
+            if rng.random() < 0.5:
+                body[2:6] = [
+                    "  let mut inflight = transfer_async(tiles[0], Memory::VMEM);",
+                    "  for i in 1..tiles.len() {",
+                    "    let next = transfer_async(tiles[i], Memory::VMEM);",
+                    "    let cur = wait(inflight);",
+                    "    matmul_acc(&mut acc, &cur, &wv);",
+                    "    inflight = next;",
+                    "  }",
+                    "  let last = wait(inflight);",
+                    "  matmul_acc(&mut acc, &last, &wv);",
+                ]
+            params = f"tiles: &Vec<Tensor<{elem}, [{m}, {k}]>>, w: &Tensor<{elem}, [{k}, {n}]>"
+            ret = f"Tensor<f32, [{m}, {n}]>"
+            head = f"fn {name}({params}) -> {ret} on Topology::TensorCore"
+        elif kind == 1:  # scalars
+            body = ["  let mut s = a;"]
+            for _ in range(rng.randint(1, 4)):
+                c = rng.random()
+                if c < 0.4:
+                    body.append(f"  s = {self.scalar_expr(['s', 'a', 'b'])};")
+                elif c < 0.7:
+                    body.append(f"  if s > {rng.randint(-5, 5)} {{ s = s - b; }} else {{ s = b; }}")
+                else:
+                    body.append(f"  for j in 0..{rng.randint(0, 9)} {{ s = s + j; }}")
+            body.append(f"  return {self.scalar_expr(['s', 'a'])};")
+            t = rng.choice(["i64", "i32", "i64"])
+            head = f"fn {name}(a: {t}, b: {t}) -> {t}"
+        elif kind == 2:  # a const-generic helper and its caller
+            body = [
+                f"  let t = transfer(x, Memory::{rng.choice(SPACES)});",
+                "  return transfer(t, Memory::HBM);",
+            ]
+            head = f"fn {name}(x: &{self.tensor('f32')}) -> {self.tensor('f32')}"
+        else:  # tensors created and moved
+            body = [
+                f"  let z = Tensor<{rng.choice(ELEMS)}>([{self.dim()}, {self.dim()}]);",
+                f"  let v = transfer(z, Memory::{rng.choice(SPACES)});",
+                f"  let h = transfer(v, Memory::{rng.choice(SPACES)});",
+            ]
+            if rng.random() < 0.5:
+                body.append("  assert(1 < 2);")
+            head = f"fn {name}() -> void"
+        return head + " {\n" + "\n".join(body) + "\n}\n"
+
+    def machine(self) -> str:
+        rng = self.rng
+        cap = rng.choice(["64 KB", "2 MB", "16 MiB", "1 B", "0 B"])
+        return (
+            f"Memory SCR {{ within: Memory::{rng.choice(['HBM', 'VMEM', 'CPU_DRAM'])}, "
+            f"capacity: {cap}, granule: {rng.choice(['64 B', '1 B', '4 KB'])} }}\n"
+        )
+
+    def program(self) -> bytes:
+        parts = [self.function(f"k{i}") for i in range(self.rng.randint(1, 3))]
+        if self.rng.random() < 0.2:
+            parts.insert(0, self.machine())
+        return "\n".join(parts).encode()
+
+
+# ---- the input stream ---------------------------------------------------------------
+
+
+def inputs(seed: int, corpus: list[bytes] | None = None) -> Iterator[tuple[str, bytes]]:
+    """(how it was made, bytes), forever, deterministic in `seed`."""
+    corpus = corpus if corpus is not None else load_corpus()
+    rng = random.Random(seed)
+    while True:
+        if rng.random() < 0.25:
+            data, how = Gen(rng).program(), "generated"
+        else:
+            data, how = rng.choice(corpus), "corpus"
+        for _ in range(rng.choice([0, 1, 1, 1, 2, 3]) if how == "corpus" else rng.randint(0, 1)):
+            m = rng.choice(MUTATORS)
+            data = m(rng, data, corpus)
+            how += "+" + m.__name__
+        yield how, data
