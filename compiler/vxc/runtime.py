@@ -299,8 +299,16 @@ class Artifact:
 
 
 def load(path: str | Path) -> Artifact:
-    """Load from the manifest (`x.cpu.json`) or the library (`x.cpu.so`) beside it."""
+    """Load from the manifest (`x.cpu.json`), the library (`x.cpu.so`) beside it, or the
+    artifact directory that holds them (what a Bazel vx_kernel's `$(rootpath)` names)."""
     p = Path(path)
+    if p.is_dir():
+        manifests = sorted(p.glob("*.cpu.json"))
+        if len(manifests) != 1:
+            raise FileNotFoundError(
+                f"expected one .cpu.json manifest in {p}, found {len(manifests)}"
+            )
+        p = manifests[0]
     if p.suffix == ".so":
         p = p.with_suffix(".json")
     if not p.is_file():
