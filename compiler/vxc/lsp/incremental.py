@@ -17,8 +17,8 @@ it, whose cached results are reused with their lines shifted.
 
 The merged result is what `vxc check` reports for the whole document (tests compare
 them): a syntax error anywhere is the only diagnostic (the first one, as the parser
-stops there); otherwise a front-half error anywhere suppresses every target check, as
-`check_target` does; otherwise the union of every component's checked diagnostics.
+stops there); otherwise a front-half error anywhere that stops `check_target`
+(`Analysis.checkable`) suppresses every target check; otherwise the union of every component's checked diagnostics.
 """
 
 from __future__ import annotations
@@ -241,7 +241,7 @@ def _merge(units: list[Placed]) -> list[Diagnostic]:
             _shift(x, p.move, p.unit.path) for p in failed for x in p.unit.analysis.diagnostics
         ]
         return [min(diags, key=Diagnostic.sort_key)] if diags else []
-    front_ok = all(p.unit.analysis.ok for p in units)
+    front_ok = all(p.unit.analysis.checkable for p in units)  # check_target's own gate
     out: dict[tuple, Diagnostic] = {}
     for p in units:
         for x in p.unit.checked.diagnostics if front_ok else p.unit.analysis.diagnostics:
