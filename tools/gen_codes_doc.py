@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT / "compiler"))
 from vxc.diagnostics.codes import CODES  # noqa: E402
 
 OUT = ROOT / "docs" / "CODES.md"
+CASES = ROOT / "tests" / "golden" / "cases"
 
 GROUPS = [
     ("E00", "Lexical and syntax"),
@@ -52,12 +53,33 @@ def render() -> str:
         for c in group:
             seen.add(c.code)
             lines += ["", f"### {c.code}", "", f"**{c.severity}: {c.title}**", "", c.explanation]
+            lines += _example(c.example)
     rest = [c for c in CODES.values() if c.code not in seen]
     if rest:
         lines += ["", "## Other"]
         for c in rest:
             lines += ["", f"### {c.code}", "", f"**{c.severity}: {c.title}**", "", c.explanation]
     return "\n".join(lines) + "\n"
+
+
+def _example(stem: str) -> list[str]:
+    """The golden case `stem` and the output `vxc check` gives for it."""
+    if not stem:
+        return []
+    source = (CASES / f"{stem}.vx").read_text().rstrip("\n")
+    output = (CASES / f"{stem}.expected").read_text().rstrip("\n")
+    return [
+        "",
+        f"Example (`tests/golden/cases/{stem}.vx`):",
+        "",
+        "```",
+        source,
+        "```",
+        "",
+        "```",
+        output,
+        "```",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,20 +17,19 @@ from pathlib import Path
 
 import vxc
 from vxc.checks.machine import Machine, build_machine
-from vxc.checks.seams import check_seams
+from vxc.checks.obligations import needs_proof
+from vxc.checks.plan import TargetPlan, plan_target
 from vxc.checks.solver import Solver
 from vxc.diagnostics import Diagnostic, DiagnosticSink
-from vxc.diagnostics.render import render_all_human
+from vxc.diagnostics.render import render_all_human, render_json
 from vxc.errors import Unsupported
 from vxc.frontend import ast as A
 from vxc.frontend.parser import parse_source
-from vxc.hir import serial
 from vxc.hir.ownership import check_ownership
 from vxc.hir.program import CheckedHir, Program
 from vxc.hir.typecheck import typecheck
-from vxc.targets import TARGETS, model_source
+from vxc.targets import EMITS, TARGETS, model_source
 
-EMITS = ("vx-mlir", "target-ir", "artifact")
 # Front-half errors after which the per-target checks still run (see Analysis.checkable).
 TARGET_CHECKS_AFTER = frozenset({"E6011"})
 
@@ -69,7 +68,7 @@ def compiler_version() -> str:
     files = sorted(
         f
         for f in root.rglob("*")
-        if f.suffix in (".py", ".lark", ".vx") and "__pycache__" not in f.parts
+        if f.suffix in (".py", ".lark", ".json", ".vx") and "__pycache__" not in f.parts
     )
     h = hashlib.sha256()
     for f in files:
@@ -117,10 +116,14 @@ class Analysis:
         return self.hir.program
 
     def to_bytes(self) -> bytes:
+        from vxc.hir import serial  # protobuf: only the worker's cache needs it
+
         return serial.dump(self.hir, self.key, compiler_version())
 
     @staticmethod
     def from_bytes(data: bytes, sources: list[Source], machine: Source | None = None) -> Analysis:
+        from vxc.hir import serial
+
         key = _key(sources, machine)
         try:
             hir = serial.load(data, key, compiler_version())
@@ -165,12 +168,12 @@ def target_machine(analysis: Analysis, target: str, sink: DiagnosticSink) -> Mac
 
 @dataclass
 class Checked:
-    """A program checked for one target: what lowering needs."""
+    """A program checked for one target: its target plan, which lowering reads."""
 
     analysis: Analysis
     target: str
     machine: Machine
-    placements: dict  # function name -> checks.placement.FnPlacement
+    plan: TargetPlan
     diagnostics: list[Diagnostic]
     solver: Solver
 
@@ -178,10 +181,13 @@ class Checked:
     def ok(self) -> bool:
         return not any(d.severity == "error" for d in self.diagnostics)
 
+    @property
+    def placements(self) -> dict:
+        """Function instance name -> checks.placement.FnPlacement (the plan's parts)."""
+        return self.plan.functions
+
 
 def check_target(analysis: Analysis, target: str) -> Checked:
-    from vxc.checks.placement import check_placement
-
     if target not in TARGETS:
         raise Unsupported(f"unknown target `{target}` (targets: {', '.join(TARGETS)})")
     sink = DiagnosticSink()
@@ -189,16 +195,22 @@ def check_target(analysis: Analysis, target: str) -> Checked:
         sink.emit(d.code, d.message, d.span, d.notes, d.help)
     machine = target_machine(analysis, target, sink)
     solver = Solver()
-    placements: dict = {}
+    plan = TargetPlan(target, machine)
     if analysis.checkable:
         fns = analysis.program.functions
-        for fn in fns.values():
-            if fn.is_extern or not fn.ok or (fn.generic_of is None and fn.decl.const_params):
-                continue
-            placements[fn.name] = check_placement(fn, machine, fns, sink)
-            check_seams(fn, machine, fns, solver, sink)
+        plan = plan_target(target, fns, machine, sink)
+        for name, placed in plan.functions.items():
+            if needs_proof(fns[name], placed, fns):  # else nothing to prove: no z3 import
+                from vxc.checks.seams import check_seams
+
+                check_seams(fns[name], machine, fns, placed, solver, sink)
+        if TARGETS[target].dma is not None:
+            from vxc.checks.dma import check_dma
+
+            for name, placed in plan.functions.items():
+                check_dma(fns[name], placed, TARGETS[target].dma, sink)
     diags = sorted(sink.items, key=Diagnostic.sort_key)
-    return Checked(analysis, target, machine, placements, diags, solver)
+    return Checked(analysis, target, machine, plan, diags, solver)
 
 
 def check(sources: list[Source], target: str = "cpu", machine: Source | None = None) -> Checked:
@@ -212,6 +224,7 @@ def build(
     cpu: str = "native",
     link: str = "cc",
     tpu_aot: str = "none",
+    tpu_instances: int = 0,
 ) -> BuildResult:
     """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files).
 
@@ -243,7 +256,7 @@ def build(
         from vxc.backends import emit_target
         from vxc.targets import BackendOptions
 
-        options = BackendOptions(cpu=cpu, tpu_aot=tpu_aot, link=link)
+        options = BackendOptions(cpu=cpu, tpu_aot=tpu_aot, tpu_instances=tpu_instances, link=link)
         result.outputs.update(emit_target(target, module, stem, emit, options))
     result.stats["emit_s"] = time.perf_counter() - t1
     return result
@@ -265,7 +278,15 @@ def source_lines(
     return out
 
 
-def render_human(
-    diagnostics: list[Diagnostic], sources: list[Source], machine: Source | None = None
+def render(
+    diagnostics: list[Diagnostic],
+    sources: list[Source],
+    machine: Source | None = None,
+    fmt: str = "human",
 ) -> str:
+    """The one rendering of diagnostics, for the CLI and the worker: rustc-style text with
+    the source line (from the program, the --machine file or a shipped model), or one
+    JSON object per line. Empty when there is nothing to say."""
+    if fmt == "json":
+        return "".join(render_json(d) + "\n" for d in diagnostics)
     return render_all_human(diagnostics, source_lines(sources, machine))

@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import traceback
 
-from vxc.targets import TARGET_NAMES
+from vxc.targets import CPU_LEVELS, EMITS, TARGET_NAMES
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -39,11 +38,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="OUT",
         help="output directory (default: stdout for vx-mlir/target-ir, . otherwise)",
     )
-    b.add_argument("--emit", choices=("vx-mlir", "target-ir", "artifact"), default="artifact")
+    b.add_argument("--emit", choices=EMITS, default="artifact")
     b.add_argument(
         "--cpu",
         default="native",
-        metavar="CPU",
+        choices=CPU_LEVELS,
         help="cpu target: native (default, this machine) or x86-64[-v2|-v3|-v4] (portable)",
     )
     b.add_argument(
@@ -52,6 +51,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="TOPOLOGIES",
         help="tpu target: compile the artifact with libtpu for these topologies "
         "(comma-separated, e.g. v5e,v6e; default none)",
+    )
+    b.add_argument(
+        "--tpu-instances",
+        type=int,
+        default=0,
+        metavar="N",
+        help="tpu target: build the kernel for a launch of N instances (results stacked); "
+        "default 0, a plain call",
     )
     b.add_argument("--error-format", choices=("human", "json"), default="human")
     e = sub.add_parser("explain", help="explain a diagnostic code")
@@ -69,34 +76,15 @@ def _read(path: str):
     try:
         with open(path, "rb") as f:
             return Source(path, f.read())
-    except OSError as e:
-        raise UsageError(f"cannot read `{path}`: {e.strerror or e}") from e
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise UsageError(f"cannot read `{path}`: {why}") from e
 
 
 def _report(diags, sources, machine, fmt: str) -> None:
-    from vxc.api import render_human
-    from vxc.diagnostics.render import render_json
+    from vxc.api import render
 
-    if fmt == "json":
-        for d in diags:
-            print(render_json(d), file=sys.stderr)
-    elif diags:
-        sys.stderr.write(render_human(diags, sources, machine))
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write via a temp file in the same directory and rename: never a partial file."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vxc-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    sys.stderr.write(render(diags, sources, machine, fmt))
 
 
 def _check(args) -> int:
@@ -115,18 +103,28 @@ def _build(args) -> int:
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None
     result = api.build(
-        api.analyze(sources, machine), args.target, args.emit, args.cpu, args.tpu_aot
+        api.analyze(sources, machine),
+        args.target,
+        args.emit,
+        args.cpu,
+        args.tpu_aot,
+        args.tpu_instances,
     )
     _report(result.diagnostics, sources, machine, args.error_format)
     if not result.ok:
         return EXIT_ERRORS
-    if args.out is None and args.emit in ("vx-mlir", "target-ir"):
+    if args.out is None and args.emit != "artifact":
         for data in result.outputs.values():
             sys.stdout.write(data.decode())
         return EXIT_OK
-    for name, data in sorted(result.outputs.items()):
-        write_atomic(os.path.join(args.out or ".", name), data)
-        print(f"wrote {os.path.join(args.out or '.', name)}", file=sys.stderr)
+    from vxc.outputs import OutputError, write_set
+
+    try:  # all the outputs or none, mode 0644 (vxc.outputs)
+        written = write_set(args.out or ".", dict(sorted(result.outputs.items())))
+    except OutputError as e:
+        raise UsageError(str(e)) from None
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
     return EXIT_OK
 
 

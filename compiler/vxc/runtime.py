@@ -300,7 +300,9 @@ class Artifact:
 
 def load(path: str | Path) -> Artifact:
     """Load from the manifest (`x.cpu.json`), the library (`x.cpu.so`) beside it, or the
-    artifact directory that holds them (what a Bazel vx_kernel's `$(rootpath)` names)."""
+    artifact directory that holds them (what a Bazel vx_kernel's `$(rootpath)` names); a
+    b200 / h100 artifact (`x.h100.json` or `.fatbin`) loads with the CUDA runtime of
+    `vxc.backends.nvidia.runtime` (which says in one line when there is no GPU)."""
     p = Path(path)
     if p.is_dir():
         manifests = sorted(p.glob("*.cpu.json"))
@@ -311,6 +313,10 @@ def load(path: str | Path) -> Artifact:
         p = manifests[0]
     if p.suffix == ".so":
         p = p.with_suffix(".json")
+    if p.suffix == ".fatbin" or p.name.endswith((".b200.json", ".h100.json")):
+        from vxc.backends.nvidia.runtime import load as load_cuda  # lazy: cuda-python
+
+        return load_cuda(p)
     if not p.is_file():
         raise FileNotFoundError(f"no artifact manifest at {p}")
     return Artifact(p)

@@ -17,11 +17,27 @@ from importlib import resources
 
 
 @dataclass(frozen=True)
+class DmaLimits:
+    """What one copy of the target's DMA engine can move (checked by checks/dma.py, E6012):
+    the NVIDIA TMA moves boxes of at most 256 elements per dimension whose rows are a
+    multiple of 16 bytes, between the spaces named here."""
+
+    engine: str
+    spaces: tuple[str, str]
+    box_max: int
+    row_multiple: int
+
+
+TMA = DmaLimits("TMA", ("HBM", "VMEM"), 256, 16)
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     description: str
     model_file: str  # machine model shipped in vxc/machines/
     backend: str  # module under vxc.backends that builds its artifact
+    dma: DmaLimits | None = None  # limits of one DMA copy, checked before the backend runs
 
 
 @dataclass(frozen=True)
@@ -29,12 +45,16 @@ class BackendOptions:
     """Per-build options a backend may read (Pallas keeps the same per-backend
     CompilerParams). `cpu` is the x86-64 level of cpu artifacts; `tpu_aot` names the TPU
     topologies (comma-separated: v5e,v6e) libtpu compiles a tpu artifact for during the
-    build, "none" for no check; `link` says who links the cpu artifact's shared library:
-    "cc" (the backend, with `cc` on PATH: the CLI) or "none" (the caller: Bazel links it
-    with its C++ toolchain; the manifest names it all the same)."""
+    build, "none" for no check; `tpu_instances` is the launch grid a tpu artifact is built
+    for (a Mosaic grid is static): 0 = a plain call (instance 0 of 1, results as declared),
+    N >= 1 = N instances with their results stacked (LANGUAGE.md 4.1); `link` says who
+    links the cpu artifact's shared library: "cc" (the backend, with `cc` on PATH: the
+    CLI) or "none" (the caller: Bazel links it with its C++ toolchain; the manifest names
+    it all the same)."""
 
     cpu: str = "native"
     tpu_aot: str = "none"
+    tpu_instances: int = 0
     link: str = "cc"
 
 
@@ -43,12 +63,20 @@ TARGETS: dict[str, Target] = {
     for t in [
         Target("cpu", "the host CPU (x86-64 native object + C header)", "cpu.vx", "cpu"),
         Target("tpu", "TPU v5e class (Mosaic TPU module)", "tpu.vx", "tpu"),
-        Target("b200", "NVIDIA B200, sm_100a (cubin + PTX fatbin)", "b200.vx", "nvidia"),
-        Target("h100", "NVIDIA H100/H200, sm_90a (cubin + PTX fatbin)", "h100.vx", "nvidia"),
+        Target("b200", "NVIDIA B200, sm_100a (cubin + PTX fatbin)", "b200.vx", "nvidia", TMA),
+        Target("h100", "NVIDIA H100/H200, sm_90a (cubin + PTX fatbin)", "h100.vx", "nvidia", TMA),
     ]
 }
 
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
+
+# What `vxc build --emit` (and the Bazel rules' `emit`) may ask for: the vx dialect
+# module, the target's own IR, or the target's artifact files.
+EMITS: tuple[str, ...] = ("vx-mlir", "target-ir", "artifact")
+
+# Host CPU levels of cpu artifacts (`--cpu`, //vx_rules:cpu): this machine, or a named
+# x86-64 psABI level that gives the same object on every build machine.
+CPU_LEVELS: tuple[str, ...] = ("native", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")
 
 
 def model_source(target: str) -> tuple[str, bytes]:

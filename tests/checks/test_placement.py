@@ -14,14 +14,8 @@ from pathlib import Path
 import pytest
 
 from vxc.checks.machine import Machine, build_machine
-from vxc.checks.placement import (
-    FnPlacement,
-    check_placement,
-    hop_attributes,
-    new_tensor_attributes,
-    place_program,
-    where_bounds,
-)
+from vxc.checks.placement import FnPlacement, check_placement, where_bounds
+from vxc.checks.plan import plan_target
 from vxc.diagnostics import DiagnosticSink
 from vxc.frontend import ast as A
 from vxc.frontend.parser import parse_source
@@ -75,11 +69,18 @@ def compile_vx(target: str, source: str) -> Compiled:
     program = typecheck(module.items, model.items, sink)
     check_ownership(program.functions, sink)
     machine = build_machine(model.items + program.decls, sink)
-    placed = place_program(program.functions, machine, sink)
+    placed = plan_target(target, program.functions, machine, sink).functions
     return Compiled(sink, program.functions, machine, placed)
 
 
 # ---- sources ---------------------------------------------------------------------------
+IN_PLACE_ASYNC = """\
+fn k(x: &Tensor<f32, [128, 128]>) -> void on Topology::TensorCore {
+  let v = transfer(x, Memory::VMEM);
+  let t = transfer_async(v, Memory::VMEM);
+  let w = wait(t);
+}
+"""
 SEED = (ROOT / "kernels" / "seed.vx").read_text()
 
 HOST_STAGING = """\
@@ -380,8 +381,10 @@ def test_two_hop_tpu_staging_from_host() -> None:
     assert [h.seam for h in node.hops] == ["CPU_DRAM -> HBM", "HBM -> VMEM"]
     assert node.allocs[0] is None  # HBM is cached: nothing to allocate
     assert node.allocs[1] == node.alloc and node.alloc.slot_bytes == TILE
-    attrs = [hop_attributes(c.machine, h, a) for h, a in zip(node.hops, node.allocs, strict=True)]
+    attrs = node.ops  # one vx.transfer per hop
+    assert len(attrs) == 2
     assert attrs[0]["ring"] == -1 and attrs[0]["from"] == "CPU_DRAM"
+    assert attrs[0]["space"] == "HBM" and attrs[0]["within"] == ""
     assert attrs[0]["edge_cost"] == 100
     assert (attrs[1]["space"], attrs[1]["within"], attrs[1]["granule"]) == ("VMEM", "HBM", 4096)
     assert (attrs[1]["capacity"], attrs[1]["scope"]) == (128 << 20, "subcore")
@@ -413,8 +416,8 @@ def test_granule_rounding_and_new_tensor_home() -> None:
     c = compile_vx("tpu", MATMUL_VMEM)
     (acc,) = c.nodes("k", A.TensorNew)
     assert acc.space == "VMEM" and acc.hops == [] and acc.alloc.slot_bytes == TILE
-    attrs = new_tensor_attributes(c.machine, acc)
-    assert attrs["ring"] == acc.alloc.ring and attrs["granule"] == 4096
+    (attrs,) = acc.ops  # the vx.zeros
+    assert attrs["ring"] == acc.alloc.ring and attrs["slot_bytes"] == TILE
     # acc, a and b are all live at the matmul: three rings, three distinct base offsets.
     offsets = sorted(r.offset for r in c.placed["k"].rings)
     assert offsets == [0, TILE, 2 * TILE]
@@ -435,7 +438,7 @@ def test_four_in_flight_working_set() -> None:
     (diag,) = b200.sink.items
     assert "262144 B (256 KiB)" in diag.message and "233472 B (228 KiB)" in diag.message
     assert diag.notes == [
-        "live in VMEM: `t0` (64 KiB), `t1` (64 KiB), `t2` (64 KiB), this transfer_async (64 KiB)"
+        "live in VMEM here: `t0` (64 KiB), `t1` (64 KiB), `t2` (64 KiB), this transfer_async (64 KiB)"
     ]
 
 
@@ -518,14 +521,27 @@ def test_staging_tiles_live_until_the_route_completes(source: str, vmem: int) ->
 
 
 def test_lowering_view() -> None:
-    """What ir/from_hir.py reads: (hop, alloc) pairs per Transfer, the alloc of a TensorNew."""
+    """What ir/from_hir.py copies onto the vx ops: the plan's `ops` per node."""
     c = compile_vx("tpu", MATMUL_VMEM)
     placed = c.placed["k"]
     transfers: list[A.Expr] = []
     _collect(c.functions["k"].decl.body, A.Transfer, transfers)
-    ((hop, alloc),) = placed.hops_of(transfers[0])
-    assert hop.seam == "HBM -> VMEM" and alloc == placed.of(transfers[0]).alloc
+    node = placed.of(transfers[0])
+    ((hop, alloc),) = zip(node.hops, node.allocs, strict=True)
+    assert hop.seam == "HBM -> VMEM" and alloc == node.alloc
+    (op,) = node.ops
+    assert (op["space"], op["from"], op["ring"], op["slot_bytes"]) == ("VMEM", "HBM", 1, TILE)
     news: list[A.Expr] = []
     _collect(c.functions["k"].decl.body, A.TensorNew, news)
-    assert placed.alloc_of(news[0]).ring == 0
-    assert placed.hops_of(news[0]) == []
+    new = placed.of(news[0])
+    assert new.alloc.ring == new.ops[0]["ring"] and new.hops == []
+
+
+def test_async_transfer_in_place_is_one_complete_token() -> None:
+    """A transfer_async into the space the tensor is already in: no hop, one op."""
+    c = compile_vx("tpu", IN_PLACE_ASYNC)
+    assert c.codes == []
+    _, node = c.nodes("k")
+    assert node.hops == [] and node.routed
+    (op,) = node.ops
+    assert (op["space"], op["from"], op["edge_cost"], op["ring"]) == ("VMEM", "VMEM", 0, -1)

@@ -29,7 +29,7 @@ def _src(text: bytes | None = None, name: str = "kernels/stream_grid.vx") -> api
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     result = api.build(api.analyze([_src()]), "cpu")
-    assert result.ok, api.render_human(result.diagnostics, [_src()])
+    assert result.ok, api.render(result.diagnostics, [_src()])
     out = tmp_path_factory.mktemp("grid")
     return runtime.load_outputs(result.outputs, out), out, result.outputs
 
@@ -184,7 +184,7 @@ def test_header_documents_the_launch(built):
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_vx_mlir_carries_the_launch_for_every_target(target):
     result = api.build(api.analyze([_src()]), target, "vx-mlir")
-    assert result.ok, api.render_human(result.diagnostics, [_src()])
+    assert result.ok, api.render(result.diagnostics, [_src()])
     (text,) = (v.decode() for k, v in result.outputs.items() if k.endswith(".mlir"))
     assert 'vx.launch = "instances"' in text
     assert '"vx.instance"() : () -> i64' in text and '"vx.instances"() : () -> i64' in text
@@ -205,7 +205,7 @@ fn ids(x: &Tensor<f32, [1, 1]>) -> i64 on Topology::TensorCore {
         "ids.vx",
     )
     result = api.build(api.analyze([src]), "cpu")
-    assert result.ok, api.render_human(result.diagnostics, [src])
+    assert result.ok, api.render(result.diagnostics, [src])
     art = runtime.load_outputs(result.outputs, tmp_path)
     x = np.zeros((1, 1), np.float32)
     assert art.ids(x) == 10
@@ -265,3 +265,34 @@ def test_branch_feasibility_uses_the_launch_facts(cond, codes):
 
 def test_intrinsics_take_no_arguments():
     assert _codes(HELPER.replace(b"CALL", b"part(instance(1), instances())")) == ["E0202"]
+
+
+def test_entry_taking_a_token_is_e0401():
+    src = b"""
+fn k(t: Token<Tensor<f32, [8, 8]>, Memory::VMEM>) -> Tensor<f32, [8, 8]> on Topology::TensorCore {
+  return transfer(wait(t), Memory::HBM);
+}
+"""
+    assert _codes(src) == ["E0401"]
+
+
+def test_a_failing_instance_is_a_status_and_the_others_still_finish(tmp_path):
+    """Without a `where` clause, an instance that indexes past the Vec fails alone with
+    VX_ERR_INDEX; the launch reports it (the lowest failing instance's status)."""
+    src = api.Source(
+        "pick.vx",
+        b"""
+fn pick(tiles: &Vec<Tensor<f32, [4, 4]>>) -> Tensor<f32, [4, 4]> on Topology::TensorCore {
+  let t = transfer(tiles[instance()], Memory::VMEM);
+  return transfer(t, Memory::HBM);
+}
+""",
+    )
+    result = api.build(api.analyze([src]), "cpu")
+    assert result.ok, api.render_human(result.diagnostics, [src])
+    art = runtime.load_outputs(result.outputs, tmp_path)
+    tiles = np.arange(3 * 16, dtype=np.float32).reshape(3, 4, 4)
+    np.testing.assert_array_equal(art.pick.launch(3, tiles), tiles)
+    with pytest.raises(runtime.KernelError, match="VX_ERR_INDEX") as e:
+        art.pick.launch(5, tiles)
+    assert not isinstance(e.value, runtime.LaunchError)

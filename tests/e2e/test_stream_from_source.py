@@ -22,7 +22,7 @@ def _source(name: str) -> api.Source:
 
 def _build(name: str, target: str = "cpu", emit: str = "artifact") -> api.BuildResult:
     result = api.build(api.analyze([_source(name)]), target, emit)
-    assert result.ok, api.render_human(result.diagnostics, [_source(name)])
+    assert result.ok, api.render(result.diagnostics, [_source(name)])
     return result
 
 
@@ -220,7 +220,7 @@ fn guarded(tiles: &Vec<Tensor<f32, [128, 128]>>, w: &Tensor<f32, [128, 128]>, k:
 def test_guard_returns_lower_to_scf_if_and_run(tmp_path):
     src = api.Source("guarded.vx", GUARDED)
     result = api.build(api.analyze([src]), "cpu")
-    assert result.ok, api.render_human(result.diagnostics, [src])
+    assert result.ok, api.render(result.diagnostics, [src])
     kernel = runtime.load_outputs(result.outputs, tmp_path).guarded
     tiles = np.ones((1, 128, 128), np.float32)
     w = np.eye(128, dtype=np.float32)
@@ -253,7 +253,7 @@ fn pipeline(x: &Vec<Tensor<f32, [128, 128]>>, w: &Tensor<f32, [128, 128]>) -> Te
 def test_tokens_through_helper_functions_build_and_run(tmp_path):
     src = api.Source("helpers.vx", TOKEN_HELPERS)
     result = api.build(api.analyze([src]), "cpu")
-    assert result.ok, api.render_human(result.diagnostics, [src])
+    assert result.ok, api.render(result.diagnostics, [src])
     art = runtime.load_outputs(result.outputs, tmp_path)
     assert list(art.kernels) == ["pipeline"]  # helpers stay out of the header and manifest
     assert "start" not in result.outputs["helpers.cpu.h"].decode()

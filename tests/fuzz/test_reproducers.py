@@ -272,3 +272,43 @@ def test_long_parameter_names_build():
         + b"a" * 1100
         + b"y; }\n"
     )
+
+
+# Found by the long run: a token returned (or bound) where a tensor is wanted checked
+# clean, then the vx verifier rejected `func.return` of a !vx.token
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"  return transfer_async(t, Memory::HBM);\n",
+        b"  let u: Tensor<f32, [4]> = transfer_async(t, Memory::HBM);\n  return u;\n",
+    ],
+)
+def test_token_used_as_a_tensor_is_e6004(body):
+    src = (
+        b"fn k(x: &Tensor<f32, [4]>) -> Tensor<f32, [4]> {\n"
+        b"  let t = transfer(x, Memory::VMEM);\n" + body + b"}\n"
+    )
+    no_internal_error(src)
+    ds = [d for d in diags(src) if d.code == "E6004"]
+    assert ds and ds[0].span.line == 3 and "transfer token" in ds[0].message
+
+
+# Found by the long run: a host function returning a tensor that lives outside host
+# memory (VMEM; HBM on tpu) checked clean, then the vx verifier rejected func.return
+@pytest.mark.parametrize("space,targets", [("VMEM", ["cpu", "tpu"]), ("HBM", ["tpu", "b200"])])
+def test_host_function_returning_a_device_tensor_is_e0201(space, targets):
+    src = (
+        b"fn k(x: &Tensor<f32, [4]>) -> Tensor<f32, [4]> {\n"
+        b"  return transfer(x, Memory::" + space.encode() + b");\n}\n"
+    )
+    no_internal_error(src)
+    for target in targets:
+        (d,) = diags(src, target)
+        assert (d.code, d.span.line, d.span.column) == ("E0201", 2, 10)
+        assert f"lives in `{space}`" in d.message
+
+
+def test_host_function_returning_hbm_on_cpu_still_builds():
+    built(
+        b"fn k(x: &Tensor<f32, [4]>) -> Tensor<f32, [4]> {\n  return transfer(x, Memory::HBM);\n}\n"
+    )

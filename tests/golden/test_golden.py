@@ -93,3 +93,11 @@ def test_no_stray_expected_files():
     stems = {p.stem for p in SOURCES}
     stray = [p.name for p in CASES.glob("*.expected") if p.stem not in stems]
     assert stray == []
+
+
+@pytest.mark.parametrize("code", sorted(c for c in CODES if CODES[c].example))
+def test_code_examples_are_rejected_golden_cases(code):
+    """docs/CODES.md shows `Code.example`: a golden case that emits that code."""
+    path = CASES / f"{CODES[code].example}.vx"
+    assert path.exists(), f"{code}: example {path.name} is not a golden case"
+    assert code in emitted_codes(path)

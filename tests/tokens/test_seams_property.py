@@ -20,9 +20,11 @@ from hypothesis import strategies as st
 
 from vxc import api
 
+# The spaces are caches: this test is about seams, not scratchpad rotation (an explicit
+# space, the default, would also get the allocator's E6010 for non-FIFO rotations).
 PRELUDE = """\
-Memory Far { capacity: 1 MB }
-Memory Near { capacity: 1 MB }
+Memory Far { capacity: 1 MB, managed: cached }
+Memory Near { capacity: 1 MB, managed: cached }
 Topology Mover {
   memory: Memory::Near,
   visible: [Memory::Near, Memory::Far],

@@ -1032,6 +1032,7 @@ TOKEN_READ_FORMS = {
     "as an async transfer source": "let h = wait(transfer_async(cur, Memory::HBM));",
     "through a nested transfer into a call": "ext_v(transfer(cur, Memory::VMEM));",
     "in a value contract": "assert(cur == 0);",
+    "bound as a tensor": f"let h: {T32} = cur;",
 }
 
 
@@ -1041,7 +1042,8 @@ def token_read_case(form: str, where: str, waited: bool) -> Case:
         f"fn f(tiles: {VEC}, w: {W}, c: bool, n: i64) -> void {ON} {{",
         "  let mut acc = Tensor<f32>([32, 32]);",
         "  let wv = transfer(w, Memory::VMEM);",
-        "  let cur = transfer_async(tiles[0], Memory::VMEM);" + ("" if waited else " //~ E6011"),
+        f"  let {'mut ' if '&mut cur' in stmt else ''}cur = transfer_async(tiles[0], Memory::VMEM);"
+        + ("" if waited else " //~ E6011"),
     ]
     read = f"{stmt} //~ E6004"
     if where == "straight":
@@ -1062,6 +1064,64 @@ CASES += [
     for where in ("straight", "loop", "branch")
     for waited in (True, False)
 ]
+CASES.append(
+    Case(
+        "a token returned where the function returns its tensor",
+        f"""\
+fn g(tiles: {VEC}, c: bool) -> {T32} {ON} {{
+  let cur = transfer_async(tiles[0], Memory::VMEM); //~ E6011
+  if c {{
+    return cur; //~ E6004
+  }}
+  return wait(cur);
+}}
+fn h(tiles: {VEC}) -> {T32} {ON} {{
+  let cur = transfer_async(tiles[0], Memory::VMEM); //~ E6011
+  return cur; //~ E6004
+}}
+""",
+    )
+)
+CASES.append(
+    Case(
+        "a buffer that crossed a relaxed seam is read where it is returned (the caller "
+        "takes a call's result as published)",
+        """\
+Memory Far { capacity: 1 MB }
+Memory Near { capacity: 1 MB }
+Topology Mover {
+  memory: Memory::Near,
+  visible: [Memory::Near, Memory::Far],
+  transfer Memory::HBM -> Memory::Far : 1,
+  transfer Memory::Far -> Memory::Near : 3 relaxed, //~ W1027
+  transfer Memory::HBM -> Memory::Near : 2
+}
+fn stale(t: &Tensor<f32, [16, 16]>) -> Tensor<f32, [16, 16]> on Topology::Mover {
+  let far = transfer(t, Memory::Far);
+  let near = transfer(far, Memory::Near);
+  return near; //~ E6004
+}
+fn fresh(t: &Tensor<f32, [16, 16]>) -> Tensor<f32, [16, 16]> on Topology::Mover {
+  let near = transfer(t, Memory::Near);
+  return near;
+}
+""",
+        targets=("tpu", "b200"),
+    )
+)
+CASES.append(
+    Case(
+        "`&mut` of a token bound without `mut` is E0305 (and stops the later checks)",
+        FORM_DECLS
+        + f"""\
+fn f(tiles: {VEC}) -> void {ON} {{
+  let cur = transfer_async(tiles[0], Memory::VMEM);
+  ext_m(&mut cur); //~ E0305
+  let x = wait(cur);
+}}
+""",
+    )
+)
 CASES.append(
     Case(
         "the seed's read before wait: one-argument extern matmul_acc, by value, no wait",

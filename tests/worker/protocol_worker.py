@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from vxc.worker.action import write_atomic
+from vxc.outputs import write_atomic
 from vxc.worker.server import Cancelled, RequestContext, WorkerServer, private_stdout
 
 

@@ -142,7 +142,8 @@ def test_bad_arguments_and_missing_files_keep_the_worker_alive(worker):
     r = worker.call(["build", "--target", "cpu"])
     assert r.exit_code == 2 and "bad arguments" in r.output
     r = worker.call(_hir(src="k/missing.vx"))
-    assert r.exit_code == 2 and "internal compiler error" in r.output
+    assert r.exit_code == 2 and "cannot read source `k/missing.vx`" in r.output
+    assert "internal compiler error" not in r.output
     assert worker.call(_hir()).exit_code == 0
 
 
@@ -203,3 +204,20 @@ def test_worker_reexecutes_when_compiler_sources_change(tmp_path, execroot):
     finally:
         w.close()
     assert "compiler sources changed; restarting the worker" in w.stderr_text()
+
+
+def test_machine_file_diagnostic_shows_its_source_line(worker, execroot):
+    """The worker renders diagnostics as the CLI does: the --machine file's line too."""
+    (execroot / "k" / "m.vx").write_text("Memory HBM { capacity: 16 GB, speed: 3 }\n")
+    hir = _hir() + ["--machine", "k/m.vx"]
+    assert worker.call(hir).exit_code == 0
+    r = worker.call(_build("cpu", "out/m") + ["--machine", "k/m.vx"])
+    assert r.exit_code == 1
+    assert "error[E0205]: unknown Memory facet `speed`" in r.output
+    assert "  --> k/m.vx:1:31" in r.output
+    assert "1 | Memory HBM { capacity: 16 GB, speed: 3 }" in r.output
+    cli = subprocess.run(
+        [sys.executable, "-m", "vxc", "check", "k/stream.vx", "--machine", "k/m.vx"],
+        cwd=execroot, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert cli.stderr in r.output  # the same rendering, word for word

@@ -148,7 +148,7 @@ def test_stray_stdout_does_not_corrupt_protocol(worker):
 
 
 def test_write_atomic_leaves_no_partial_file(tmp_path):
-    from vxc.worker.action import write_atomic
+    from vxc.outputs import write_atomic
 
     target = tmp_path / "out.o"
     write_atomic(str(target), b"first")

@@ -46,12 +46,12 @@ def _run_vxcompile(ctx, tc, args, inputs, outputs, progress):
     args.use_param_file("@%s", use_always = True)
     args.set_param_file_format("multiline")
     launch = ctx.actions.args()
-    launch.add_all(["-s", "-B", "-m", "vxc.worker"])
+    launch.add_all(tc.interpreter_args + ["-m", "vxc.worker"])
     ctx.actions.run(
-        executable = tc.python,
+        executable = tc.interpreter,
         arguments = [launch, args],
         inputs = depset(inputs),
-        tools = depset([tc.python], transitive = [tc.compiler_runtime, tc.compiler]),
+        tools = tc.tools,
         outputs = outputs,
         mnemonic = "VxCompile",
         progress_message = progress,
@@ -144,6 +144,11 @@ def _vx_kernel_impl(ctx):
     args.add("--target", target)
     args.add("--emit", ctx.attr.emit)
     args.add("--cpu", ctx.attr._cpu[VxCpuInfo].cpu)
+    if target == "tpu" and ctx.attr.emit == "artifact":
+        # libtpu compiles the export for both chips: a module Mosaic rejects fails the build.
+        args.add("--tpu-aot", "v5e,v6e")
+    if target == "tpu" and ctx.attr.tpu_instances:
+        args.add("--tpu-instances", str(ctx.attr.tpu_instances))
     if cpu_artifact:
         args.add("--link", "none")
         args.add("--out-dir", files["o"].dirname)
@@ -176,6 +181,11 @@ vx_kernel_rule = rule(
             default = "artifact",
             values = ["artifact", "vx-mlir", "target-ir"],
             doc = "what to produce: the target's artifact, the vx dialect module, or the target IR",
+        ),
+        tpu_instances = attr.int(
+            default = 0,
+            doc = "tpu: the launch grid the artifact is built for (a Mosaic grid is static); " +
+                  "0 = a plain call, N = N instances with stacked results (in the manifest)",
         ),
         _target = attr.label(default = Label("//vx_rules:target")),
         _cpu = attr.label(default = Label("//vx_rules:cpu")),

@@ -32,11 +32,15 @@ VxHirInfo = provider(
 VxToolchainInfo = provider(
     doc = "How to run the Vx compiler: the interpreter, its locked environment and the compiler sources.",
     fields = {
-        "python": "File: the interpreter of the locked environment",
+        "python": "File or None: the interpreter of the locked environment (local execution)",
+        "python_path": "str: or the interpreter's absolute path on the execution platform ('' with python)",
+        "interpreter": "File: what actions execute (python, else a /bin/sh wrapper that execs python_path)",
+        "interpreter_args": "list of str: the interpreter's flags (-S -B)",
+        "tools": "depset of Files: the interpreter, compiler and compiler_runtime",
         "runtime": "depset of Files: the locked environment (site-packages, pyvenv.cfg, its identity file)",
         "compiler_runtime": "depset of Files: the part of runtime that the compiler imports",
         "compiler": "depset of Files: the vxc package sources",
-        "pythonpath": "str: the execroot-relative directory that holds the vxc package",
-        "runfiles_pythonpath": "str: the same directory, relative to a runfiles tree's root",
+        "pythonpath": "str: PYTHONPATH of actions: the execroot-relative directory that holds the vxc package, then site-packages",
+        "runfiles_pythonpath": "list of str: the same two directories, relative to a runfiles tree's root",
     },
 )

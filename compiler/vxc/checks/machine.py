@@ -31,7 +31,7 @@ class Memory:
     capacity: int = 0  # bytes; 0 = unbounded
     granule: int = 0
     bandwidth: int = 0
-    managed: str = "cached"
+    managed: str = "explicit"  # LANGUAGE.md 2: a cache must say `managed: cached`
     scope: str = "device"
 
 
@@ -111,13 +111,49 @@ def build_machine(decls: list[A.Node], sink: DiagnosticSink) -> Machine:
     over the target model). Reports E0205, E6002, E6007 and W1027."""
     m = Machine()
     m.memories[CPU_DRAM] = Memory(CPU_DRAM, A.NO_SPAN, managed="cached", scope="device")
-    for d in decls:
+    order: dict[str, int] = {}  # space -> position of the declaration that stands
+    for k, d in enumerate(decls):
         if isinstance(d, A.MemoryDecl):
             _memory(m, d, sink)
+            order[d.name] = k
         elif isinstance(d, A.TopologyDecl):
             _topology(m, d, sink)
+    _within_cycles(m, sorted(order, key=order.__getitem__), sink)
     _validate(m, sink)
     return m
+
+
+def _within_cycles(m: Machine, order: list[str], sink: DiagnosticSink) -> None:
+    """E6006 at the declaration that closes a `within` cycle (LANGUAGE.md 2: a tree).
+
+    Edges are added in declaration order; one that would close a cycle is reported and
+    dropped, so each cycle is reported once and the relation left behind is a tree."""
+    parent: dict[str, str] = {}
+    for name in order:
+        mem = m.memories.get(name)
+        up = m.space(mem.within) if mem is not None and mem.within is not None else None
+        if up is None:
+            continue
+        chain = [name, up]
+        while chain[-1] != name and chain[-1] in parent:
+            chain.append(parent[chain[-1]])
+        if chain[-1] != name:
+            parent[name] = up
+            continue
+        path = " within ".join(f"`{n}`" for n in chain)
+        others = [m.memories[n] for n in dict.fromkeys(chain) if n != name]
+        sink.emit(
+            "E6006",
+            f"`{name}` is within itself: {path}",
+            mem.span,
+            notes=[
+                f"`{o.name}` is declared within `{o.within}` at {o.span.file}:{o.span.line}"
+                for o in others
+            ],
+            help="`within` names the enclosing space and the spaces form a tree: remove "
+            "the `within` that closes the cycle",
+        )
+        mem.within = None
 
 
 def _memory(m: Machine, d: A.MemoryDecl, sink: DiagnosticSink) -> None:

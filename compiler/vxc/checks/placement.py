@@ -15,14 +15,18 @@
   Transfers need no visibility (DMA does them), and a Vx helper's arguments are
   checked where its body (instantiated in the caller's placements) reads them.
   E6003 otherwise.
-- Scratchpads: every tile placed into a granule'd space (a hop destination, or a
+- Scratchpads: every tile placed into an explicitly managed space with a capacity or
+  a granule (`managed` defaults to `explicit`, LANGUAGE.md §2; a hop destination, or a
   `Tensor<E>([..])` in such a home space) gets a ring, slot count and offset
   from real lifetimes; see checks/scratchpad.py for the rotation rule, layout
   and the working-set check (E6010).
 
-The result, `FnPlacement`, is keyed by `id(node)` of each A.Transfer / A.TensorNew
-node; the HIR -> IR lowering reads it (`hop_attributes` gives the attributes of
-one `vx.transfer`).
+The result, `FnPlacement`, is this function's part of the target plan
+(checks/plan.py): keyed by `id(node)` of each A.Transfer / A.TensorNew / A.Call
+node (each instance has its own HIR nodes), it holds the route, the allocations
+and the attributes of every vx op the node lowers to (`NodePlacement.ops`). The
+seam checker, the HIR -> vx lowering and hence the backends read it; nothing
+routes again.
 """
 
 from __future__ import annotations
@@ -43,9 +47,6 @@ __all__ = [
     "NodePlacement",
     "Ring",
     "check_placement",
-    "hop_attributes",
-    "new_tensor_attributes",
-    "place_program",
     "where_bounds",
 ]
 
@@ -62,7 +63,11 @@ class NodePlacement:
     destination is not explicitly managed); alloc: the buffer the node's result
     lives in when that is a scratchpad (the last hop's, or the new tensor's);
     bytes: the tensor's size (at its `where` bound), None when unverified;
-    routed: False when the route failed (E6001/E6002), hops then empty.
+    routed: False when the route failed (E6001/E6002), hops then empty;
+    ops: the attributes of each vx op the node lowers to, in order (one
+    `vx.transfer` per hop, a complete-at-once `vx.transfer_async` for an async
+    transfer already in place, the `vx.zeros` of a new tensor, the `func.call`
+    of a call whose result lands in a scratchpad), filled once allocation is done.
     """
 
     kind: str
@@ -73,6 +78,7 @@ class NodePlacement:
     alloc: Alloc | None = None
     bytes: int | None = None
     routed: bool = True
+    ops: list[dict[str, object]] = field(default_factory=list)
 
 
 @dataclass
@@ -94,43 +100,71 @@ class FnPlacement:
     def of(self, node: A.Expr) -> NodePlacement:
         return self.nodes[id(node)]
 
-    def hops_of(self, node: A.Expr) -> list[tuple[Hop, Alloc | None]]:
-        """The route of a Transfer as (hop, allocation of its destination) pairs, one
-        `vx.transfer` each; empty when the tensor is already in place (or unrouted)."""
-        p = self.nodes.get(id(node))
-        return list(zip(p.hops, p.allocs, strict=True)) if p else []
 
-    def alloc_of(self, node: A.Expr) -> Alloc | None:
-        """The scratchpad buffer a node's result lives in (None outside scratchpads)."""
-        p = self.nodes.get(id(node))
-        return p.alloc if p else None
-
-
-def hop_attributes(machine: Machine, hop: Hop, alloc: Alloc | None) -> dict[str, object]:
-    """The placement attributes of the `vx.transfer` for one hop."""
-    attrs = _space_attributes(machine, hop.dst, alloc)
-    attrs.update({"from": hop.src, "edge_cost": hop.cost, "relaxed": hop.relaxed})
-    return attrs
-
-
-def new_tensor_attributes(machine: Machine, node: NodePlacement) -> dict[str, object]:
-    """The placement attributes of a new (zero-filled) tensor in its home space."""
-    return _space_attributes(machine, node.space, node.alloc)
-
-
-def _space_attributes(machine: Machine, space: str, alloc: Alloc | None) -> dict[str, object]:
-    mem = machine.memories[space]
+def _slot_attributes(alloc: Alloc | None) -> dict[str, object]:
+    """Where a placing op's buffer lives: its ring, offset and slots (`ring = -1`: a
+    private buffer the backend provides; slot_bytes is then the op's own size)."""
+    if alloc is None:
+        return {"ring": -1, "offset": 0, "slots": 1}
     return {
-        "space": space,
-        "within": machine.space(mem.within) or mem.within if mem.within else "",
+        "ring": alloc.ring,
+        "offset": alloc.offset,
+        "slots": alloc.slots,
+        "slot_bytes": alloc.slot_bytes,
+    }
+
+
+def hop_op(machine: Machine, hop: Hop, alloc: Alloc | None) -> dict[str, object]:
+    """The attributes of the `vx.transfer` (or `vx.transfer_async`) of one route hop."""
+    mem = machine.memories[hop.dst]
+    return {
+        "space": hop.dst,
+        "from": hop.src,
+        "within": (machine.space(mem.within) or mem.within) if mem.within else "",
         "capacity": mem.capacity,
         "granule": mem.granule,
         "scope": mem.scope,
-        "offset": alloc.offset if alloc else 0,
-        "slots": alloc.slots if alloc else 0,
-        "slot_bytes": alloc.slot_bytes if alloc else 0,
-        "ring": alloc.ring if alloc else -1,
+        "edge_cost": hop.cost,
+        **_slot_attributes(alloc),
     }
+
+
+def in_place_op(machine: Machine, space: str) -> dict[str, object]:
+    """The attributes of the `vx.transfer_async` of a tensor already in `space`: a token
+    that is complete at once (no edge, nothing allocated)."""
+    mem = machine.memories.get(space)
+    return {
+        "space": space,
+        "from": space,
+        "within": "",
+        "capacity": 0,
+        "granule": 0,
+        "scope": mem.scope if mem else "device",
+        "edge_cost": 0,
+        "ring": -1,
+        "offset": 0,
+        "slots": 1,
+    }
+
+
+def call_op(alloc: Alloc | None) -> dict[str, object]:
+    """The placement attributes of a `func.call` whose result lands in a scratchpad slot
+    of the caller's (none otherwise)."""
+    if alloc is None:
+        return {}
+    return {"space": alloc.space, **_slot_attributes(alloc)}
+
+
+def _node_ops(machine: Machine, node: NodePlacement) -> list[dict[str, object]]:
+    if node.kind == "new":
+        return [_slot_attributes(node.alloc)]
+    if node.kind == "call":
+        return [call_op(node.alloc)]
+    if not node.routed:
+        return []
+    if not node.hops:
+        return [in_place_op(machine, node.space)] if node.kind == "transfer_async" else []
+    return [hop_op(machine, h, a) for h, a in zip(node.hops, node.allocs, strict=True)]
 
 
 def where_bounds(where: list[A.Expr]) -> dict[str, int]:
@@ -201,6 +235,8 @@ class _Placer:
                     node.allocs[t.hop] = alloc
                 if t.final:
                     node.alloc = alloc
+        for node in self.out.nodes.values():
+            node.ops = _node_ops(self.machine, node)
         return self.out
 
     def _topology_known(self, topo: str | None, span) -> bool:
@@ -213,6 +249,28 @@ class _Placer:
             notes=[f"declared topologies: {', '.join(sorted(self.machine.topologies)) or 'none'}"],
         )
         return False
+
+    def _return_space(self, value: A.Expr) -> None:
+        """A host function's returned tensor lives where its result does (host memory),
+        on this target's machine: spaces compared through aliases (`HBM` is host memory
+        on the cpu target, a separate space on tpu). Lowering has no implicit move to
+        make them agree (a device helper may return its staged tile: instances of it
+        are placed where their caller uses them)."""
+        if self.fn.topology is not None:
+            return
+        want, got = self.fn.ret, T.deref(value.ty) if value.ty is not None else None
+        if not (isinstance(want, T.TensorT) and isinstance(got, T.TensorT)):
+            return
+        m = self.machine
+        if (m.space(want.space) or want.space) == (m.space(got.space) or got.space):
+            return
+        self.sink.emit(
+            "E0201",
+            f"`{self.fn.decl.name}` returns a tensor in `{want.space}`, but this one lives in "
+            f"`{got.space}` on this target",
+            value.span,
+            help=f"transfer it first: `transfer(..., Memory::{want.space})`",
+        )
 
     # ---- walk -----------------------------------------------------------------------
     def _block(self, block: A.Block, topo: str | None) -> None:
@@ -227,6 +285,7 @@ class _Placer:
                 self._expr(s.expr, topo)
             case A.Return() if s.value is not None:
                 self._expr(s.value, topo)
+                self._return_space(s.value)
             case A.For():
                 self._expr(s.start, topo)
                 self._expr(s.end, topo)
@@ -373,8 +432,8 @@ class _Placer:
         self, e: A.Expr, hop: int, space: str, size: _Size, final: bool, label: str
     ) -> Tile | None:
         mem = self.machine.memories[space]
-        if not (mem.granule or mem.managed == "explicit"):
-            return None  # a cached space: nothing to allocate
+        if mem.managed == "cached" or not (mem.granule or mem.capacity):
+            return None  # a cache, or a space of no bounded size: nothing to allocate
         granule = max(mem.granule, 1)
         slot = None if size.bytes is None else -(-size.bytes // granule) * granule
         return Tile(id(e), hop, space, slot, final, e.span, label)
@@ -441,16 +500,3 @@ def check_placement(
 ) -> FnPlacement:
     """Route, size, visibility-check and allocate one typechecked, non-extern function."""
     return _Placer(fn, machine, functions, sink).run()
-
-
-def place_program(
-    functions: dict[str, Function], machine: Machine, sink: DiagnosticSink
-) -> dict[str, FnPlacement]:
-    """check_placement for every function that has a checked body (skips externs, failed
-    bodies and un-instantiated const-generic templates)."""
-    out = {}
-    for name, fn in functions.items():
-        if fn.is_extern or not fn.ok or (fn.generic_of is None and fn.decl.const_params):
-            continue
-        out[name] = check_placement(fn, machine, functions, sink)
-    return out

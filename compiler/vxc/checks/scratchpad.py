@@ -323,17 +323,23 @@ class Allocator:
 
     def _working_set(self, space: str) -> int:
         """Peak bytes live in `space`; E6010 at the first statement that makes a tile
-        while the tiles that each fit (one too big alone is E6009) exceed the capacity."""
-        cap, worst, reported = self.memories[space].capacity, 0, False
+        while the tiles that each fit (one too big alone is E6009) exceed the capacity,
+        naming the peak too (the first statement that reaches it)."""
+        cap = self.memories[space].capacity
+        first: _Point | None = None
+        peak = _Point(0, -1, [], [])
         for j in range(len(self.cfg.instrs)):
             live = self._live_bytes(j, space)
             made = [t for t in self.born[j] if t.space == space]
             sizes = [b for _, b in live] + [t.slot_bytes or 0 for t in made]
-            worst = max(worst, sum(sizes))
-            if cap and made and not reported and sum(sizes) > cap >= max(sizes):
-                self._overflow(made[-1], live, made, sum(sizes), cap)
-                reported = True
-        return worst
+            here = _Point(sum(sizes), j, live, made)
+            if here.total > peak.total:
+                peak = here
+            if cap and made and first is None and here.total > cap >= max(sizes):
+                first = here
+        if first is not None:
+            self._overflow(space, first, peak, cap)
+        return peak.total
 
     def _live_bytes(self, j: int, space: str) -> list[tuple[str, int]]:
         out = []
@@ -360,24 +366,42 @@ class Allocator:
             best = max(best, sum(t.slot_bytes or 0 for t in held))
         return best
 
-    def _overflow(
-        self,
-        at: Tile,
-        live: list[tuple[str, int]],
-        made: list[Tile],
-        total: int,
-        cap: int,
-    ) -> None:
-        what = [f"`{name}` ({_size(b)})" for name, b in live]
-        what += [f"this {t.label} ({_size(t.slot_bytes or 0)})" for t in made]
+    def _overflow(self, space: str, first: _Point, peak: _Point, cap: int) -> None:
+        at = first.made[-1]
+        over = f"above its capacity of {cap} B ({_size(cap)})"
+        if peak.j == first.j:
+            msg = f"working set of `{space}` peaks here at {first.total} B ({_size(first.total)}), {over}"
+        else:
+            line = peak.made[-1].span.line if peak.made else self.cfg.instrs[peak.j].span.line
+            msg = (
+                f"working set of `{space}` is {first.total} B ({_size(first.total)}) here, "
+                f"{over}, and peaks at {peak.total} B ({_size(peak.total)}) at line {line}"
+            )
         self.sink.emit(
             "E6010",
-            f"working set of `{at.space}` is {total} B ({_size(total)}) here, "
-            f"above its capacity of {cap} B ({_size(cap)})",
+            msg,
             at.span,
-            notes=["live in " + at.space + ": " + ", ".join(what)],
+            notes=[
+                f"live in {space} here: {first.describe()}",
+                *([f"live in {space} at its peak: {peak.describe()}"] if peak.j != first.j else []),
+            ],
             help="wait and finish with earlier tiles before starting more transfers",
         )
+
+
+@dataclass
+class _Point:
+    """The bytes of one space live at instruction `j`: held by variables, and made there."""
+
+    total: int
+    j: int
+    live: list[tuple[str, int]]
+    made: list[Tile]
+
+    def describe(self) -> str:
+        what = [f"`{name}` ({_size(b)})" for name, b in self.live]
+        what += [f"this {t.label} ({_size(t.slot_bytes or 0)})" for t in self.made]
+        return ", ".join(what)
 
 
 def _longest(life: _Life, weight: Callable[[int], int]) -> int:

@@ -17,23 +17,24 @@ from dataclasses import dataclass
 import z3
 
 from vxc.checks.machine import Machine
-from vxc.checks.solver import (
-    CONST,
-    INSTANCE,
-    INSTANCES,
-    TAG_BITS,
-    TOP,
-    VAL_BITS,
-    Solver,
-    format_model,
-    launch_facts,
-)
+from vxc.checks.placement import FnPlacement
+from vxc.checks.solver import CONST, TAG_BITS, TOP, VAL_BITS, Solver, format_model
 from vxc.diagnostics import DiagnosticSink
 from vxc.frontend import ast as A
 from vxc.hir import types as T
 from vxc.hir.program import Function
 
 STALE = "a consumer may read stale data"
+
+# The launch grid (LANGUAGE.md section 4.1): one pair of constants for every function of
+# a compilation, because a helper runs in the instance of the kernel that called it.
+INSTANCE = z3.Int("instance()")
+INSTANCES = z3.Int("instances()")
+
+
+def launch_facts() -> list[z3.BoolRef]:
+    """What every instance knows (QF_LIA): `0 <= instance() < instances()`, `instances() >= 1`."""
+    return [INSTANCE >= 0, INSTANCE < INSTANCES, INSTANCES >= 1]
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,12 @@ class SeamChecker:
         fn: Function,
         machine: Machine,
         functions: dict[str, Function],
+        placement: FnPlacement,
         solver: Solver,
         sink: DiagnosticSink,
     ):
         self.fn, self.machine, self.functions = fn, machine, functions
+        self.placement = placement
         self.solver, self.sink = solver, sink
         self.bufs: dict[int, BufState] = {}
         self.ints: dict[int, z3.ArithRef] = {}
@@ -116,6 +119,7 @@ class SeamChecker:
         elif isinstance(s, A.Return):
             if s.value is not None:
                 self._effects(s.value, pc)
+                self._read_as_tensor(s.value, self.fn.ret, pc, returned=True)
             return None
         elif isinstance(s, A.If):
             return self._if(s, pc)
@@ -128,12 +132,26 @@ class SeamChecker:
     def _define(self, vid: int, value: A.Expr, pc: z3.BoolRef) -> None:
         ty = self.fn.vars[vid].ty
         self._effects(value, pc)
+        self._read_as_tensor(value, ty, pc)
         if T.is_int(ty):
             self.ints[vid] = self._int(value)
         elif ty == T.BOOL:
             self.bools[vid] = self._bool(value)
         elif ty.movable or isinstance(ty, T.RefT):
             self.bufs[vid] = self._buf(value, pc, read=False)
+
+    def _read_as_tensor(
+        self, value: A.Expr, want: T.Type, pc: z3.BoolRef, returned: bool = False
+    ) -> None:
+        """A token bound or returned where its tensor is expected (`let x: Tensor<..> =
+        tok;`, `return tok;` from a tensor-returning function) reads its buffer. A returned
+        tensor is read too: the caller takes a call's result as published."""
+        if not isinstance(T.deref(want), T.TensorT):
+            return
+        if isinstance(T.deref(value.ty), T.TokenT) or (
+            returned and isinstance(T.deref(value.ty), T.TensorT)
+        ):
+            self._read(value, pc, None)
 
     def _snapshot(self) -> tuple[dict, dict, dict]:
         return dict(self.bufs), dict(self.ints), dict(self.bools)
@@ -248,7 +266,13 @@ class SeamChecker:
         base = _strip(e)
         if not isinstance(base, A.Name | A.Wait | A.Transfer):
             return  # a fresh element or call result: published, nothing crossed a seam
-        name = base.name if isinstance(base, A.Name) else "tmp"
+        name = (
+            base.name
+            if isinstance(base, A.Name)
+            else "transfer_async(...)"
+            if isinstance(base, A.Transfer) and base.is_async
+            else "tmp"
+        )
         # One report per read (a reassigned token is a new transfer; each stale read counts);
         # the loop's second pass re-walks the same reads, and reports them once.
         key = (e.span, base.vid if isinstance(base, A.Name) else id(base))
@@ -265,7 +289,8 @@ class SeamChecker:
             contract = state.const
         if not self.emit or key in self.reported:
             return
-        tag, val = z3.BitVec(f"tag_{name}", TAG_BITS), z3.BitVec(f"val_{name}", VAL_BITS)
+        zname = name.removesuffix("(...)")
+        tag, val = z3.BitVec(f"tag_{zname}", TAG_BITS), z3.BitVec(f"val_{zname}", VAL_BITS)
         if contract is None:
             violated = tag == TOP
         else:
@@ -292,7 +317,10 @@ class SeamChecker:
         """Each `where` bound of the callee must follow from the caller's facts (E6005)."""
         if not callee.decl.where or not self.emit:
             return
-        sub = SeamChecker(callee, self.machine, self.functions, self.solver, self.sink)
+        # Only the callee's `where` clauses are evaluated: no transfers, so no plan part.
+        sub = SeamChecker(
+            callee, self.machine, self.functions, FnPlacement(callee.name), self.solver, self.sink
+        )
         for p, a in zip(callee.params, call.args, strict=False):
             if T.is_int(p.ty):
                 sub.ints[p.vid] = self._int(a)
@@ -342,6 +370,8 @@ class SeamChecker:
                 return self._stale(base.name, "token")  # not yet waited: the hop is relaxed
             return state
         if isinstance(base, A.Transfer):
+            if base.is_async and read:  # the result of transfer_async, read unwaited
+                return self._stale("transfer_async", "token")
             # Transferring an in-flight buffer is a read of the token, reported there
             # (`_effects`); the copy is not reported again where it is read.
             return self._route(base, self._buf(base.src, pc, read=False))
@@ -352,9 +382,10 @@ class SeamChecker:
         return self._opaque("tmp")
 
     def _route(self, t: A.Transfer, src: BufState) -> BufState:
-        space = _space_of(t.src.ty)
-        hops = self.machine.route(self.fn.topology, space, t.space) if space else None
-        for hop in hops or []:
+        """The buffer after the hops the target plan routed `t` over (the topology the
+        code runs on: a `spawn` block's, not its function's); unrouted: no hops."""
+        node = self.placement.nodes.get(id(t))
+        for hop in node.hops if node is not None else []:
             if hop.relaxed:
                 return BufState(
                     _bv(TOP, TAG_BITS),
@@ -434,13 +465,6 @@ def _strip(e: A.Expr) -> A.Expr:
 def _is_tensorish(t: T.Type | None) -> bool:
     t = T.deref(t) if t is not None else None
     return isinstance(t, T.TensorT | T.TokenT)
-
-
-def _space_of(t: T.Type | None) -> str | None:
-    t = T.deref(t) if t is not None else None
-    if isinstance(t, T.TokenT):
-        return t.space
-    return t.space if isinstance(t, T.TensorT) else None
 
 
 def _const_int(e: A.Expr) -> int | None:
@@ -524,9 +548,11 @@ def check_seams(
     fn: Function,
     machine: Machine,
     functions: dict[str, Function],
+    placement: FnPlacement,
     solver: Solver,
     sink: DiagnosticSink,
 ) -> None:
+    """Prove the seam and bound obligations of one placed function (its plan part)."""
     if fn.is_extern or not fn.ok:
         return
-    SeamChecker(fn, machine, functions, solver, sink).run()
+    SeamChecker(fn, machine, functions, placement, solver, sink).run()

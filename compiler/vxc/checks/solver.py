@@ -2,28 +2,21 @@
 
 Seam obligations are QF_BV (a 2-bit tag and an 8-bit value per buffer);
 `where`-bound obligations are QF_LIA. Both go to the same instance. Every
-function's obligations assume the launch facts of LANGUAGE.md section 4.1.
+function's obligations assume the launch facts of LANGUAGE.md section 4.1
+(checks/seams.py).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import z3
+if TYPE_CHECKING:  # z3 is imported when the first obligation is raised
+    import z3
 
 BOT, CONST, TOP = 0b00, 0b01, 0b11  # the buffer tags of LANGUAGE.md section 6
 TAG_BITS, VAL_BITS = 2, 8
-
-# The launch grid (LANGUAGE.md section 4.1): one pair of constants for every function of
-# a compilation, because a helper runs in the instance of the kernel that called it.
-INSTANCE = z3.Int("instance()")
-INSTANCES = z3.Int("instances()")
-
-
-def launch_facts() -> list[z3.BoolRef]:
-    """What every instance knows (QF_LIA): `0 <= instance() < instances()`, `instances() >= 1`."""
-    return [INSTANCE >= 0, INSTANCE < INSTANCES, INSTANCES >= 1]
 
 
 @dataclass
@@ -35,9 +28,17 @@ class SolverStats:
 
 class Solver:
     def __init__(self) -> None:
-        self.z3 = z3.Solver()
+        self._z3: z3.Solver | None = None
         self.stats = SolverStats()
         self._fresh = 0
+
+    @property
+    def z3(self) -> z3.Solver:
+        if self._z3 is None:
+            import z3
+
+            self._z3 = z3.Solver()
+        return self._z3
 
     def fresh_name(self, base: str) -> str:
         self._fresh += 1
@@ -45,6 +46,8 @@ class Solver:
 
     def counterexample(self, constraints: list[z3.BoolRef]) -> z3.ModelRef | None:
         """Model of `constraints` if satisfiable (the obligation fails), else None."""
+        import z3
+
         start = time.perf_counter()
         self.z3.push()
         try:

@@ -15,6 +15,8 @@ class Code:
     severity: str  # "error" | "warning"
     title: str
     explanation: str
+    # A golden case (tests/golden/cases/NAME.vx) that docs/CODES.md shows with its output.
+    example: str = ""
 
 
 _TABLE = [
@@ -99,6 +101,16 @@ _TABLE = [
         "invalid machine declaration",
         "A `Memory` or `Topology` facet is unknown or has a value of the wrong kind.",
     ),
+    Code(
+        "E0206",
+        "error",
+        "invalid const parameter type",
+        "A const-generic parameter is a compile-time integer that sizes dimensions and bounds, "
+        "so its type is an integer type (`i8` ... `i64`, `u8` ... `u64`). As in Rust, a float "
+        "(`<const S: f32>`) or any other type is rejected: pass such a value as an ordinary "
+        "parameter.",
+        example="E0206_float_const_parameter",
+    ),
     # -- ownership -------------------------------------------------------------
     Code(
         "E0301",
@@ -120,6 +132,16 @@ _TABLE = [
         "error",
         "assignment to immutable variable",
         "Only variables declared with `let mut` can be assigned after their `let`.",
+    ),
+    Code(
+        "E0305",
+        "error",
+        "mutable borrow of an immutable place",
+        "`&mut x` needs a binding declared `let mut x` (Rust's E0596), or `x: &mut T`, which "
+        "is reborrowed. Data behind a `&` reference (a `&T` parameter, an element of a "
+        "`&Vec`) cannot be borrowed `&mut` either. The error points at the borrow, the note "
+        "at the binding; the help adds `mut`.",
+        example="E0305_mut_borrow_of_immutable_binding",
     ),
     Code(
         "E0304",
@@ -176,6 +198,16 @@ _TABLE = [
         "literal value nor the caller's own bounds prove it.",
     ),
     Code(
+        "E6006",
+        "error",
+        "`within` cycle",
+        "The `within` facets of `Memory` declarations form a tree (LANGUAGE.md section 2): a "
+        "space that is, through any chain of `within`, within itself is rejected at the "
+        "declaration that closes the cycle (in declaration order: the target's model, then "
+        "`--machine`, then the program).",
+        example="E6006_within_cycle",
+    ),
+    Code(
         "E6007",
         "error",
         "child space larger than its parent",
@@ -192,7 +224,10 @@ _TABLE = [
         "error",
         "working set exceeds capacity",
         "Tiles that each fit are live in a space at the same time, and together exceed its "
-        "capacity. Lifetimes decide what is live: a waited and dead tile frees its slot.",
+        "capacity. Lifetimes decide what is live: a waited and dead tile frees its slot. "
+        "Every space with a capacity is checked unless it is declared `managed: cached` "
+        "(`managed` defaults to `explicit`). The error is at the transfer that first "
+        "overflows, and names the peak working set and the line where it is reached.",
     ),
     Code(
         "E6011",
@@ -200,6 +235,15 @@ _TABLE = [
         "transfer token dropped without wait",
         "A token from `transfer_async` must be consumed by exactly one `wait` on every path: "
         "at the end of its scope, before it is overwritten, and before a `return`.",
+    ),
+    Code(
+        "E6012",
+        "error",
+        "tile outside the DMA engine's limits",
+        "On a target whose DMA engine copies boxes (b200 and h100: the TMA), every tile moved "
+        "between HBM and VMEM must be a legal box: each dimension at most 256 elements, and "
+        "a row (the innermost dimension) a multiple of 16 bytes. The message names the value "
+        "and the limit; split or pad the tile.",
     ),
     # -- warnings --------------------------------------------------------------
     Code(

@@ -1,7 +1,12 @@
 """The Vx AST: plain dataclasses, every node with a source span.
 
-The HIR passes annotate expressions in place (`Expr.ty`), so the checked HIR is
-this same tree plus types; it serialises to protobuf generically (hir/serial.py).
+The type checker annotates these nodes in place (`Expr.ty`, `Name.vid`, the
+instance name in `Call.callee`): the checked HIR of a function is its declaration's
+tree plus those fields. A helper is typed once per instance (placement or const
+generic) on its own deep copy of the parsed declaration, so instances never share
+nodes; a kernel entry (one instance) is typed on the parsed tree itself. Later passes
+key per-node facts by node identity within one instance (checks/plan.py). The tree
+serialises to protobuf generically (hir/serial.py).
 """
 
 from __future__ import annotations
@@ -62,6 +67,14 @@ class Expr(Node):
 @dataclass
 class IntLit(Expr):
     value: int
+
+
+@dataclass
+class ConstArg(IntLit):
+    """A const-generic parameter's value in an instance (`N` of `pick::<7>`): an integer of
+    the parameter's declared type, not a literal that takes its context's type."""
+
+    declared: str = "i64"
 
 
 @dataclass

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import hashlib
+import json
 import math
 import re
 from contextlib import contextmanager
@@ -79,16 +81,52 @@ def keyword_terminals() -> dict[str, str]:
     }
 
 
-@cache
-def _lark() -> lark.Lark:
-    grammar = resources.files("vxc.frontend").joinpath("grammar.lark").read_text()
+def grammar_text() -> str:
+    """The grammar lark compiles: grammar.lark with its keywords made whole-word terminals."""
+    return _whole_word_keywords(
+        resources.files("vxc.frontend").joinpath("grammar.lark").read_text()
+    )
+
+
+def build_lark(grammar: str) -> lark.Lark:
+    """The LALR parser, its tables built from `grammar_text()` (~0.1-0.2 s)."""
     return lark.Lark(
-        _whole_word_keywords(grammar),
+        grammar,
         parser="lalr",
         propagate_positions=True,
         maybe_placeholders=True,
         lexer_callbacks={"NAME": _reject_keyword},
     )
+
+
+def _untag(obj: dict) -> object:
+    """json object_hook: the tuples and integer-keyed dicts tools/gen_parser_tables.py tagged."""
+    if "__tuple__" in obj:
+        return tuple(obj["__tuple__"])
+    if "__intdict__" in obj:
+        return {k: v for k, v in obj["__intdict__"]}
+    return obj
+
+
+@cache
+def _lark() -> lark.Lark:
+    """The parser, from the prebuilt tables of grammar_tables.json when they are of this
+    grammar and this lark (tools/gen_parser_tables.py writes them; a test checks they are
+    fresh), else built from the grammar."""
+    grammar = grammar_text()
+    try:
+        raw = resources.files("vxc.frontend").joinpath("grammar_tables.json").read_bytes()
+        tables = json.loads(raw, object_hook=_untag)
+    except (OSError, ValueError):
+        tables = {}
+    if (
+        tables.get("grammar_sha256") == hashlib.sha256(grammar.encode()).hexdigest()
+        and tables.get("lark_version") == lark.__version__
+    ):
+        return lark.Lark._load_from_dict(
+            tables["data"], tables["memo"], lexer_callbacks={"NAME": _reject_keyword}
+        )
+    return build_lark(grammar)
 
 
 class _Keyword(Exception):
@@ -478,6 +516,40 @@ def _pretty_terminal(name: str) -> str:
     }.get(name, name)
 
 
+# `stage<8192>(...)`: the const-argument call form of the Vx design documents. In an
+# expression it is two comparisons, and no LALR(1) grammar can take both readings
+# (`f(a < b, c > (d))` is ambiguous); as in Rust, calls write `stage::<8192>(...)`.
+_ANGLE_CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*<([^<>;{}=&|!\[\]]*)>\s*\(")
+_TYPE_WORDS = frozenset({"Tensor", "Vec", "Token"})
+
+
+def _turbofish(text: str, tok: Token, file: str, sink: DiagnosticSink) -> bool:
+    """A syntax error inside `name<args>(`: say how to write const arguments. Whether
+    one was emitted."""
+    if tok.type == "$END":
+        return False
+    start = text.rfind("\n", 0, tok.start_pos) + 1
+    end = text.find("\n", tok.start_pos)
+    line = text[start : end if end >= 0 else len(text)]
+    at = tok.start_pos - start
+    for m in reversed(list(_ANGLE_CALL.finditer(line))):
+        name, args = m.group(1), " ".join(m.group(2).split())
+        if m.start(2) <= at and name not in KEYWORDS | _TYPE_WORDS and args:
+            lt = line.index("<", m.end(1))
+            sink.emit(
+                "E0002",
+                f"`{name}<{args}>(...)` is parsed as chained comparisons",
+                Span(file, tok.line, lt + 1, tok.line, line.index(">", m.start(2)) + 2),
+                notes=[
+                    "a call's const arguments need `::` before `<`: "
+                    "`f(a < b, c > (d))` would otherwise be ambiguous"
+                ],
+                help=f"write `{name}::<{args}>(...)`",
+            )
+            return True
+    return False
+
+
 @contextmanager
 def _no_gc():
     """Parsing allocates millions of acyclic objects; the cyclic GC would rescan them again
@@ -541,6 +613,8 @@ def _parse(text: str, file: str, sink: DiagnosticSink) -> A.Module | None:
                     help="close the comment with `*/` (block comments do not nest)",
                 )
                 return None
+        if _turbofish(text, tok, file, sink):
+            return None
         sink.emit("E0002", f"unexpected {what}", span, notes=[f"expected one of: {_expected(e)}"])
         return None
     except lark.exceptions.UnexpectedEOF as e:  # pragma: no cover - LALR reports UnexpectedToken

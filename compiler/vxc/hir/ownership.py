@@ -87,7 +87,7 @@ class Ownership:
         if live is not None and state.get(LOANS):  # a loan ends when its holder is dead
             state[LOANS] = frozenset(ln for ln in state[LOANS] if ln[0] in live)
         if isinstance(s, A.Let):
-            self._expr(s.value, state, move=True)
+            self._expr(s.value, state, move=not _reads_token(self.fn.vars[s.vid].ty, s.value))
             state[s.vid] = frozenset({LIVE})
             self.scopes[-1].append(s.vid)
             self._lend(s.vid, s.value, state)
@@ -110,7 +110,7 @@ class Ownership:
                 )
         elif isinstance(s, A.Return):
             if s.value is not None:
-                self._expr(s.value, state, move=True)
+                self._expr(s.value, state, move=not _reads_token(self.fn.ret, s.value))
             for scope in self.scopes:
                 self._drop_scope(
                     scope, state, f"it is abandoned by the `return` at line {s.span.line}"
@@ -286,6 +286,12 @@ class Ownership:
             )
         if consume:
             state[e.vid] = frozenset({f"moved@{e.span.line}:{how}"})
+
+
+def _reads_token(want: T.Type, value: A.Expr) -> bool:
+    """A token where its tensor is expected is read (E6004), not consumed: it must still
+    be waited."""
+    return isinstance(want, T.TensorT) and isinstance(value.ty, T.TokenT)
 
 
 def _root_var(e: A.Expr) -> A.Name | None:

@@ -1,4 +1,5 @@
-"""The checked HIR: typed, resolved functions (const generics monomorphised)."""
+"""The checked HIR: typed, resolved function instances (a helper once per tuple of its
+arguments' spaces and const-generic values, each with its own copy of the declaration)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ class Var:
 @dataclass
 class Function:
     name: str  # instance name: `scale<128>` for a const-generic instance
-    decl: A.FnDecl  # the (substituted) declaration whose Exprs carry types
+    decl: A.FnDecl  # this instance's own (substituted) declaration; its Exprs carry types
     params: list[Var]
     ret: Type
     topology: str | None

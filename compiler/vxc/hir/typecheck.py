@@ -9,6 +9,7 @@ any space when called from device code (visibility is checked per target).
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, replace
 
 from vxc.diagnostics import DiagnosticSink, Span
@@ -152,9 +153,13 @@ class TypeChecker:
         errors_before = self.sink.errors_emitted
         scope = _Scope({}, None)
         for cp in decl.const_params if not consts else []:
-            scope.names[cp.name] = -1  # symbolic const dim; usable in types and bounds
+            # The generic body: a const parameter is a value of its declared type (usable in
+            # types and bounds by name); instances see its value (`_substitute`).
+            if cp.name in scope.names:
+                self.sink.emit("E0102", f"parameter `{cp.name}` is declared twice", cp.span)
+            cp.vid = self._bind(scope, cp.name, self._const_type(cp), False, cp.span, "const")
         for i, p in enumerate(decl.params):
-            if p.name in scope.names and scope.names[p.name] != -1:
+            if p.name in scope.names:
                 self.sink.emit("E0102", f"parameter `{p.name}` is declared twice", p.span)
             ty = self._type(p.type, (spaces or {}).get(i, arg_space))
             p.vid = self._bind(scope, p.name, ty, False, p.span, "param")
@@ -207,6 +212,21 @@ class TypeChecker:
             help="types are scalars (i32, f32, ...), Tensor, Vec, Token, & and &mut",
         )
         return T.I32
+
+    def _const_type(self, cp: A.Param) -> T.Type:
+        """A const parameter's declared type: an integer (it sizes dims and bounds)."""
+        ty = T.Scalar(_named_scalar(cp.type)) if _named_scalar(cp.type) else None
+        if ty is not None and T.is_int(ty):
+            return ty
+        shown = ty.show() if ty is not None else _type_text(cp.type)
+        self.sink.emit(
+            "E0206",
+            f"const parameter `{cp.name}` has type `{shown}`, but const parameters are integers",
+            cp.type.span,
+            notes=["a const parameter sizes dimensions and bounds: `i8` ... `i64`, `u8` ... `u64`"],
+            help=f"pass `{cp.name}` as an ordinary parameter (`{cp.name}: {shown}`)",
+        )
+        return ty if ty is not None else T.I64
 
     def _tensor(self, t: T.TensorT, span: Span) -> T.TensorT:
         """A tensor type as written: at least one dimension, and (when its dimensions
@@ -279,8 +299,8 @@ class TypeChecker:
                 )
         elif isinstance(s, A.For):
             lo = self._expr(s.start, scope, None)
-            hi = self._expr(s.end, scope, lo if not isinstance(s.start, A.IntLit) else None)
-            if isinstance(s.start, A.IntLit) and T.is_int(hi):
+            hi = self._expr(s.end, scope, lo if not _is_literal(s.start) else None)
+            if _is_literal(s.start) and T.is_int(hi):
                 s.start.ty = lo = hi
             for e, t in ((s.start, lo), (s.end, hi)):
                 if not T.is_int(t):
@@ -306,6 +326,8 @@ class TypeChecker:
 
     def _infer(self, e: A.Expr, scope: _Scope, want: T.Type | None) -> T.Type:
         match e:
+            case A.ConstArg():
+                return T.Scalar(e.declared)
             case A.IntLit():
                 return want if want is not None and T.is_int(want) else T.I32
             case A.FloatLit():
@@ -321,7 +343,7 @@ class TypeChecker:
             case A.Name():
                 vid = self._resolve(e.name, scope, e.span)
                 e.vid = vid
-                return T.I64 if vid == -1 else self.fn.vars[vid].ty
+                return self.fn.vars[vid].ty
             case A.Unary(op="-"):
                 t = self._expr(e.operand, scope, want)
                 if not (T.is_int(t) or T.is_float(t)):
@@ -334,6 +356,8 @@ class TypeChecker:
                 return self._binary(e, scope, want)
             case A.Borrow():
                 inner = self._expr(e.operand, scope, None)
+                if e.mutable:
+                    self._mutable_place(e)
                 if isinstance(inner, T.RefT):  # &tiles[i] of an already borrowed element
                     return T.RefT(e.mutable, inner.inner)
                 return T.RefT(e.mutable, inner)
@@ -369,6 +393,37 @@ class TypeChecker:
                 return self._call(e, scope)
         raise AssertionError(f"unhandled expression {type(e).__name__}")
 
+    def _mutable_place(self, e: A.Borrow) -> None:
+        """`&mut x` needs `let mut x`, or `x: &mut T` (reborrowed); `&mut v[i]` needs `v`
+        to be such a place too (Rust's E0596)."""
+        root = e.operand
+        while isinstance(root, A.Index):
+            root = root.obj
+        if not isinstance(root, A.Name) or root.vid < 0:
+            return  # a temporary: `&mut Tensor<f32>([4, 4])`
+        var = self.fn.vars[root.vid]
+        what = f"`{var.name}`" if root is e.operand else f"an element of `{var.name}`"
+        if isinstance(var.ty, T.RefT):
+            if var.ty.mutable:
+                return
+            self.sink.emit(
+                "E0305",
+                f"cannot borrow {what} as mutable: it is behind a `&` reference",
+                e.span,
+                notes=[f"`{var.name}` is a `{var.ty.show()}`, bound at line {var.span.line}"],
+                help=f"take it as `{var.name}: &mut {_unplaced(var.ty.inner)}`",
+            )
+        elif not var.mutable:
+            self.sink.emit(
+                "E0305",
+                f"cannot borrow {what} as mutable, as it is not declared as mutable",
+                e.span,
+                notes=[f"`{var.name}` is bound immutably at line {var.span.line}"],
+                help=f"make the binding mutable: `let mut {var.name}`"
+                if var.kind == "let"
+                else f"move it into a mutable binding first: `let mut {var.name} = {var.name};`",
+            )
+
     def _resolve(self, name: str, scope: _Scope, span: Span) -> int:
         vid = scope.lookup(name)
         if vid is None:
@@ -384,7 +439,7 @@ class TypeChecker:
         arith = e.op in "+-*/%"
         lt = self._expr(e.lhs, scope, want if arith else None)
         rt = self._expr(e.rhs, scope, lt if not isinstance(T.deref(lt), T.TensorT) else None)
-        if isinstance(e.lhs, A.IntLit | A.FloatLit) and not isinstance(e.rhs, A.IntLit):
+        if _is_literal(e.lhs) and not _is_literal(e.rhs, floats=False):
             lt = e.lhs.ty = self._expr(e.lhs, scope, rt)
         tensor_side = next((t for t in (lt, rt) if isinstance(T.deref(_read(t)), T.TensorT)), None)
         if tensor_side is not None and e.op in ("==", "!="):
@@ -477,10 +532,11 @@ class TypeChecker:
     def _consts(self, decl: A.FnDecl, e: A.Call, arg_types: list[T.Type]) -> dict[str, int]:
         consts: dict[str, int] = {}
         for cp, ca in zip(decl.const_params, e.const_args or [], strict=False):
-            if not isinstance(ca, A.IntLit):
+            value = _const_value(ca)
+            if value is None:
                 self.sink.emit("E0204", "const arguments must be integer literals", ca.span)
                 raise _Error
-            consts[cp.name] = ca.value
+            consts[cp.name] = value
         for p, t in zip(decl.params, arg_types, strict=True):
             _unify_dims(p.type, t, {c.name for c in decl.const_params}, consts)
         missing = [c.name for c in decl.const_params if c.name not in consts]
@@ -492,6 +548,20 @@ class TypeChecker:
                 help=f"pass it explicitly: `{decl.name}::<...>(...)`",
             )
             raise _Error
+        args = dict(zip((c.name for c in decl.const_params), e.const_args or [], strict=False))
+        for cp in decl.const_params:
+            ty = _named_scalar(cp.type)
+            if ty is None or not T.is_int(T.Scalar(ty)):
+                raise _Error  # E0206 at the declaration (its generic body is always checked)
+            lo, hi = T.int_range(ty)
+            if not lo <= consts[cp.name] <= hi:
+                self.sink.emit(
+                    "E0005",
+                    f"const argument {consts[cp.name]} does not fit `{cp.name}: {ty}` of "
+                    f"`{decl.name}` ({lo} ..= {hi})",
+                    args[cp.name].span if cp.name in args else e.span,
+                )
+                raise _Error
         return consts
 
     def _intrinsic(self, e: A.Call, scope: _Scope) -> T.Type:
@@ -617,9 +687,49 @@ def _arg_spaces(decl: A.FnDecl, arg_types: list[T.Type]) -> dict[int, str]:
     return out
 
 
+def _unplaced(t: T.Type) -> str:
+    """A type as the source writes it: without the ` @ SPACE` placements that `show` adds."""
+    return re.sub(r" @ \w+", "", t.show())
+
+
+def _is_literal(e: A.Expr, floats: bool = True) -> bool:
+    """A literal that takes its context's type (a const parameter's value does not)."""
+    kinds = (A.IntLit, A.FloatLit) if floats else (A.IntLit,)
+    return isinstance(e, kinds) and not isinstance(e, A.ConstArg)
+
+
+def _const_value(e: A.Expr) -> int | None:
+    """The value of a const argument: an integer literal, possibly negated."""
+    if isinstance(e, A.Unary) and e.op == "-":
+        inner = _const_value(e.operand)
+        return None if inner is None else -inner
+    return e.value if isinstance(e, A.IntLit) else None
+
+
+def _named_scalar(t: A.TypeExpr) -> str | None:
+    return t.name if isinstance(t, A.NamedType) and t.name in T.SCALARS else None
+
+
+def _type_text(t: A.TypeExpr) -> str:
+    match t:
+        case A.NamedType():
+            return t.name
+        case A.RefType():
+            return ("&mut " if t.mutable else "&") + _type_text(t.inner)
+        case A.TensorType():
+            return "Tensor<...>"
+        case A.VecType():
+            return "Vec<...>"
+        case A.TokenType():
+            return "Token<...>"
+    return type(t).__name__
+
+
 def _int_literal_expr(e: A.Expr) -> bool:
     """An integer expression made of literals only: it takes the type its context needs."""
     match e:
+        case A.ConstArg():
+            return False
         case A.IntLit():
             return True
         case A.Unary(op="-"):
@@ -630,7 +740,7 @@ def _int_literal_expr(e: A.Expr) -> bool:
 
 
 def _literal_fits(e: A.Expr, ty: T.Type) -> bool:
-    return isinstance(e, A.IntLit) and T.is_int(ty)
+    return _is_literal(e, floats=False) and T.is_int(ty)
 
 
 def _unify_dims(pt: A.TypeExpr, at: T.Type, names: set[str], out: dict[str, int]) -> None:
@@ -650,7 +760,9 @@ def _unify_dims(pt: A.TypeExpr, at: T.Type, names: set[str], out: dict[str, int]
 
 
 def _substitute(decl: A.FnDecl, consts: dict[str, int]) -> A.FnDecl:
-    """A copy of a const-generic function with its parameters replaced by values."""
+    """A copy of a const-generic function with its parameters replaced by values (each of
+    its parameter's declared type)."""
+    types = {c.name: _named_scalar(c.type) or "i64" for c in decl.const_params}
     new = copy.deepcopy(decl)
     stack: list[object] = [new]
     while stack:
@@ -659,11 +771,11 @@ def _substitute(decl: A.FnDecl, consts: dict[str, int]) -> A.FnDecl:
             node.dims = [consts.get(d, d) if isinstance(d, str) else d for d in node.dims]
         for name, value in vars(node).items() if hasattr(node, "__dict__") else ():
             if isinstance(value, A.Name) and value.name in consts:
-                setattr(node, name, A.IntLit(value.span, consts[value.name]))
+                setattr(node, name, A.ConstArg(value.span, consts[value.name], types[value.name]))
             elif isinstance(value, list):
                 for i, v in enumerate(value):
                     if isinstance(v, A.Name) and v.name in consts:
-                        value[i] = A.IntLit(v.span, consts[v.name])
+                        value[i] = A.ConstArg(v.span, consts[v.name], types[v.name])
                     elif isinstance(v, A.Node):
                         stack.append(v)
             elif isinstance(value, A.Node):

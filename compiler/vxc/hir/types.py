@@ -4,23 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCALARS = {
-    "i8": 1,
-    "i16": 2,
-    "i32": 4,
-    "i64": 8,
-    "u8": 1,
-    "u16": 2,
-    "u32": 4,
-    "u64": 8,
-    "f16": 2,
-    "bf16": 2,
-    "f32": 4,
-    "f64": 8,
-    "bool": 1,
-}
-INTS = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
-FLOATS = {"f16", "bf16", "f32", "f64"}
+from vxc.elements import ELEMENTS
+
+# From the one element table (vxc/elements.py).
+SCALARS = {e.name: e.bytes for e in ELEMENTS}
+INTS = {e.name for e in ELEMENTS if e.kind in ("int", "uint")}
+FLOATS = {e.name for e in ELEMENTS if e.kind == "float"}
 
 
 @dataclass(frozen=True)
@@ -137,6 +126,12 @@ VOID = Void()
 
 def deref(t: Type) -> Type:
     return t.inner if isinstance(t, RefT) else t
+
+
+def int_range(name: str) -> tuple[int, int]:
+    """The values of an integer type: `i8` is -128 ..= 127, `u8` is 0 ..= 255."""
+    bits = 8 * SCALARS[name]
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if name[0] == "i" else (0, (1 << bits) - 1)
 
 
 def is_int(t: Type) -> bool:

@@ -5,16 +5,26 @@ are the outer variables the body assigns (the seed's `inflight` token), an `if`
 becomes `scf.if` yielding the outer variables either branch assigns. Each route
 hop of a transfer is one vx op; a multi-hop async transfer moves the leading
 hops blocking and issues the last one async (it completes when its last hop does).
+
+Lowering is by rules: `STMT_RULES` and `EXPR_RULES` map a HIR node class, and
+`INTRINSIC_RULES` an intrinsic's name, to the function that lowers it (as Pallas
+keeps `lowering_rules[prim]`); a new node kind is one registered rule. Every op a
+rule creates carries the MLIR location of the node's source span
+(`loc("k.vx":12:5)`), so the verifier and the backends name the `.vx` line. The
+attributes of placing ops (transfers, new tensors, call results) are copied from the
+target plan (checks/plan.py); nothing here routes or allocates.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, memref, scf
 
 from vxc.checks.seams import show_expr
+from vxc.elements import BY_NAME
 from vxc.errors import Unsupported
 from vxc.frontend import ast as A
 from vxc.hir import types as T
@@ -22,12 +32,7 @@ from vxc.hir.program import Function
 from vxc.ir import builders as B
 from vxc.ir import types as IT
 from vxc.ir.context import make_context
-
-_ELEM = {"u8": "ui8", "u16": "ui16", "u32": "ui32", "u64": "ui64", "bool": "i1"}
-
-
-# The launch grid's intrinsics (LANGUAGE.md section 4.1) -> their vx op builders.
-_LAUNCH = {"instance": B.instance, "instances": B.instances}
+from vxc.ir.loc import location
 
 
 class LoweringError(Unsupported):
@@ -35,15 +40,16 @@ class LoweringError(Unsupported):
 
 
 def symbol(name: str) -> str:
-    """IR/C symbol of a function: instances `scale<128, VMEM>` become `scale__128_VMEM`."""
+    """IR/C symbol of a function: instances `scale<128, VMEM>` become `scale__128_VMEM`
+    (a negative const argument `-2` becomes `m2`)."""
     if "<" not in name:
         return name
     base, args = name.split("<", 1)
-    return base + "__" + "_".join(a.strip() for a in args.rstrip(">").split(","))
+    return base + "__" + "_".join(a.strip().replace("-", "m") for a in args.rstrip(">").split(","))
 
 
 def _elem(name: str) -> str:
-    return _ELEM.get(name, name)
+    return BY_NAME[name].mlir
 
 
 @dataclass
@@ -52,6 +58,30 @@ class _Ctx:
     fn: Function
     placement: object  # checks.placement.FnPlacement
     env: dict[int, ir.Value]
+
+
+# Comparison operators -> arith predicates (ordered floats; `!=` is unordered-or-unequal).
+_F, _I = arith.CmpFPredicate, arith.CmpIPredicate
+_CMPF = {"==": _F.OEQ, "!=": _F.UNE, "<": _F.OLT, "<=": _F.OLE, ">": _F.OGT, ">=": _F.OGE}
+_CMPI_S = {"==": _I.eq, "!=": _I.ne, "<": _I.slt, "<=": _I.sle, ">": _I.sgt, ">=": _I.sge}
+_CMPI_U = {"==": _I.eq, "!=": _I.ne, "<": _I.ult, "<=": _I.ule, ">": _I.ugt, ">=": _I.uge}
+
+StmtRule = Callable[["Lowering", _Ctx, A.Stmt], None]
+ExprRule = Callable[["Lowering", _Ctx, A.Expr], "ir.Value | None"]
+STMT_RULES: dict[type, StmtRule] = {}
+EXPR_RULES: dict[type, ExprRule] = {}
+INTRINSIC_RULES: dict[str, ExprRule] = {}  # calls of `matmul_acc`, `assert`, ...
+
+
+def _rule(table: dict, *keys):
+    """Register the decorated function as the lowering rule of `keys` in `table`."""
+
+    def register(fn):
+        for k in keys:
+            table[k] = fn
+        return fn
+
+    return register
 
 
 class Lowering:
@@ -99,6 +129,10 @@ class Lowering:
             return module
 
     def function(self, fn: Function) -> None:
+        with location(fn.decl.span):
+            self._function(fn)
+
+    def _function(self, fn: Function) -> None:
         arg_types = [self.ty(p.ty) for p in fn.params]
         results = [] if fn.ret == T.VOID else [self.ty(fn.ret)]
         op = func.FuncOp(
@@ -130,7 +164,9 @@ class Lowering:
                 # An entry's `where` clauses are its launch's preconditions (a helper's are
                 # proved at each call instead).
                 for w in fn.decl.where:
-                    B.require(self.expr(ctx, w), clause=show_expr(w))
+                    cond = self.expr(ctx, w)
+                    with location(w.span):
+                        B.require(cond, clause=show_expr(w))
             self.tail(ctx, list(fn.decl.body.stmts), results, func.ReturnOp)
 
     def tail(self, ctx: _Ctx, stmts: list[A.Stmt], results: list[ir.Type], finish) -> None:
@@ -141,11 +177,15 @@ class Lowering:
         `return (n == 0 ? z : rest)`."""
         for i, s in enumerate(stmts):
             if isinstance(s, A.Return):
-                finish([] if s.value is None else [self.expr(ctx, s.value)])
+                values = [] if s.value is None else [self.expr(ctx, s.value)]
+                with location(s.span):
+                    finish(values)
                 return
             if isinstance(s, A.If) and _returns(s):
                 rest = stmts[i + 1 :]
-                op = scf.IfOp(self.expr(ctx, s.cond), results, has_else=True)
+                cond = self.expr(ctx, s.cond)
+                with location(s.span):
+                    op = scf.IfOp(cond, results, has_else=True)
                 entry = dict(ctx.env)
                 branches = ((op.then_block, s.then), (op.else_block, s.orelse))
                 for region_block, body in branches:
@@ -155,7 +195,8 @@ class Lowering:
                             ctx, list(body.stmts if body else []) + rest, results, scf.YieldOp
                         )
                 ctx.env = entry
-                finish(list(op.results))
+                with location(s.span):
+                    finish(list(op.results))
                 return
             self.stmt(ctx, s)
         if results:  # the checker proved every path returns; this is a lowering bug
@@ -168,60 +209,20 @@ class Lowering:
         for s in block.stmts:
             if isinstance(s, A.Return):
                 vals = [] if s.value is None else [self.expr(ctx, s.value)]
-                func.ReturnOp(vals)
+                with location(s.span):
+                    func.ReturnOp(vals)
                 return True
             self.stmt(ctx, s)
         return False
 
     def stmt(self, ctx: _Ctx, s: A.Stmt) -> None:
-        if isinstance(s, A.Let | A.Assign):
-            ctx.env[s.vid] = self.expr(ctx, s.value)
-        elif isinstance(s, A.ExprStmt):
-            self.expr(ctx, s.expr)
-        elif isinstance(s, A.For):
-            self.for_(ctx, s)
-        elif isinstance(s, A.If):
-            self.if_(ctx, s)
-        elif isinstance(s, A.Spawn):
-            # One host thread plays every core on cpu; device backends place the block.
-            if self.block(ctx, s.body):
-                raise LoweringError("`return` inside `spawn` is not lowered")
-
-    def for_(self, ctx: _Ctx, s: A.For) -> None:
-        lo = self.index(self.expr(ctx, s.start))
-        hi = self.index(self.expr(ctx, s.end))
-        one = arith.ConstantOp(ir.IndexType.get(), 1).result
-        carried = sorted(v for v in A.assigned_vars(s.body) if v in ctx.env)
-        loop = scf.ForOp(lo, hi, one, [ctx.env[v] for v in carried])
-        with ir.InsertionPoint(loop.body):
-            iv = loop.induction_variable
-            ctx.env[s.vid] = arith.IndexCastOp(self.ty(ctx.fn.vars[s.vid].ty), iv).result
-            for v, arg in zip(carried, loop.inner_iter_args, strict=True):
-                ctx.env[v] = arg
-            if self.block(ctx, s.body):
-                raise LoweringError("`return` inside a loop is not lowered; hoist it")
-            scf.YieldOp([ctx.env[v] for v in carried])
-        for v, res in zip(carried, loop.results, strict=True):
-            ctx.env[v] = res
-
-    def if_(self, ctx: _Ctx, s: A.If) -> None:
-        cond = self.expr(ctx, s.cond)
-        carried = [
-            v
-            for v in A.assigned_vars(s.then) | (A.assigned_vars(s.orelse) if s.orelse else set())
-            if v in ctx.env
-        ]
-        op = scf.IfOp(cond, [ctx.env[v].type for v in carried], has_else=True)
-        entry = dict(ctx.env)
-        for region_block, body in ((op.then_block, s.then), (op.else_block, s.orelse)):
-            ctx.env = dict(entry)
-            with ir.InsertionPoint(region_block):
-                if body is not None and self.block(ctx, body):
-                    raise LoweringError("`return` inside `if` is not lowered; hoist it")
-                scf.YieldOp([ctx.env[v] for v in carried])
-        ctx.env = entry
-        for v, res in zip(carried, op.results, strict=True):
-            ctx.env[v] = res
+        rule = STMT_RULES.get(type(s))
+        if rule is None:
+            raise LoweringError(
+                f"statement `{type(s).__name__}` at line {s.span.line} is not lowered"
+            )
+        with location(s.span):
+            rule(self, ctx, s)
 
     # ---- expressions ------------------------------------------------------------------------------
     def index(self, v: ir.Value) -> ir.Value:
@@ -236,36 +237,13 @@ class Lowering:
         return arith.IndexCastOp(ir.IndexType.get(), v).result
 
     def expr(self, ctx: _Ctx, e: A.Expr) -> ir.Value | None:
-        match e:
-            case A.IntLit() | A.SizeLit():
-                return arith.ConstantOp(self.ty(e.ty), e.value).result
-            case A.FloatLit():
-                return arith.ConstantOp(self.ty(e.ty), e.value).result
-            case A.BoolLit():
-                return arith.ConstantOp(ir.IntegerType.get_signless(1), int(e.value)).result
-            case A.Name():
-                return ctx.env[e.vid]
-            case A.Borrow():
-                return self.expr(ctx, e.operand)
-            case A.Unary():
-                return self.unary(ctx, e)
-            case A.Binary():
-                return self.binary(ctx, e)
-            case A.Index():
-                vec = self.expr(ctx, e.obj)
-                return B.element(vec, self.index(self.expr(ctx, e.index))).result
-            case A.MethodCall(method="len"):
-                n = B.len_(self.expr(ctx, e.obj)).result
-                return arith.IndexCastOp(self.ty(T.I64), n).result
-            case A.Transfer():
-                return self.transfer(ctx, e)
-            case A.Wait():
-                return B.wait(self.expr(ctx, e.token)).result
-            case A.TensorNew():
-                return self.zeros(ctx, e)
-            case A.Call():
-                return self.call(ctx, e)
-        raise LoweringError(f"expression `{type(e).__name__}` is not lowered")
+        rule = EXPR_RULES.get(type(e))
+        if rule is None:
+            raise LoweringError(
+                f"expression `{type(e).__name__}` at line {e.span.line} is not lowered"
+            )
+        with location(e.span):
+            return rule(self, ctx, e)
 
     def unary(self, ctx: _Ctx, e: A.Unary) -> ir.Value:
         v = self.expr(ctx, e.operand)
@@ -304,87 +282,38 @@ class Lowering:
             return ops[e.op](lhs, rhs).result
         if isinstance(T.deref(e.lhs.ty), T.TensorT | T.TokenT):
             raise LoweringError("a tensor comparison is a compile-time contract, not a value")
-        names = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
         if fl:
-            pred = {"eq": "oeq", "ne": "une"}.get(names[e.op], "o" + names[e.op])
-            return arith.CmpFOp(getattr(arith.CmpFPredicate, pred.upper()), lhs, rhs).result
-        pred = names[e.op]
-        if pred not in ("eq", "ne"):
-            pred = ("u" if unsigned else "s") + pred
-        return arith.CmpIOp(getattr(arith.CmpIPredicate, pred), lhs, rhs).result
+            return arith.CmpFOp(_CMPF[e.op], lhs, rhs).result
+        return arith.CmpIOp((_CMPI_U if unsigned else _CMPI_S)[e.op], lhs, rhs).result
 
-    def _hop_attrs(self, hop, alloc) -> dict[str, object]:
-        mem = self.machine.memories[hop.dst]
-        attrs: dict[str, object] = {
-            "space": hop.dst,
-            "from_": hop.src,
-            "within": self.space(mem.within or "") or "",
-            "capacity": mem.capacity,
-            "granule": mem.granule,
-            "scope": mem.scope,
-            "edge_cost": hop.cost,
-            "ring": -1,
-            "offset": 0,
-            "slots": 1,
-        }
-        if alloc is not None:
-            attrs.update(
-                offset=alloc.offset, slots=alloc.slots, slot_bytes=alloc.slot_bytes, ring=alloc.ring
-            )
-        return attrs
+    def _ops(self, ctx: _Ctx, e: A.Expr) -> list[dict[str, object]]:
+        """The attributes of the vx ops `e` lowers to, from the target plan."""
+        node = ctx.placement.nodes.get(id(e)) if ctx.placement is not None else None
+        if node is None:
+            raise LoweringError(f"`{type(e).__name__}` at line {e.span.line} has no placement")
+        return node.ops
 
     def transfer(self, ctx: _Ctx, e: A.Transfer) -> ir.Value:
         value = self.expr(ctx, e.src)
-        hops = ctx.placement.hops_of(e) if ctx.placement is not None else []
-        if not hops:
-            placed = self.ty(e.ty.inner if isinstance(e.ty, T.TokenT) else e.ty)
-            if e.is_async:  # already there: a token that is complete at once
-                return B.transfer_async(value, **self._same_space(placed)).result
-            return value
-        for i, (hop, alloc) in enumerate(hops):
-            last = i == len(hops) - 1
+        ops = self._ops(ctx, e)
+        for i, attrs in enumerate(ops):
+            last = i == len(ops) - 1
             build = B.transfer_async if (last and e.is_async) else B.transfer
-            value = build(value, **self._hop_attrs(hop, alloc)).result
+            value = build(value, **attrs).result
         return value
 
-    def _same_space(self, placed: ir.Type) -> dict[str, object]:
-        space = IT.space_of(placed)
-        mem = self.machine.memories.get(space)
-        return {
-            "space": space,
-            "from_": space,
-            "within": "",
-            "capacity": 0,
-            "granule": 0,
-            "scope": mem.scope if mem else "device",
-            "edge_cost": 0,
-            "ring": -1,
-            "offset": 0,
-            "slots": 1,
-        }
-
     def zeros(self, ctx: _Ctx, e: A.TensorNew) -> ir.Value:
-        alloc = ctx.placement.alloc_of(e) if ctx.placement is not None else None
-        kw: dict[str, object] = {"ring": -1, "offset": 0, "slots": 1}
-        if alloc is not None:
-            kw = {
-                "ring": alloc.ring,
-                "offset": alloc.offset,
-                "slots": alloc.slots,
-                "slot_bytes": alloc.slot_bytes,
-            }
-        return B.zeros(self.ty(e.ty), **kw).result
+        (attrs,) = self._ops(ctx, e)
+        return B.zeros(self.ty(e.ty), **attrs).result
 
     def call(self, ctx: _Ctx, e: A.Call) -> ir.Value | None:
         program = ctx.checked.analysis.program
         callee = program.functions.get(e.callee)
-        if callee is None and e.callee == "matmul_acc":
-            B.matmul_acc(*(self.expr(ctx, a) for a in e.args))
-            return None
-        if callee is None and e.callee in _LAUNCH:
-            return _LAUNCH[e.callee]().result
-        if callee is None and e.callee == "assert":
-            return None  # proved at compile time (seams, bounds); not re-checked at run time
+        if callee is None:  # an intrinsic (a declared function of that name shadows it)
+            rule = INTRINSIC_RULES.get(e.callee)
+            if rule is None:
+                raise LoweringError(f"call of `{e.callee}` at line {e.span.line} is not lowered")
+            return rule(self, ctx, e)
         args = []
         for a, p in zip(e.args, callee.params, strict=True):
             v = self.expr(ctx, a)
@@ -394,13 +323,141 @@ class Lowering:
             args.append(v)
         results = [] if callee.ret == T.VOID else [self.ty(callee.ret)]
         op = func.CallOp(results, ir.FlatSymbolRefAttr.get(symbol(callee.name)), args)
-        alloc = ctx.placement.alloc_of(e) if ctx.placement is not None else None
-        if alloc is not None:  # the scratchpad slot the caller receives the result in
-            i64 = ir.IntegerType.get_signless(64)
-            op.attributes["space"] = ir.StringAttr.get(alloc.space)
-            for name in ("ring", "offset", "slots", "slot_bytes"):
-                op.attributes[name] = ir.IntegerAttr.get(i64, getattr(alloc, name))
+        node = ctx.placement.nodes.get(id(e)) if ctx.placement is not None else None
+        # The scratchpad slot the caller receives the result in, when the plan gave one.
+        for name, value in (node.ops[0] if node is not None and node.ops else {}).items():
+            op.attributes[name] = (
+                ir.StringAttr.get(value)
+                if isinstance(value, str)
+                else ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+            )
         return op.results[0] if results else None
+
+
+# ---- statement rules ---------------------------------------------------------------------
+@_rule(STMT_RULES, A.Let, A.Assign)
+def _let(lo: Lowering, ctx: _Ctx, s: A.Let | A.Assign) -> None:
+    ctx.env[s.vid] = lo.expr(ctx, s.value)
+
+
+@_rule(STMT_RULES, A.ExprStmt)
+def _expr_stmt(lo: Lowering, ctx: _Ctx, s: A.ExprStmt) -> None:
+    lo.expr(ctx, s.expr)
+
+
+@_rule(STMT_RULES, A.Spawn)
+def _spawn(lo: Lowering, ctx: _Ctx, s: A.Spawn) -> None:
+    # One host thread plays every core on cpu; device backends place the block.
+    if lo.block(ctx, s.body):
+        raise LoweringError("`return` inside `spawn` is not lowered")
+
+
+@_rule(STMT_RULES, A.For)
+def _for(lo: Lowering, ctx: _Ctx, s: A.For) -> None:
+    start = lo.index(lo.expr(ctx, s.start))
+    end = lo.index(lo.expr(ctx, s.end))
+    one = arith.ConstantOp(ir.IndexType.get(), 1).result
+    carried = sorted(v for v in A.assigned_vars(s.body) if v in ctx.env)
+    loop = scf.ForOp(start, end, one, [ctx.env[v] for v in carried])
+    with ir.InsertionPoint(loop.body):
+        iv = loop.induction_variable
+        ctx.env[s.vid] = arith.IndexCastOp(lo.ty(ctx.fn.vars[s.vid].ty), iv).result
+        for v, arg in zip(carried, loop.inner_iter_args, strict=True):
+            ctx.env[v] = arg
+        if lo.block(ctx, s.body):
+            raise LoweringError("`return` inside a loop is not lowered; hoist it")
+        scf.YieldOp([ctx.env[v] for v in carried])
+    for v, res in zip(carried, loop.results, strict=True):
+        ctx.env[v] = res
+
+
+@_rule(STMT_RULES, A.If)
+def _if(lo: Lowering, ctx: _Ctx, s: A.If) -> None:
+    cond = lo.expr(ctx, s.cond)
+    carried = [
+        v
+        for v in A.assigned_vars(s.then) | (A.assigned_vars(s.orelse) if s.orelse else set())
+        if v in ctx.env
+    ]
+    op = scf.IfOp(cond, [ctx.env[v].type for v in carried], has_else=True)
+    entry = dict(ctx.env)
+    for region_block, body in ((op.then_block, s.then), (op.else_block, s.orelse)):
+        ctx.env = dict(entry)
+        with ir.InsertionPoint(region_block):
+            if body is not None and lo.block(ctx, body):
+                raise LoweringError("`return` inside `if` is not lowered; hoist it")
+            scf.YieldOp([ctx.env[v] for v in carried])
+    ctx.env = entry
+    for v, res in zip(carried, op.results, strict=True):
+        ctx.env[v] = res
+
+
+# ---- expression rules --------------------------------------------------------------------
+@_rule(EXPR_RULES, A.IntLit, A.ConstArg, A.SizeLit, A.FloatLit)
+def _number(lo: Lowering, ctx: _Ctx, e: A.Expr) -> ir.Value:
+    return arith.ConstantOp(lo.ty(e.ty), e.value).result
+
+
+@_rule(EXPR_RULES, A.BoolLit)
+def _bool(lo: Lowering, ctx: _Ctx, e: A.BoolLit) -> ir.Value:
+    return arith.ConstantOp(ir.IntegerType.get_signless(1), int(e.value)).result
+
+
+@_rule(EXPR_RULES, A.Name)
+def _name(lo: Lowering, ctx: _Ctx, e: A.Name) -> ir.Value:
+    return ctx.env[e.vid]
+
+
+@_rule(EXPR_RULES, A.Borrow)
+def _borrow(lo: Lowering, ctx: _Ctx, e: A.Borrow) -> ir.Value:
+    return lo.expr(ctx, e.operand)  # a reference is the tensor itself in the IR
+
+
+@_rule(EXPR_RULES, A.Index)
+def _index(lo: Lowering, ctx: _Ctx, e: A.Index) -> ir.Value:
+    vec = lo.expr(ctx, e.obj)
+    return B.element(vec, lo.index(lo.expr(ctx, e.index))).result
+
+
+@_rule(EXPR_RULES, A.MethodCall)
+def _method(lo: Lowering, ctx: _Ctx, e: A.MethodCall) -> ir.Value:
+    if e.method != "len":
+        raise LoweringError(f"method `{e.method}` at line {e.span.line} is not lowered")
+    n = B.len_(lo.expr(ctx, e.obj)).result
+    return arith.IndexCastOp(lo.ty(T.I64), n).result
+
+
+@_rule(EXPR_RULES, A.Wait)
+def _wait(lo: Lowering, ctx: _Ctx, e: A.Wait) -> ir.Value:
+    return B.wait(lo.expr(ctx, e.token)).result
+
+
+EXPR_RULES[A.Unary] = Lowering.unary
+EXPR_RULES[A.Binary] = Lowering.binary
+EXPR_RULES[A.Transfer] = Lowering.transfer
+EXPR_RULES[A.TensorNew] = Lowering.zeros
+EXPR_RULES[A.Call] = Lowering.call
+
+
+# ---- intrinsic rules (calls no declaration shadows) --------------------------------------
+@_rule(INTRINSIC_RULES, "matmul_acc")
+def _matmul_acc(lo: Lowering, ctx: _Ctx, e: A.Call) -> None:
+    B.matmul_acc(*(lo.expr(ctx, a) for a in e.args))
+
+
+@_rule(INTRINSIC_RULES, "assert")
+def _assert(lo: Lowering, ctx: _Ctx, e: A.Call) -> None:
+    return None  # proved at compile time (seams, bounds); not re-checked at run time
+
+
+@_rule(INTRINSIC_RULES, "instance")
+def _instance(lo: Lowering, ctx: _Ctx, e: A.Call) -> ir.Value:
+    return B.instance().result  # the launch grid, LANGUAGE.md section 4.1
+
+
+@_rule(INTRINSIC_RULES, "instances")
+def _instances(lo: Lowering, ctx: _Ctx, e: A.Call) -> ir.Value:
+    return B.instances().result
 
 
 def _called(functions: dict[str, Function]) -> set[str]:

@@ -11,24 +11,12 @@ from collections.abc import Sequence
 
 from jaxlib.mlir import ir
 
+from vxc.elements import ELEMENTS
+
 DYNAMIC = ir.ShapedType.get_dynamic_size()
 
-# Bytes per element for the element types Vx tensors may have.
-ELEMENT_BYTES = {
-    "f16": 2,
-    "bf16": 2,
-    "f32": 4,
-    "f64": 8,
-    "i1": 1,
-    "i8": 1,
-    "i16": 2,
-    "i32": 4,
-    "i64": 8,
-    "ui8": 1,
-    "ui16": 2,
-    "ui32": 4,
-    "ui64": 8,
-}
+# Bytes per element, by IR spelling (from the one element table, vxc/elements.py).
+ELEMENT_BYTES = {e.mlir: e.bytes for e in ELEMENTS}
 
 
 def memref_type(shape: Sequence[int | None], element: str, space: str) -> ir.MemRefType:

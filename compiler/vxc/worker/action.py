@@ -6,13 +6,13 @@ Arguments (one per line in the @flagfile that Bazel writes):
     hir   --out OUT.vxhir --src A.vx [--src B.vx ...] [--machine M.vx]
     build --hir IN.vxhir --src A.vx ... [--machine M.vx] --target T
           --out-dir DIR [--emit artifact|vx-mlir|target-ir] [--cpu native|x86-64-v3|...]
-          [--tpu-aot v5e,v6e]
+          [--tpu-aot v5e,v6e] [--tpu-instances N]
           [--link cc|none]   (none: the cpu .so is linked by the caller, Bazel's C++ toolchain)
 
 Paths are relative to the execroot (or to the request's sandbox_dir); the display
 path of each source is the path as given, so diagnostics and outputs do not depend on
-where the action ran. Outputs are written atomically: a temporary file in the same
-directory, then a rename.
+where the action ran. Outputs are written as a set (vxc.outputs): all of a build's
+files appear together or not at all, mode 0644, like the CLI's.
 
 The checked HIR is cached in memory (a bounded LRU, shared by both modes), keyed by
 the digest of the .vxhir bytes and by the digest of the compiler version, sources and
@@ -24,17 +24,18 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
-import tempfile
 import time
 from collections import OrderedDict
 from types import ModuleType
 
-from vxc.worker.server import RequestContext
+from vxc.outputs import OutputError, write_atomic, write_set
+from vxc.targets import CPU_LEVELS, EMITS
+from vxc.worker.server import RequestContext, RequestError, excerpt
 
 
-class UsageError(Exception):
-    """Bad action arguments: answered with exit code 2, the worker keeps serving."""
+class UsageError(RequestError):
+    """Bad action arguments or files: answered with exit code 2 and a plain line (see
+    RequestError), the worker keeps serving."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,9 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--machine")
     b.add_argument("--target", required=True)
     b.add_argument("--out-dir", required=True)
-    b.add_argument("--emit", default="artifact")
-    b.add_argument("--cpu", default="native")
+    b.add_argument("--emit", default="artifact", choices=EMITS)
+    b.add_argument("--cpu", default="native", choices=CPU_LEVELS)
     b.add_argument("--tpu-aot", default="none")
+    b.add_argument("--tpu-instances", type=int, default=0)
     b.add_argument("--link", default="cc", choices=("cc", "none"))
     return p
 
@@ -65,20 +67,13 @@ def _parser() -> argparse.ArgumentParser:
 PARSER = _parser()
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Writes data to path so that path is either absent/old or complete, never partial."""
-    d = os.path.dirname(path) or "."
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".vx-tmp-", dir=d)
+def _read(ctx: RequestContext, path: str, what: str) -> bytes:
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        with open(ctx.path(path), "rb") as f:
+            return f.read()
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise UsageError(f"cannot read {what} `{excerpt(path)}`: {why}") from None
 
 
 class HirCache:
@@ -124,14 +119,8 @@ class VxCompile:
         self.cache = HirCache(cache_entries)
 
     def _load(self, ctx: RequestContext, paths: list[str], machine: str | None):
-        srcs = []
-        for p in paths:
-            with open(ctx.path(p), "rb") as f:
-                srcs.append(self.api.Source(p, f.read()))
-        m = None
-        if machine:
-            with open(ctx.path(machine), "rb") as f:
-                m = self.api.Source(machine, f.read())
+        srcs = [self.api.Source(p, _read(ctx, p, "source")) for p in paths]
+        m = self.api.Source(machine, _read(ctx, machine, "machine model")) if machine else None
         return srcs, m
 
     def _source_key(self, srcs, machine) -> str:
@@ -148,17 +137,18 @@ class VxCompile:
         ctx.stats["checked_sources"] = len(srcs)
         return analysis
 
-    def _fail(self, diagnostics, srcs) -> tuple[int, str]:
-        return 1, self.api.render_human(diagnostics, srcs)
+    def _fail(self, diagnostics, srcs, machine) -> tuple[int, str]:
+        return 1, self.api.render(diagnostics, srcs, machine)
 
-    def _warnings(self, diagnostics, srcs) -> str:
-        return self.api.render_human(diagnostics, srcs) if diagnostics else ""
+    def _warnings(self, diagnostics, srcs, machine) -> str:
+        return self.api.render(diagnostics, srcs, machine)
 
     def __call__(self, args: list[str], ctx: RequestContext) -> tuple[int, str]:
         try:
             opts = PARSER.parse_args(args)
         except UsageError as e:
-            return 2, f"vxc-worker: bad arguments: {e}\nargs: {args!r}\n"
+            shown = [excerpt(a, 80) for a in args[:20]] + (["..."] if len(args) > 20 else [])
+            return 2, f"vxc-worker: bad arguments: {excerpt(e)}\nargs: {shown!r}\n"
         ctx.stats["mode"] = opts.mode
         ctx.stats["checked_sources"] = 0
         srcs, machine = self._load(ctx, opts.src, opts.machine)
@@ -183,17 +173,19 @@ class VxCompile:
             analysis = self._analyze(ctx, srcs, machine)
             ctx.stats["hir"] = "checked"
             if not analysis.ok:
-                return self._fail(analysis.diagnostics, srcs)
+                return self._fail(analysis.diagnostics, srcs, machine)
             data = analysis.to_bytes()
             self.cache.put(skey, (analysis, data))
             self.cache.put("hir:" + hashlib.sha256(data).hexdigest(), analysis)
         ctx.check_cancelled()
-        write_atomic(ctx.path(opts.out), data)
-        return 0, self._warnings(analysis.diagnostics, srcs)
+        try:
+            write_atomic(ctx.path(opts.out), data)
+        except OutputError as e:
+            raise UsageError(excerpt(e, 400)) from None
+        return 0, self._warnings(analysis.diagnostics, srcs, machine)
 
     def _build(self, opts, ctx, srcs, machine) -> tuple[int, str]:
-        with open(ctx.path(opts.hir), "rb") as f:
-            data = f.read()
+        data = _read(ctx, opts.hir, "HIR cache")
         hkey = "hir:" + hashlib.sha256(data).hexdigest()
         analysis = self.cache.get(hkey)
         if analysis is not None:
@@ -208,7 +200,7 @@ class VxCompile:
                 ctx.stats["stale"] = "_".join(str(e).split())[:120]
                 analysis = self._analyze(ctx, srcs, machine)
         if not analysis.ok:
-            return self._fail(analysis.diagnostics, srcs)
+            return self._fail(analysis.diagnostics, srcs, machine)
         ctx.check_cancelled()
         t0 = time.perf_counter()
         result = self.api.build(
@@ -217,19 +209,17 @@ class VxCompile:
             emit=opts.emit,
             cpu=opts.cpu,
             tpu_aot=opts.tpu_aot,
+            tpu_instances=opts.tpu_instances,
             link=opts.link,
         )
         ctx.stats["target"] = opts.target
         ctx.stats["emit_ms"] = _ms(t0)
         if not result.ok:
-            return self._fail(result.diagnostics, srcs)
+            return self._fail(result.diagnostics, srcs, machine)
         ctx.check_cancelled()
-        out_dir = ctx.path(opts.out_dir)
-        for name in sorted(result.outputs):
-            if os.path.basename(name) != name or name.startswith("."):
-                raise ValueError(
-                    f"compiler returned an output name that is not a file name: {name!r}"
-                )
-            write_atomic(os.path.join(out_dir, name), result.outputs[name])
+        try:  # all the outputs or none (vxc.outputs)
+            write_set(ctx.path(opts.out_dir), dict(sorted(result.outputs.items())))
+        except OutputError as e:
+            raise UsageError(excerpt(e, 400)) from None
         ctx.stats["outputs"] = len(result.outputs)
-        return 0, self._warnings(result.diagnostics, srcs)
+        return 0, self._warnings(result.diagnostics, srcs, machine)

@@ -8,8 +8,11 @@ length-delimited ``WorkRequest`` messages on stdin; the worker answers each with
   thread, so a ``cancel`` request is seen while a compile is running;
 - answers a cancelled request (queued or running) once, with ``was_cancelled``;
 - answers a frame that is not a ``WorkRequest`` with exit code 2 and goes on;
-- turns an exception escaping the handler into exit code 2 and a bug report, and goes
-  on serving;
+- answers a request the worker cannot serve because of its own arguments or files
+  (``RequestError``) with exit code 2 and one plain line, and turns any other
+  exception escaping the handler into exit code 2 and a bug report, and goes on
+  serving; an answer quotes a path or argument by a bounded excerpt, and its whole
+  text is cut at ``MAX_OUTPUT``;
 - logs one stats line per request to stderr (Bazel's worker log), and appends it to
   the response's output when the request's ``verbosity`` is above 0
   (``--worker_verbose``).
@@ -32,6 +35,31 @@ from google.protobuf.message import DecodeError
 
 from vxc.worker import framing
 from vxc.worker.vx_worker_protocol_pb2 import WorkRequest, WorkResponse
+
+EXCERPT = 200  # characters of a path or an argument echoed in an answer
+MAX_OUTPUT = 64 << 20  # a safety net: an answer is cut past 64 MiB (diagnostics are bounded)
+
+
+def excerpt(text: object, limit: int = EXCERPT) -> str:
+    """`text` as an answer quotes it: at most `limit` characters, then how much was cut.
+    A 52 MB file name must not come back as a 105 MB answer."""
+    s = str(text)
+    if len(s) <= limit:
+        return s
+    return f"{s[:limit]}... ({len(s) - limit} more characters)"
+
+
+def bounded(output: str, limit: int = MAX_OUTPUT) -> str:
+    if len(output) <= limit:
+        return output
+    return output[:limit] + f"\n... (answer cut: {len(output) - limit} more characters)\n"
+
+
+class RequestError(Exception):
+    """A request the worker cannot serve because of its own arguments or files (a
+    missing input, a missing @flagfile, an output path that is a folder, a NUL in a
+    path, junk arguments): answered with exit code 2 and a plain line naming the path
+    or argument, never a bug report. The message quotes paths through `excerpt`."""
 
 
 class Cancelled(Exception):
@@ -62,9 +90,10 @@ Handler = Callable[[list[str], RequestContext], tuple[int, str]]
 
 
 def bug_report(exc: BaseException) -> str:
-    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    tb = f"Traceback (most recent call last):\n{frames}{type(exc).__name__}: {excerpt(exc, 2000)}\n"
     return (
-        f"internal compiler error: {type(exc).__name__}: {exc}\n"
+        f"internal compiler error: {type(exc).__name__}: {excerpt(exc)}\n"
         "This is a bug in vxc, not in your program. Please report it with the text below\n"
         "and the command that ran (bazel aquery --output=text for the failing action).\n"
         f"--- vxc worker pid {os.getpid()} ---\n{tb}"
@@ -76,8 +105,12 @@ def expand_flagfiles(args: list[str], ctx: RequestContext, depth: int = 0) -> li
     out: list[str] = []
     for a in args:
         if a.startswith("@") and not a.startswith("@@") and depth < 8:
-            with open(ctx.path(a[1:]), encoding="utf-8") as f:
-                lines = f.read().splitlines()
+            try:
+                with open(ctx.path(a[1:]), encoding="utf-8") as f:
+                    lines = f.read().splitlines()
+            except (OSError, ValueError) as e:  # ValueError: a NUL in the path, or not UTF-8
+                why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+                raise RequestError(f"cannot read flagfile `{excerpt(a[1:])}`: {why}") from None
             out.extend(expand_flagfiles(lines, ctx, depth + 1))
         elif a.startswith("@@"):
             out.append(a[1:])
@@ -107,8 +140,11 @@ def run_one(handler: Handler, args: list[str], ctx: RequestContext) -> tuple[int
         code, output = handler(expand_flagfiles(args, ctx), ctx)
     except Cancelled:
         code, output, cancelled = 0, "", True
+    except RequestError as exc:
+        code, output = 2, f"vxc-worker: error: {exc}\n"
     except Exception as exc:  # the worker must survive its own bugs
         code, output = 2, bug_report(exc)
+    output = bounded(output)
     if ctx.cancelled.is_set():
         cancelled = True
     line = stats_line(ctx, code, time.perf_counter() - t0)

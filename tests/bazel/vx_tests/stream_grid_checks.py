@@ -21,6 +21,8 @@ ART = Path(os.environ["VX_ARTIFACT_DIR"])
 FILES = sorted(p.name for p in ART.iterdir())
 CPU_ARTIFACT = TARGET == "cpu" and any(n.endswith(".cpu.json") for n in FILES)
 MLIR = [n for n in FILES if n.endswith(f".{TARGET}.mlir")]
+NVIDIA = TARGET in ("b200", "h100") and any(n.endswith(f".{TARGET}.fatbin") for n in FILES)
+TPU_ARTIFACT = TARGET == "tpu" and any(n.endswith(".tpu.jax_export") for n in FILES)
 
 
 def test_every_output_has_a_validation():
@@ -28,6 +30,10 @@ def test_every_output_has_a_validation():
     validated = set(MLIR)
     if CPU_ARTIFACT:
         validated |= {n for n in FILES if n.endswith((".json", ".so", ".o", ".h"))}
+    if NVIDIA:
+        validated |= {n for n in FILES if n.endswith((".fatbin", ".json"))}
+    if TPU_ARTIFACT:
+        validated |= {n for n in FILES if n.endswith((".json", ".jax_export", ".mosaic.mlir"))}
     assert set(FILES) == validated, f"no validation here for {sorted(set(FILES) - validated)}"
 
 
@@ -89,3 +95,34 @@ def test_manifest_has_the_launch_entry_point():
     (k,) = json.loads(manifest.read_text())["kernels"]
     assert k["launch_symbol"] == "stream_grid_launch"
     assert k["requires"] == ["instances() <= tiles.len()"]
+
+
+@pytest.mark.skipif(not NVIDIA, reason="not a b200/h100 artifact")
+def test_nvidia_artifact_assembles_and_holds_tma_mbarrier_and_mma():
+    """ptxas -v again on the fatbin's PTX (no spills), SASS with UTMALDG, SYNCS and
+    HGMMA (h100) or UTCHMMA (b200); there is no GPU to run it on here."""
+    from vxc.backends.nvidia.validate import check_artifact
+
+    assert check_artifact(ART, TARGET) == []
+
+
+@pytest.mark.skipif(not TPU_ARTIFACT, reason="not a TPU artifact")
+@pytest.mark.parametrize("n", [2, 7])
+def test_tpu_grid_matches_numpy(n):
+    """The artifact's grid (its manifest's instances; 0 = a plain call): libtpu compiles
+    it for v5e, and the module it compiled, interpreted, gives each instance's share."""
+    import ml_dtypes
+
+    from vxc.backends.tpu.validate import Artifact
+
+    art = Artifact.load(ART)
+    art.verify()
+    inst = art.kernel.instances
+    if n < max(inst, 1):
+        pytest.skip("more instances than tiles: the clause the caller must keep")
+    rng = np.random.default_rng(n)
+    tiles = (rng.integers(-8, 8, size=(n, 128, 128)) / 8).astype(ml_dtypes.bfloat16)
+    w = (rng.integers(-8, 8, size=(128, 128)) / 8).astype(ml_dtypes.bfloat16)
+    out = art.interpret([tiles, w]).outputs[0]
+    want = expected(tiles.astype(np.float32), w.astype(np.float32), max(inst, 1))
+    np.testing.assert_array_equal(out, want if inst else want[0])

@@ -16,25 +16,12 @@ from dataclasses import dataclass
 from jaxlib.mlir import ir
 
 from vxc.backends.cpu.errors import BackendError
+from vxc.elements import ELEMENTS
 from vxc.ir import types as T
 
-# Vx element/scalar type -> C type. i1 travels as a byte (C `bool` is one byte).
-C_TYPES = {
-    "f32": "float",
-    "f64": "double",
-    "f16": "uint16_t",
-    "bf16": "uint16_t",
-    "i1": "uint8_t",
-    "i8": "int8_t",
-    "i16": "int16_t",
-    "i32": "int32_t",
-    "i64": "int64_t",
-    "ui8": "uint8_t",
-    "ui16": "uint16_t",
-    "ui32": "uint32_t",
-    "ui64": "uint64_t",
-    "index": "int64_t",
-}
+# vx IR element/scalar type -> C type (from the one element table, vxc/elements.py).
+# i1 travels as a byte (C `bool` is one byte); an index is an int64_t.
+C_TYPES = {**{e.mlir: e.c_type for e in ELEMENTS}, "index": "int64_t"}
 
 # Bytes of one element as the C caller lays it out (i1 is a byte; index is int64_t).
 ELEMENT_BYTES = {**T.ELEMENT_BYTES, "index": 8}

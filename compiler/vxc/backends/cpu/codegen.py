@@ -13,6 +13,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 
 from vxc.backends.cpu.errors import BackendError
+from vxc.targets import CPU_LEVELS
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ _V2 = "+cx16,+popcnt,+sse3,+sse4.1,+sse4.2,+ssse3"
 _V3 = _V2 + ",+avx,+avx2,+bmi,+bmi2,+f16c,+fma,+lzcnt,+movbe,+xsave"
 _V4 = _V3 + ",+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl"
 X86_LEVELS = {"x86-64": "+sse2", "x86-64-v2": _V2, "x86-64-v3": _V3, "x86-64-v4": _V4}
-CPU_CHOICES = ("native", *X86_LEVELS)
+CPU_CHOICES = CPU_LEVELS  # the table in vxc/targets.py; X86_LEVELS has each named one
 
 
 def cpu_target(cpu: str = "native") -> HostTarget:

@@ -10,6 +10,7 @@ represented by the buffer it will yield.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from jaxlib.mlir import ir
@@ -21,6 +22,7 @@ from vxc.backends.cpu.errors import STATUS, BackendError
 from vxc.backends.cpu.loops import I64, counted_loop
 from vxc.backends.cpu.matmul import WIDEN, Blocking, define_matmul, define_widen
 from vxc.ir import types as T
+from vxc.ir.loc import where
 from vxc.ir.ops import attr_int, attr_str
 
 I8, I32 = ll.IntType(8), ll.IntType(32)
@@ -359,14 +361,14 @@ class FunctionLowering:
 
     def lower_op(self, op: ir.Operation) -> None:
         name = op.name
-        handler = getattr(self, "op_" + name.replace(".", "_"), None)
-        if handler is not None:
-            handler(op)
+        rule = RULES.get(name)
+        if rule is not None:
+            rule(self, op)
         elif name.startswith("arith."):
             args = [self.get(v) for v in op.operands]
             self.values[op.results[0]] = lower_arith(self.b, op, args)
         else:
-            raise BackendError(f"cpu backend: cannot lower '{name}' at {op.location}")
+            raise BackendError(f"{where(op)}cpu backend: cannot lower '{name}'")
 
     def lower_return(self, op: ir.Operation) -> None:
         nres = len(self.sig.results)
@@ -491,6 +493,11 @@ class FunctionLowering:
         # The copy completes here, so the token is simply the filled buffer.
         self.values[op.results[0]] = self._copy_in(op)
 
+    def op_memref_memory_space_cast(self, op: ir.Operation) -> None:
+        # Every Vx space is host memory here: a tensor passed to a placement-polymorphic
+        # parameter (an `extern fn`'s) is the same pointer, whatever its space.
+        self.values[op.results[0]] = self.get(op.operands[0])
+
     def op_vx_wait(self, op: ir.Operation) -> None:
         self.values[op.results[0]] = self.get(op.operands[0])
 
@@ -532,8 +539,8 @@ class FunctionLowering:
         elem = str(ta.element_type)
         if elem != "f32" and elem not in WIDEN or str(tb.element_type) != elem:
             raise BackendError(
-                f"cpu backend: vx.matmul_acc supports f32, bf16 and f16 operands, got "
-                f"{ta.element_type} and {tb.element_type} at {op.location}"
+                f"{where(op)}cpu backend: vx.matmul_acc supports f32, bf16 and f16 operands, "
+                f"got {ta.element_type} and {tb.element_type}"
             )
         m, n, k = acc.dims[0], acc.dims[1], a.dims[1]
         if not all(_memref(v.type).has_static_shape for v in op.operands):
@@ -556,3 +563,22 @@ class FunctionLowering:
             ptrs.append(dst)
         fn = define_matmul(self.mod.ll, self.mod.blocking)
         self.b.call(fn, [acc.ptr, ptrs[0], ptrs[1], m, n, k])
+
+
+# The lowering rule of each op, keyed by op name (`arith.*` ops go to lower_arith).
+RULES: dict[str, Callable[[FunctionLowering, ir.Operation], None]] = {
+    "scf.for": FunctionLowering.op_scf_for,
+    "scf.if": FunctionLowering.op_scf_if,
+    "func.call": FunctionLowering.op_func_call,
+    "memref.memory_space_cast": FunctionLowering.op_memref_memory_space_cast,
+    "vx.transfer": FunctionLowering.op_vx_transfer,
+    "vx.transfer_async": FunctionLowering.op_vx_transfer_async,
+    "vx.wait": FunctionLowering.op_vx_wait,
+    "vx.zeros": FunctionLowering.op_vx_zeros,
+    "vx.element": FunctionLowering.op_vx_element,
+    "vx.len": FunctionLowering.op_vx_len,
+    "vx.matmul_acc": FunctionLowering.op_vx_matmul_acc,
+    "vx.instance": FunctionLowering.op_vx_instance,
+    "vx.instances": FunctionLowering.op_vx_instances,
+    "vx.require": FunctionLowering.op_vx_require,
+}

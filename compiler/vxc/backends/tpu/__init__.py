@@ -2,7 +2,7 @@
 exported with `jax.export` for platform `tpu`.
 
     outputs = compile_module(module, "stream")
-    # {"stream.tpu.mlir", "stream.tpu.jax_export", "stream.tpu.json"} -> bytes
+    # {"stream.tpu.mosaic.mlir", "stream.tpu.jax_export", "stream.tpu.json"} -> bytes
 
 Nothing is written to disk here; the driver writes the outputs. `vxc.backends.tpu.aot`
 compiles an artifact with libtpu against TPU topology descriptions, and
@@ -33,10 +33,13 @@ __all__ = [
 
 def emit(module: ir.Module, stem: str, emit: str, options) -> dict[str, bytes]:
     """The backend entry point that `vxc.backends.emit_target` calls."""
+    instances = getattr(options, "tpu_instances", 0)
     if emit == "target-ir":
-        kernels = mosaic_kernels(module)
-        return {f"{_base(stem, k, kernels)}.tpu.mlir": mosaic_text(k).encode() for k in kernels}
-    return compile_module(module, stem, aot=_aot_topologies(options))
+        kernels = mosaic_kernels(module, instances)
+        return {
+            f"{_base(stem, k, kernels)}.tpu.mosaic.mlir": mosaic_text(k).encode() for k in kernels
+        }
+    return compile_module(module, stem, aot=_aot_topologies(options), instances=instances)
 
 
 def _aot_topologies(options) -> tuple[str, ...]:
@@ -44,8 +47,9 @@ def _aot_topologies(options) -> tuple[str, ...]:
     return () if spec in ("", "none") else tuple(s for s in spec.split(",") if s)
 
 
-def mosaic_kernels(module: ir.Module) -> list[Kernel]:
-    """Verified vx module -> one Mosaic module per kernel (verified with the tpu dialect)."""
+def mosaic_kernels(module: ir.Module, instances: int = 0) -> list[Kernel]:
+    """Verified vx module -> one Mosaic module per kernel (verified with the tpu dialect),
+    for a launch of `instances` (0: a plain call)."""
     check_module(module)
     top = module.operation.attributes
     if "vx.target" in top and ir.StringAttr(top["vx.target"]).value != "tpu":
@@ -53,13 +57,17 @@ def mosaic_kernels(module: ir.Module) -> list[Kernel]:
             f"tpu backend: module was lowered for target '{ir.StringAttr(top['vx.target']).value}'"
         )
     ctx = mosaic_context()
-    kernels = lower_module(module, ctx)
+    kernels = lower_module(module, ctx, instances)
     if not kernels:
         raise TpuError("tpu backend: the module defines no kernel function")
     for k in kernels:
         # The real Mosaic verifier, in a context where nothing unregistered is allowed;
         # then CSE folds the rules' repeated constants and slices (readable text).
-        k.module = parse_mosaic(mosaic_text(k), ctx)
+        # Ops keep their .vx locations when the vx module has them (libtpu's errors then
+        # name the source line); otherwise the re-parse gives each op its line in the
+        # Mosaic text, which is the artifact's .tpu.mosaic.mlir.
+        debug = k.module.operation.get_asm(enable_debug_info=True)
+        k.module = parse_mosaic(debug if 'loc("' in debug else mosaic_text(k), ctx)
         with ctx:
             PassManager.parse("builtin.module(cse)").run(k.module.operation)
     return kernels
@@ -73,13 +81,15 @@ def _base(stem: str, k: Kernel, kernels: list[Kernel]) -> str:
     return stem if len(kernels) == 1 else f"{stem}.{k.name}"
 
 
-def compile_module(module: ir.Module, stem: str, *, aot: tuple[str, ...] = ()) -> dict[str, bytes]:
+def compile_module(
+    module: ir.Module, stem: str, *, aot: tuple[str, ...] = (), instances: int = 0
+) -> dict[str, bytes]:
     """Build the artifact files: per kernel the Mosaic text and the serialized export,
     plus one manifest. `aot` names topologies libtpu must compile the export for."""
     from vxc.backends.tpu.artifact import manifest
     from vxc.backends.tpu.export import export_kernel
 
-    kernels = mosaic_kernels(module)
+    kernels = mosaic_kernels(module, instances)
     out: dict[str, bytes] = {}
     files: dict[str, dict[str, str]] = {}
     for k in kernels:
@@ -91,7 +101,7 @@ def compile_module(module: ir.Module, stem: str, *, aot: tuple[str, ...] = ()) -
 
             for topo in aot:
                 compile_export(blob, k, topo)
-        files[k.name] = {"mosaic": f"{base}.tpu.mlir", "export": f"{base}.tpu.jax_export"}
+        files[k.name] = {"mosaic": f"{base}.tpu.mosaic.mlir", "export": f"{base}.tpu.jax_export"}
         out[files[k.name]["mosaic"]] = text.encode()
         out[files[k.name]["export"]] = blob
     out[f"{stem}.tpu.json"] = manifest(stem, kernels, files).encode()

@@ -9,10 +9,10 @@ pays libtpu's start-up once.
 
 from __future__ import annotations
 
-import os
 import re
 from functools import cache
 
+from vxc.backends.tpu.env import prepare
 from vxc.backends.tpu.errors import LibtpuRejected
 
 # Short names -> the topology libtpu describes (chips per host 2x2, one chip used).
@@ -22,10 +22,21 @@ DEFAULT_LENGTHS = (4, 300)  # Vec lengths the AOT check specialises the export t
 
 @cache
 def topology(name: str):
-    os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+    """libtpu's description of one TPU topology (compile-only: no TPU attached). Compile-only
+    clients touch no device, so several processes (test workers, build workers) may load
+    libtpu at once: its one-process lockfile is switched off (`env.py`)."""
+    prepare()
+    import jax
     from jax.experimental import topologies
 
-    return topologies.get_topology_desc(platform="tpu", topology_name=TOPOLOGIES.get(name, name))
+    full = TOPOLOGIES.get(name, name)
+    try:
+        return topologies.get_topology_desc(platform="tpu", topology_name=full)
+    except (jax.errors.JaxRuntimeError, RuntimeError, ValueError) as e:
+        raise LibtpuRejected(
+            f"libtpu could not describe TPU topology {name} ({full}) for the AOT check:\n"
+            + "\n".join(f"  | {ln}" for ln in str(e).strip().splitlines())
+        ) from None
 
 
 def compile_export(blob: bytes, kernel, topo: str, length: int = DEFAULT_LENGTHS[0]):
@@ -45,6 +56,33 @@ def compile_export(blob: bytes, kernel, topo: str, length: int = DEFAULT_LENGTHS
         return jax.jit(exp.call).trace(*specs).lower().compile()
     except jax.errors.JaxRuntimeError as e:
         raise LibtpuRejected(readable(str(e), topo, kernel.name)) from None
+
+
+def specialised_mosaic(compiled) -> list[str]:
+    """The Mosaic modules (text) inside a compiled executable: the bodies of its
+    `tpu_custom_call`s as libtpu specialised them (the placeholder Vec length replaced by
+    the real one). The interpreter can run exactly what libtpu compiled."""
+    import base64
+    import json
+
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.passmanager import PassManager
+
+    from vxc.backends.tpu.context import mosaic_context
+
+    out = []
+    for m in re.finditer(
+        r'custom_call_target="tpu_custom_call".*?backend_config=(\{.*\})', compiled.as_text()
+    ):
+        config = json.JSONDecoder().raw_decode(m.group(1))[0]
+        body = base64.b64decode(config["custom_call_config"]["body"])
+        ctx = mosaic_context()
+        ctx.allow_unregistered_dialects = True  # the serialized form, before deserialization
+        with ctx:
+            module = ir.Module.parse(body)
+            PassManager.parse("builtin.module(mosaic-serde{serialize=false})").run(module.operation)
+            out.append(str(module))
+    return out
 
 
 def readable(message: str, topo: str, kernel: str) -> str:

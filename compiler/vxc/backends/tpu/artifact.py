@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from vxc.backends.tpu.lower import Kernel
+from vxc.backends.tpu.lower import Kernel, Param
 
 SERIALIZATION_FORMAT = 1  # the Mosaic stable serialization as_tpu_kernel writes
 
@@ -28,10 +28,45 @@ def manifest(name: str, kernels: list[Kernel], files: dict[str, dict[str, str]])
                 "params": [p.to_json() for p in k.inputs],
                 "results": [p.to_json() for p in k.outputs],
                 "dimension_variables": k.symbols,
-                "grid": {"iteration_bounds": [1], "dimension_semantics": ["parallel"]},
+                "grid": {
+                    "instances": k.instances,
+                    "iteration_bounds": [k.grid],
+                    "dimension_semantics": ["parallel"],
+                },
+                "preconditions": k.preconditions,
+                "constraints": k.constraints,
                 "scratch": k.scratch,
             }
             for k in kernels
         ],
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def kernels_from_manifest(text: str) -> list[Kernel]:
+    """The kernels a manifest describes (no Mosaic module): what `aot.compile_export` and
+    `export.arg_specs` need to specialise and compile an artifact someone else built."""
+    doc = json.loads(text)
+    out = []
+    for k in doc["kernels"]:
+
+        def param(p: dict) -> Param:
+            shape = tuple(None if isinstance(d, str) else d for d in p["shape"])
+            sym = next((d for d in p["shape"] if isinstance(d, str)), None)
+            return Param(p["name"], p["dtype"], shape, sym)
+
+        ins = [param(p) for p in k["params"]]
+        outs = [param(p) for p in k["results"]]
+        out.append(
+            Kernel(
+                k["name"],
+                ins,
+                outs,
+                list(k["scratch"]),
+                None,
+                k["grid"]["instances"],
+                list(k["preconditions"]),
+                list(k["constraints"]),
+            )
+        )
+    return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 
 from vxc.errors import Unsupported
+from vxc.ir.loc import where  # noqa: F401 - the backend's modules import it from here
 
 
 class TpuError(Unsupported, ValueError):
@@ -15,17 +16,6 @@ class TpuError(Unsupported, ValueError):
 
 class LibtpuRejected(TpuError):
     """libtpu's compiler rejected the Mosaic module; the message is its error, as one block."""
-
-
-def where(op: ir.Operation | None) -> str:
-    """`file:line:col: ` of an op's source location, or "" when it has none."""
-    if op is None:
-        return ""
-    loc = op.location
-    try:
-        return f"{loc.filename}:{loc.start_line}:{loc.start_col}: "
-    except AttributeError:  # unknown / fused / name locations carry no file position
-        return ""
 
 
 def fail(op: ir.Operation | None, message: str) -> TpuError:

@@ -3,12 +3,13 @@
 The wrapping is jax's own `jax.experimental.mosaic.as_tpu_kernel` (the custom call
 Pallas also emits, a target `jax.export` guarantees stable); the kernel's Vec lengths
 are `jax.export.symbolic_shape` dimension variables, so one artifact serves every length.
-Source locations in the exported module name files relative to the package, so its
-bytes do not depend on where vxc is installed: the same vx module gives byte-identical output.
+The one Python location in the exported module is a fixed pseudo file, so its bytes do
+not depend on where vxc is installed: the same vx module gives byte-identical output.
 """
 
 from __future__ import annotations
 
+from vxc.backends.tpu.env import prepare
 from vxc.backends.tpu.lower import Kernel
 
 DTYPES = {
@@ -23,13 +24,14 @@ DTYPES = {
 
 def arg_specs(kernel: Kernel, lengths: dict[str, int] | None = None, sharding=None) -> list:
     """ShapeDtypeStructs of the kernel's inputs: symbolic Vec lengths, or `lengths`."""
+    prepare()
     import jax
     import jax.numpy as jnp
     from jax import export
 
     syms = {}
     if kernel.symbols and lengths is None:
-        dims = export.symbolic_shape(", ".join(kernel.symbols))
+        dims = export.symbolic_shape(", ".join(kernel.symbols), constraints=kernel.constraints)
         syms = dict(zip(kernel.symbols, dims, strict=True))
     specs = []
     for p in kernel.inputs:
@@ -47,6 +49,7 @@ def export_kernel(kernel: Kernel):
 
 
 def exported(kernel: Kernel):
+    prepare()
     import jax
     import jax.numpy as jnp
     from jax import export
@@ -59,16 +62,23 @@ def exported(kernel: Kernel):
         kernel_name=kernel.name,
     )
     with _locations_off():
-        return export.export(call, platforms=["tpu"])(*arg_specs(kernel))
+        return _EXPORT_SITE(export.export(call, platforms=["tpu"]), arg_specs(kernel))
+
+
+# jax records the Python call site of the traced function as a location in the exported
+# module. The call is made from a function compiled under a fixed pseudo file name, so
+# that location is `loc("<vxc tpu export>":1:...)` whatever the install path or the line
+# numbers of this file: artifacts stay byte-identical across vxc installs and edits.
+_NS: dict = {}
+exec(compile("def site(f, specs):\n    return f(*specs)\n", "<vxc tpu export>", "exec"), _NS)
+_EXPORT_SITE = _NS["site"]
 
 
 class _locations_off:
-    """Context manager: the one Python location jax records (the call site in this file)
-    is written relative to the package (`vxc/backends/tpu/export.py`), never with the
-    install path, and no full tracebacks (jax's own config switches)."""
+    """Context manager: no full tracebacks in locations (jax's config switch), so the only
+    Python location in an export is the fixed call site above."""
 
     SETTINGS = {
-        "jax_hlo_source_file_canonicalization_regex": r".*/(?=vxc/backends/)",
         "jax_include_full_tracebacks_in_locations": False,
     }
 

@@ -16,6 +16,8 @@ Semantics (what a TensorCore guarantees, made strict):
   does when it specialises the export.
 - `trace` records DMA starts/waits and matmuls with the HBM tile each one moved or read,
   so a test can check that tile i+1's DMA is issued before tile i's matmul.
+- The grid (`iteration_bounds`) runs one instance after another with its program id,
+  as one TensorCore does; scratch persists across instances.
 """
 
 from __future__ import annotations
@@ -184,7 +186,6 @@ class Interp:
             operand = ir.IntegerAttr(loc["operand_index"]).value
             dim = ir.IntegerAttr(loc["dimension_index"]).value
             self.placeholders[p] = int(self.inputs[operand].shape[dim])
-        self.env[args[0]] = np.int32(0)  # program id: one instance
         outputs = []
         for i, a in enumerate(args[1:]):
             t = ir.MemRefType(a.type)
@@ -207,13 +208,19 @@ class Interp:
             else:  # VMEM scratch: named as in the Mosaic text
                 buf = Buffer(f"%arg{i + 1}", np.full(shape, np.nan, DTYPES.get(elem, np.float32)))
             self.env[a] = View(buf, tuple((0, d) for d in buf.array.shape), tuple(buf.array.shape))
-        self.block(block)
-        if self.inflight:
-            d = self.inflight[0]
-            raise InterpError(
-                f"semaphore left signalled: the DMA {d.label} started by {d.op_text} is never "
-                "waited (its semaphore is still signalled when the kernel returns)"
-            )
+        # The grid, one instance after another as one TensorCore runs it (scratch persists
+        # across instances; each instance must leave no DMA in flight).
+        grid = list(ir.DenseI64ArrayAttr(self.fn.attributes["iteration_bounds"]))
+        for pid in range(grid[0] if grid else 1):
+            self.env[args[0]] = np.int32(pid)
+            self.trace.append(("instance", pid))
+            self.block(block)
+            if self.inflight:
+                d = self.inflight[0]
+                raise InterpError(
+                    f"semaphore left signalled: the DMA {d.label} started by {d.op_text} is "
+                    f"never waited (its semaphore is still signalled when instance {pid} returns)"
+                )
         return Run([b.array for b in outputs], self.trace)
 
     def block(self, block: ir.Block) -> list:
@@ -260,9 +267,18 @@ def _constant(it: Interp, op: ir.Operation) -> None:
     it.env[op.results[0]] = _scalar_type(t)(v)
 
 
+def _divsi(a, b):  # C semantics: the quotient truncates toward zero
+    q = abs(int(a)) // abs(int(b))
+    return type(a)(q if (int(a) < 0) == (int(b) < 0) else -q)
+
+
+def _remsi(a, b):  # the remainder takes the dividend's sign
+    return type(a)(int(a) - int(_divsi(a, b)) * int(b))
+
+
 _BIN = {
     "arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply,
-    "arith.remui": np.remainder, "arith.remsi": np.remainder, "arith.divsi": np.floor_divide,
+    "arith.remui": np.remainder, "arith.remsi": _remsi, "arith.divsi": _divsi,
     "arith.divui": np.floor_divide, "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or,
     "arith.xori": np.bitwise_xor, "arith.minsi": np.minimum, "arith.maxsi": np.maximum,
     "arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply,
@@ -276,7 +292,7 @@ def _binary(it: Interp, op: ir.Operation) -> None:
     it.env[op.results[0]] = _BIN[op.name](a, b)
 
 
-@rule("arith.index_cast")
+@rule("arith.index_cast", "arith.extsi", "arith.extui", "arith.trunci")
 def _index_cast(it: Interp, op: ir.Operation) -> None:
     it.env[op.results[0]] = _scalar_type(op.results[0].type)(it.env[op.operands[0]])
 

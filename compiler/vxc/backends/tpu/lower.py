@@ -4,7 +4,7 @@ One Mosaic module per kernel function, shaped the way Mosaic (and Pallas) expect
 
     func.func @K(%pid: i32, <inputs>, <outputs>, <scratch>)
         attributes {dimension_semantics = [#tpu.dimension_semantics<parallel>],
-                    iteration_bounds = array<i64: 1>, window_params = [{}, ...],
+                    iteration_bounds = array<i64: N>, window_params = [{}, ...],
                     scalar_prefetch = 0, scratch_operands = S, tpu.core_type = #tpu.core_type<tc>}
 
 - Inputs and outputs live in HBM as `#tpu.memory_space<any>` (the kernel moves them itself).
@@ -21,6 +21,11 @@ One Mosaic module per kernel function, shaped the way Mosaic (and Pallas) expect
   `vector.load`s, `tpu.matmul` (f32 accumulator), `tpu.vector_store`; loops -> `scf.for`
   over i32 (a token crosses iterations as two i32s: its slot and its source tile index).
 - A returned tensor must be the result of a transfer into HBM: that DMA writes the output.
+- A launch of N instances (a build parameter: a Mosaic grid is static) has
+  `iteration_bounds = [N]`; `vx.instance` is `%pid`, outputs are stacked `N x ...` and
+  each instance writes slice `%pid`; N = 0 is a plain call (one instance, results as
+  declared). An entry's `vx.require` clauses become `jax.export` shape constraints where
+  they compare Vec lengths, and are listed in the manifest.
 
 What Mosaic cannot express is reported by `TpuError`, naming the value and the rule.
 """
@@ -127,6 +132,13 @@ class Kernel:
     outputs: list[Param]
     scratch: list[str]  # Mosaic types of the scratch operands
     module: ir.Module = field(repr=False)
+    instances: int = 0  # launch grid: 0 = a plain call, N = N instances, results stacked
+    preconditions: list[str] = field(default_factory=list)  # the entry's `where` clauses
+    constraints: list[str] = field(default_factory=list)  # of the export's dimension variables
+
+    @property
+    def grid(self) -> int:
+        return max(1, self.instances)
 
     @property
     def symbols(self) -> list[str]:
@@ -147,9 +159,12 @@ def rule(*names: str) -> Callable[[Rule], Rule]:
 
 
 class FunctionLowering:
-    def __init__(self, vx_func: ir.Operation, ctx: ir.Context):
+    def __init__(self, vx_func: ir.Operation, ctx: ir.Context, instances: int = 0):
         self.vx = vx_func
         self.ctx = ctx
+        self.instances = instances
+        self.preconditions: list[str] = []
+        self.constraints: list[str] = []
         self.name = _func_name(vx_func)
         self.env: dict[ir.Value, object] = {}
         self.rings: dict[int, Ring] = {}
@@ -226,11 +241,12 @@ class FunctionLowering:
                 )
             self.outputs[owner.operation] = k
             t = ir.MemRefType(v.type)
+            stack = (self.instances,) if self.instances else ()
             self.out_params.append(
                 Param(
                     f"result{k}" if len(self.ret_values) > 1 else "result",
                     mosaic_element(t.element_type),
-                    tuple(t.shape),
+                    stack + tuple(t.shape),
                 )
             )
 
@@ -263,48 +279,44 @@ class FunctionLowering:
     def _plan_op(self, op: ir.Operation) -> None:
         if op.name == "func.call":
             _call(self, op)  # reported before the casts that feed it
-        if True:
-            if op.name in ("vx.transfer", "vx.transfer_async", "vx.zeros"):
-                space = attr_str(op, "space")
-                if space == "HBM" and op.name == "vx.transfer":
-                    if op not in self.outputs:
-                        raise fail(
-                            op,
-                            "a transfer into HBM must be returned by the kernel: Mosaic "
-                            "kernels write HBM only through their output operands",
-                        )
-                    return
-                if space not in ("VMEM", "ACC"):
-                    raise fail(
-                        op, f"`{op.name}` into {space}: the tpu backend places tiles in VMEM only"
-                    )
-                tile = _placed(op.results[0].type)
-                if op.name != "vx.zeros":
-                    self.capacity = max(self.capacity, attr_int(op, "capacity"))
-                mosaic_element(tile.element_type)
-                if not tile.has_static_shape:
-                    raise fail(
-                        op,
-                        f"{self.describe_dst(op)} has a dynamic shape {tile}; VMEM tiles need static shapes",
-                    )
-                ring = attr_int(op, "ring")
-                if ring < 0:
-                    ring = -1 - len(self.private) - 1
-                    self.private[op] = ring
-                r = self.rings.get(ring)
-                if r is None:
-                    r = self.rings[ring] = Ring(
-                        ring, space, max(1, attr_int(op, "slots")), tile, op
-                    )
-                    r.what = self.describe_dst(op)
-                elif str(r.tile) != str(tile):
-                    raise fail(
-                        op,
-                        f"scratch ring {ring} holds both {r.tile} and {tile}; the tpu backend "
-                        "gives each ring one typed VMEM buffer",
-                    )
-                if op.name == "vx.transfer_async":
-                    r.sems = True
+        if op.name not in ("vx.transfer", "vx.transfer_async", "vx.zeros"):
+            return
+        space = attr_str(op, "space")
+        if space == "HBM" and op.name == "vx.transfer":
+            if op not in self.outputs:
+                raise fail(
+                    op,
+                    "a transfer into HBM must be returned by the kernel: Mosaic "
+                    "kernels write HBM only through their output operands",
+                )
+            return
+        if space not in ("VMEM", "ACC"):
+            raise fail(op, f"`{op.name}` into {space}: the tpu backend places tiles in VMEM only")
+        tile = _placed(op.results[0].type)
+        if op.name != "vx.zeros":
+            self.capacity = max(self.capacity, attr_int(op, "capacity"))
+        mosaic_element(tile.element_type)
+        if not tile.has_static_shape:
+            raise fail(
+                op,
+                f"{self.describe_dst(op)} has a dynamic shape {tile}; VMEM tiles need static shapes",
+            )
+        ring = attr_int(op, "ring")
+        if ring < 0:
+            ring = -1 - len(self.private) - 1
+            self.private[op] = ring
+        r = self.rings.get(ring)
+        if r is None:
+            r = self.rings[ring] = Ring(ring, space, max(1, attr_int(op, "slots")), tile, op)
+            r.what = self.describe_dst(op)
+        elif str(r.tile) != str(tile):
+            raise fail(
+                op,
+                f"scratch ring {ring} holds both {r.tile} and {tile}; the tpu backend "
+                "gives each ring one typed VMEM buffer",
+            )
+        if op.name == "vx.transfer_async":
+            r.sems = True
 
     def describe_dst(self, op: ir.Operation) -> str:
         if op.name == "vx.zeros":
@@ -343,7 +355,9 @@ class FunctionLowering:
             self.hbm_type(ir.MemRefType(t), self.placeholders.get(i))
             for i, t in enumerate(ftype.inputs)
         ]
-        out_types = [self.hbm_type(ir.MemRefType(v.type)) for v in self.ret_values]
+        out_types = [
+            self.ty(self._memref(p.shape, self.ty(p.dtype), "any")) for p in self.out_params
+        ]
         arg_types = [self.ty("i32"), *in_types, *out_types, *(self.ty(s) for s in scratch)]
         with self.ctx, ir.Location.unknown(self.ctx):
             module = ir.Module.create()
@@ -357,7 +371,7 @@ class FunctionLowering:
             attrs["dimension_semantics"] = ir.ArrayAttr.get(
                 [ir.Attribute.parse("#tpu.dimension_semantics<parallel>")]
             )
-            attrs["iteration_bounds"] = ir.DenseI64ArrayAttr.get([1])
+            attrs["iteration_bounds"] = ir.DenseI64ArrayAttr.get([max(1, self.instances)])
             attrs["scalar_prefetch"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)
             attrs["scratch_operands"] = ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(64), len(scratch)
@@ -366,6 +380,7 @@ class FunctionLowering:
             attrs["window_params"] = ir.ArrayAttr.get([ir.DictAttr.get({})] * n_io)
             entry = fn.add_entry_block()
             args = list(entry.arguments)
+            self.pid = args[0]  # the program id of grid dimension 0: `vx.instance`
             self.in_args = args[1 : 1 + len(in_types)]
             self.out_args = args[1 + len(in_types) : 1 + n_io]
             sargs = iter(args[1 + n_io :])
@@ -384,7 +399,16 @@ class FunctionLowering:
                 for i, a in enumerate(vx_block.arguments):
                     self.env[a] = Ref(self.in_args[i], None, ir.MemRefType(a.type), _arg_name(f, i))
                 self.block(vx_block)
-        return Kernel(self.name, self.inputs, self.out_params, scratch, module)
+        return Kernel(
+            self.name,
+            self.inputs,
+            self.out_params,
+            scratch,
+            module,
+            self.instances,
+            self.preconditions,
+            self.constraints,
+        )
 
     def _map_placeholder(self, module: ir.Module, operand: int, value: int) -> None:
         """Module attributes that tell XLA which operand dimension a placeholder stands for
@@ -413,13 +437,23 @@ class FunctionLowering:
             ]
         )
 
+    def location(self, op: ir.Operation) -> ir.Location:
+        """The vx op's source position as a Mosaic location (libtpu's errors then name the
+        .vx line), or unknown."""
+        loc = op.location
+        try:
+            return ir.Location.file(loc.filename, loc.start_line, loc.start_col, context=self.ctx)
+        except AttributeError:
+            return ir.Location.unknown(self.ctx)
+
     def block(self, block: ir.Block) -> None:
         for op in block.operations:
             op = op.operation
             fn = RULES.get(op.name)
             if fn is None:
                 raise fail(op, f"`{op.name}` has no Mosaic lowering")
-            fn(self, op)
+            with self.location(op):
+                fn(self, op)
 
     # -- helpers used by the rules --------------------------------------------------------
     def view(self, ref: Ref) -> ir.Value:
@@ -490,7 +524,9 @@ class FunctionLowering:
         t = _placed(op.results[0].type)
         if op in self.outputs:
             k = self.outputs[op]
-            return Ref(self.out_args[k], None, t, f"result{k}"), None, None
+            # A launch writes its instance's slice of the stacked result.
+            at = self.pid if self.instances else None
+            return Ref(self.out_args[k], at, t, f"result{k}"), None, None
         r = self.ring_of(op)
         slot = self.next_slot(r)
         return Ref(r.buf, slot, t, f"ring{r.key}"), r, slot
@@ -637,7 +673,8 @@ def _for(lo: FunctionLowering, op: ir.Operation) -> None:
             fn = RULES.get(inner_op.name)
             if fn is None:
                 raise fail(inner_op, f"`{inner_op.name}` has no Mosaic lowering")
-            fn(lo, inner_op)
+            with lo.location(inner_op):
+                fn(lo, inner_op)
         y = ops[-1].operation
         yielded = [lo.env[v] for v in y.operands]
         for a, b in zip(inits, yielded, strict=True):
@@ -653,6 +690,92 @@ def _for(lo: FunctionLowering, op: ir.Operation) -> None:
 
 def n_of(proto: object) -> int:
     return 2 if isinstance(proto, Token) else 1
+
+
+@rule("vx.instance")
+def _instance(lo: FunctionLowering, op: ir.Operation) -> None:
+    lo.env[op.results[0]] = lo.pid
+
+
+@rule("vx.instances")
+def _instances(lo: FunctionLowering, op: ir.Operation) -> None:
+    lo.env[op.results[0]] = lo.i32(max(1, lo.instances))
+
+
+@rule("vx.require")
+def _require(lo: FunctionLowering, op: ir.Operation) -> None:
+    """A launch precondition. A Mosaic kernel has no status to report, so a clause over
+    Vec lengths and the instance count becomes a constraint of the export's dimension
+    variables (`jax.export` checks it when the artifact is called: a launch with more
+    instances than tiles is refused there); one the export cannot state is left to the
+    caller. Both are recorded in the manifest."""
+    clause = attr_str(op, "clause")
+    constraint = _constraint(lo, op.operands[0])
+    if constraint is True:
+        return  # holds for every call of this build
+    if constraint is False:
+        raise fail(
+            op,
+            f"the launch precondition `{clause}` is false for this build "
+            f"(--tpu-instances {lo.instances})",
+        )
+    if constraint is not None and constraint not in lo.constraints:
+        lo.constraints.append(constraint)
+    if clause not in lo.preconditions:
+        lo.preconditions.append(clause)
+
+
+_GE = {3: (1, 0, 0), 7: (1, 0, 0), 2: (1, 0, 1), 6: (1, 0, 1),  # sle/ule, slt/ult: rhs >= lhs (+1)
+       5: (0, 1, 0), 9: (0, 1, 0), 4: (0, 1, 1), 8: (0, 1, 1)}  # sge/uge, sgt/ugt  # fmt: skip
+
+
+def _constraint(lo: FunctionLowering, cond: ir.Value) -> str | bool | None:
+    """`cond` as a `jax.export` constraint (`A >= B` / `A == B`), True/False when it does
+    not depend on a Vec length, None when it is not an affine comparison of lengths."""
+    op = cond.owner
+    if not isinstance(op, ir.OpView | ir.Operation) or op.name != "arith.cmpi":
+        return None
+    pred = ir.IntegerAttr(op.attributes["predicate"]).value
+    a, b = (_dim_expr(lo, v) for v in op.operands)
+    if a is None or b is None:
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        return {0: a == b, 1: a != b, 2: a < b, 3: a <= b, 4: a > b, 5: a >= b,
+                6: a < b, 7: a <= b, 8: a > b, 9: a >= b}[pred]  # fmt: skip
+    if pred == 0:
+        return f"{a} == {b}"
+    if pred not in _GE:
+        return None
+    big, small, plus = _GE[pred]
+    x, y = (a, b)[big], (a, b)[small]
+    return f"{x} >= {y} + 1" if plus else f"{x} >= {y}"
+
+
+def _dim_expr(lo: FunctionLowering, v: ir.Value) -> str | int | None:
+    op = v.owner
+    if isinstance(v, ir.BlockArgument) or not isinstance(op, ir.OpView | ir.Operation):
+        return None
+    if op.name == "vx.len":
+        vec = op.operands[0]
+        if isinstance(vec, ir.BlockArgument) and vec.owner.owner == lo.vx:
+            p = lo.inputs[vec.arg_number]
+            return p.symbol or p.shape[0]
+        return None
+    if op.name == "vx.instances":
+        return max(1, lo.instances)
+    if op.name == "arith.constant":
+        return ir.IntegerAttr(op.attributes["value"]).value
+    if op.name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
+        return _dim_expr(lo, op.operands[0])
+    if op.name in ("arith.addi", "arith.subi", "arith.muli"):
+        x, y = (_dim_expr(lo, o) for o in op.operands)
+        if x is None or y is None:
+            return None
+        sign = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*"}[op.name]
+        if isinstance(x, int) and isinstance(y, int):
+            return {"+": x + y, "-": x - y, "*": x * y}[sign]
+        return f"({x} {sign} {y})"
+    return None
 
 
 @rule("func.return")
@@ -725,18 +848,23 @@ def _int_cast(lo: FunctionLowering, op: ir.Operation) -> None:
 def _scalar_arith(lo: FunctionLowering, op: ir.Operation) -> None:
     operands = [lo.env[v] for v in op.operands]
     types = [lo.scalar(r.type, op) for r in op.results]
-    attrs = {a.name: ir.Attribute.parse(str(a.attr), context=lo.ctx) for a in op.attributes}
+    attrs = {
+        name: ir.Attribute.parse(str(op.attributes[name]), context=lo.ctx) for name in op.attributes
+    }
     new = ir.Operation.create(op.name, types, operands, attrs)
     for r, n in zip(op.results, new.results, strict=True):
         lo.env[r] = n
 
 
-def lower_module(vx_module: ir.Module, ctx: ir.Context) -> list[Kernel]:
-    """Every kernel (defined, public function) of the vx module, lowered to Mosaic."""
+def lower_module(vx_module: ir.Module, ctx: ir.Context, instances: int = 0) -> list[Kernel]:
+    """Every kernel (defined, public function) of the vx module, lowered to Mosaic for a
+    launch of `instances` (0: a plain call)."""
+    if instances < 0:
+        raise fail(None, f"--tpu-instances must be >= 0 (0 = a plain call), got {instances}")
     kernels = []
     funcs = [op.operation for op in vx_module.body.operations if op.operation.name == "func.func"]
     for f in funcs:
         if len(f.regions[0].blocks) == 0:
             continue  # an extern declaration; its calls are reported where they are
-        kernels.append(FunctionLowering(f, ctx).run())
+        kernels.append(FunctionLowering(f, ctx, instances).run())
     return kernels

@@ -1,0 +1,1147 @@
+"""vx module -> PTX kernels for sm_90a / sm_100a.
+
+Lowering is a registry of rules keyed by op name (`RULES["vx.transfer"] = fn`); each
+rule reads its operands' lowered values and emits through the typed PTX builder.
+
+The kernel is one CTA per instance (`gridDim.x` = instances, `instance()` =
+`blockIdx.x`) of 128 threads: one warpgroup, so wgmma has its issuing unit and the 4
+warps cover TMEM's 128 lanes. The program runs in program order on every thread; one
+elected thread (thread 0) issues the TMA copies and, on sm_100a, the tcgen05.mma;
+every thread waits on the mbarriers. The Vx program already says what overlaps what
+(a `transfer_async` is issued before the `wait` of the previous tile), so the
+lowering keeps that order rather than re-deriving a producer/consumer split.
+
+Shared memory (one dynamic allocation, its base rounded up to 1024 bytes at run
+time): the allocator's rings at their offsets, then one 8-byte mbarrier per slot of
+every ring a TMA writes (initialised once), one for the MMA (sm_100a), and the 4
+bytes tcgen05.alloc writes the TMEM address to.
+
+A token is the ring's issue counter at issue time: slot = count % slots, and the
+phase parity of that slot's barrier is (count / slots) & 1.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from jaxlib.mlir import ir
+
+from vxc.backends.nvidia import tma
+from vxc.backends.nvidia.encoders import (
+    MMA_TYPES,
+    SWIZZLE_BYTES,
+    TmaLimit,
+    check_box,
+)
+from vxc.backends.nvidia.mma import ARCHES, THREADS, Acc, Common, MmaError, Operand
+from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Module, Reg, Sym
+from vxc.errors import Unsupported
+from vxc.ir import types as T
+from vxc.ir.ops import attr_int, attr_str
+
+MAX_DYNAMIC_SMEM = 232448  # 227 KiB: the opt-in per-block limit on sm_90 and sm_100
+BARRIER_BYTES = 8
+ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows x 128 B
+
+# The status word a kernel with `where` clauses writes (the CPU backend's codes).
+STATUS = {"VX_OK": 0, "VX_ERR_WHERE": 7}
+
+ACC_SPACE = {"h100": "REG", "b200": "TMEM"}
+ARCH = {"h100": "sm_90a", "b200": "sm_100a"}
+
+
+class NvidiaError(Unsupported, ValueError):
+    """A form the NVIDIA backends do not lower; the message says what and where."""
+
+
+def where(op: ir.Operation) -> str:
+    """`file:line:col: ` from an op's location, or '' when it has none."""
+    m = re.search(r'loc\("([^"]*)":(\d+):(\d+)', str(op.location))
+    return f"{m.group(1)}:{m.group(2)}:{m.group(3)}: " if m else ""
+
+
+# -- lowered values -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tile:
+    """A shared-memory tile's static facts: its ring and layout."""
+
+    ring: int
+    rows: int
+    cols: int
+    dtype: str
+    layout: str  # "sw128" (A operand) | "sw128T" (B operand, stored transposed) | "rowmajor"
+    offset: int
+    slots: int
+    slot_bytes: int
+
+    @property
+    def elem(self) -> int:
+        return _ELEM_BYTES[self.dtype]
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.cols * self.elem
+
+
+_ELEM_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "i32": 4}
+
+
+@dataclass
+class Scalar:
+    reg: Reg
+
+
+@dataclass
+class Global:
+    arg: int
+    row: Reg | None  # first row of the 2-D view this tile starts at (None: row 0)
+
+
+@dataclass(frozen=True)
+class VecArg:
+    arg: int
+
+
+@dataclass
+class Smem:
+    addr: Reg
+    tile: Tile
+
+
+@dataclass
+class Token:
+    count: Reg
+    tile: Tile
+
+
+@dataclass(frozen=True)
+class Zero:
+    tile: Tile
+
+
+@dataclass(frozen=True)
+class AccVal:
+    acc: Acc = field(hash=False, compare=False)
+    key: int = 0
+
+
+@dataclass(frozen=True)
+class Output:
+    index: int
+
+
+# -- the plan: what the whole function needs before the first instruction --------------
+
+
+@dataclass
+class TmaParam:
+    """One tensor-map kernel parameter and what the runtime needs to encode it."""
+
+    name: str
+    sym: Sym
+    source: str  # "arg" | "result"
+    index: int  # argument or result number
+    dtype: str
+    tile: tuple[int, int]
+    box: tuple[int, int]
+    swizzle: str
+    vec: bool
+
+    def to_json(self, arg_names: list[str]) -> dict:
+        d = {
+            "name": self.name,
+            "kind": "tensormap",
+            "source": self.source,
+            "index": self.index,
+            "dtype": self.dtype,
+            "tile": list(self.tile),
+            "box": list(self.box),
+            "swizzle": self.swizzle,
+        }
+        if self.source == "arg":
+            d["arg"] = arg_names[self.index]
+            d["arg_index"] = self.index
+            d["vec"] = self.vec
+        return d
+
+
+def _memref(t: ir.Type) -> ir.MemRefType | None:
+    inner = T.token_inner(t) if T.is_token(t) else t
+    return inner if isinstance(inner, ir.MemRefType) else None
+
+
+def _dtype(m: ir.MemRefType) -> str:
+    return str(m.element_type)
+
+
+class FunctionLowering:
+    def __init__(
+        self,
+        func: ir.Operation,
+        target: str,
+        kernel: Kernel,
+        helpers: dict[str, ir.Operation] | None = None,
+    ) -> None:
+        self.func, self.target, self.k = func, target, kernel
+        self.helpers = helpers or {}
+        self.returns: list[list[object]] = []  # results of the helpers being inlined
+        self.arch = ARCH[target]
+        self.name = ir.StringAttr(func.attributes["sym_name"]).value
+        self.values: dict[ir.Value, object] = {}
+        self.entry = func.regions[0].blocks[0]
+        self.arg_names = [
+            ir.StringAttr(ir.DictAttr(a)["vx.name"]).value
+            if "vx.name" in ir.DictAttr(a)
+            else f"arg{i}"
+            for i, a in enumerate(_arg_attrs(func))
+        ]
+        self.rings: dict[int, tuple[int, int, int]] = {}  # ring -> (offset, slots, slot_bytes)
+        self.roles: dict[int, set[str]] = {}
+        self.origin: dict[ir.Value, int] = {}
+        self.tma_rings: list[int] = []
+        self.tmaps: dict[tuple[str, int, str], TmaParam] = {}
+        self.ptr_params: dict[int, Sym] = {}
+        self.len_params: dict[int, Sym] = {}
+        self.scalar_params: dict[int, Sym] = {}
+        self.results: dict[ir.Value, int] = {}
+        self.tmem_end = 0
+        self.requires: list[str] = []  # the entry's `where` clauses (vx.require)
+        self.counters: dict[int, Reg] = {}
+        self.tmap_addr: dict[str, Reg] = {}
+
+    # -- planning ---------------------------------------------------------------------
+
+    def collect(self, block: ir.Block, out: list[ir.Operation], inlining: tuple[str, ...]) -> None:
+        """The ops of `block` in program order (pre-order), a helper's body right after
+        each call to it (helpers are inlined); extern calls are refused here."""
+        for op in block.operations:
+            op = op.operation
+            out.append(op)
+            if op.name == "func.call":
+                callee = self.helper_of(op, inlining)
+                self.collect(callee.regions[0].blocks[0], out, (*inlining, _sym(callee)))
+            for region in op.regions:
+                for b in region.blocks:
+                    self.collect(b, out, inlining)
+
+    def helper_of(self, op: ir.Operation, inlining: tuple[str, ...] = ()) -> ir.Operation:
+        """The private Vx function a call inlines, or a plain refusal."""
+        name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        callee = self.helpers.get(name)
+        if callee is None or not callee.regions[0].blocks:
+            _call(self, op)  # an extern: refused with the reason
+        if name in inlining:
+            raise NvidiaError(f"{where(op)}`{name}` calls itself; GPU targets inline helpers")
+        if "ring" in op.attributes:
+            raise NvidiaError(
+                f"{where(op)}call to `{name}`: a result placed in a scratchpad ring is not "
+                f"lowered on GPU targets (return an argument, or inline the helper by hand)"
+            )
+        inner: list[ir.Operation] = []
+        callee.walk(lambda o: (inner.append(o), ir.WalkResult.ADVANCE)[1])
+        if any("ring" in o.attributes and o.name.startswith("vx.") for o in inner):
+            raise NvidiaError(
+                f"{where(op)}helper `{name}` places tiles of its own in a scratchpad; GPU "
+                f"targets inline helpers into the kernel's layout, so only helpers without "
+                f"transfers of their own are lowered"
+            )
+        return callee
+
+    def plan(self) -> None:
+        ops: list[ir.Operation] = []
+        self.collect(self.entry, ops, ())
+        for op in ops:
+            name = op.name
+            if name == "func.call":
+                body = self.helper_of(op).regions[0].blocks[0]
+                for arg, v in zip(body.arguments, op.operands, strict=True):
+                    if v in self.origin:
+                        self.origin[arg] = self.origin[v]
+            if "ring" in op.attributes and name.startswith("vx."):
+                ring, space = attr_int(op, "ring"), attr_str(op, "space")
+                geo = (attr_int(op, "offset"), attr_int(op, "slots"), attr_int(op, "slot_bytes"))
+                if space == "VMEM" and ring >= 0:
+                    self.rings[ring] = geo
+                    for r in op.results:
+                        self.origin[r] = ring
+                elif space == "TMEM":
+                    self.tmem_end = max(self.tmem_end, (geo[0] + geo[1] * geo[2]) // 512)
+            if name == "vx.wait" and op.operands[0] in self.origin:
+                self.origin[op.results[0]] = self.origin[op.operands[0]]
+            if name == "scf.for":
+                body = op.regions[0].blocks[0]
+                for i, init in enumerate(list(op.operands)[3:]):
+                    if init in self.origin:
+                        self.origin[body.arguments[i + 1]] = self.origin[init]
+                        self.origin[op.results[i]] = self.origin[init]
+            if name == "vx.require":
+                self.requires.append(attr_str(op, "clause"))
+            if name == "func.return" and op.parent.operation == self.func:
+                for i, v in enumerate(op.operands):
+                    self.results[v] = i
+        for op in ops:
+            if op.name == "vx.matmul_acc":
+                for v, role in ((op.operands[1], "A"), (op.operands[2], "B")):
+                    if v in self.origin:
+                        self.roles.setdefault(self.origin[v], set()).add(role)
+            if op.name == "vx.transfer" and op.operands[0] in self.origin:
+                dst = attr_str(op, "space")
+                role = (
+                    "store" if dst == "HBM" else "acc" if dst == ACC_SPACE[self.target] else "other"
+                )
+                self.roles.setdefault(self.origin[op.operands[0]], set()).add(role)
+        for ring, roles in sorted(self.roles.items()):
+            if {"A", "B"} <= roles or ({"A", "B"} & roles and roles & {"store", "other"}):
+                raise NvidiaError(
+                    f"{self.name}: a shared-memory ring (ring {ring}) is used as "
+                    f"{' and '.join(sorted(roles))}; the NVIDIA backends give each ring one "
+                    f"layout (A operand, B operand, or row-major)"
+                )
+        # Parameters, in argument order, then results.
+        for op in ops:
+            if op.name in ("vx.transfer", "vx.transfer_async"):
+                self._plan_transfer(op)
+        for i, a in enumerate(self.entry.arguments):
+            if isinstance(a.type, ir.MemRefType):
+                m = ir.MemRefType(a.type)
+                if T.space_of(m) != "HBM":
+                    raise NvidiaError(f"{self.name}: argument {self.arg_names[i]} is not in HBM")
+                if len(m.shape) == 3 and m.shape[0] == T.DYNAMIC:
+                    self.len_params[i] = None  # filled in declare()
+                elif len(m.shape) != 2 or not m.has_static_shape:
+                    raise NvidiaError(
+                        f"{self.name}: argument {self.arg_names[i]} has type {m}; the NVIDIA "
+                        f"backends take 2-D tiles and Vecs of 2-D tiles"
+                    )
+            elif str(a.type) in ("i64", "index", "i32"):
+                self.scalar_params[i] = None
+            else:
+                raise NvidiaError(
+                    f"{self.name}: argument {self.arg_names[i]} of type {a.type} is not supported "
+                    f"by the NVIDIA backends"
+                )
+
+    def layout(self, ring: int) -> str:
+        roles = self.roles.get(ring, set())
+        return "sw128" if "A" in roles else "sw128T" if "B" in roles else "rowmajor"
+
+    def tile(self, op: ir.Operation, t: ir.Type) -> Tile:
+        m = _memref(t)
+        if m is None or len(m.shape) != 2 or not m.has_static_shape:
+            raise NvidiaError(f"{where(op)}{op.name}: the NVIDIA backends move 2-D static tiles")
+        dtype = _dtype(m)
+        if dtype not in _ELEM_BYTES:
+            raise NvidiaError(f"{where(op)}{op.name}: tiles of {dtype} are not supported")
+        ring = attr_int(op, "ring")
+        off, slots, slot_bytes = self.rings[ring]
+        return Tile(ring, m.shape[0], m.shape[1], dtype, self.layout(ring), off, slots, slot_bytes)
+
+    def _root_arg(self, v: ir.Value) -> int | None:
+        while isinstance(v, ir.OpResult) and v.owner.name == "vx.element":
+            v = v.owner.operands[0]
+        if isinstance(v, ir.BlockArgument) and v.owner == self.entry:
+            return v.arg_number
+        return None
+
+    def _plan_transfer(self, op: ir.Operation) -> None:
+        src, dst = attr_str(op, "from"), attr_str(op, "space")
+        if src == "HBM" and dst == "VMEM":
+            tile = self.tile(op, op.results[0].type)
+            arg = self._root_arg(op.operands[0])
+            if arg is None:
+                raise NvidiaError(f"{where(op)}{op.name}: the source is not a kernel argument")
+            if tile.layout == "sw128T":
+                if op.name == "vx.transfer_async":
+                    raise NvidiaError(
+                        f"{where(op)}the B operand of matmul_acc is loaded with `transfer_async`: "
+                        f"TMA cannot transpose it into the K-major layout the MMA reads; load "
+                        f"it with a blocking `transfer`"
+                    )
+                self.ptr_params[arg] = None
+                return
+            self._tmap("arg", arg, tile, op)
+            if tile.ring not in self.tma_rings:
+                self.tma_rings.append(tile.ring)
+        elif src == "VMEM" and dst == "HBM":
+            res = self.results.get(op.results[0])
+            if res is None:
+                raise NvidiaError(
+                    f"{where(op)}a transfer to HBM that is not the kernel's result: the NVIDIA "
+                    f"backends write HBM only through results"
+                )
+            m = _memref(op.results[0].type)
+            tile = Tile(-1, m.shape[0], m.shape[1], _dtype(m), "rowmajor", 0, 1, 0)
+            self._tmap("result", res, tile, op)
+
+    def _tmap(self, source: str, index: int, tile: Tile, op: ir.Operation) -> TmaParam:
+        key = (source, index, tile.layout)
+        if key in self.tmaps:
+            return self.tmaps[key]
+        if tile.layout == "sw128":
+            if (tile.cols * tile.elem) % SWIZZLE_BYTES:
+                raise NvidiaError(
+                    f"{where(op)}a matmul_acc operand row of {tile.cols * tile.elem} bytes: "
+                    f"the 128-byte swizzle needs a multiple of 128"
+                )
+            box, swizzle = (SWIZZLE_BYTES // tile.elem, tile.rows), "128B"
+        else:
+            box, swizzle = (tile.cols, tile.rows), "none"
+        try:
+            check_box(tile.dtype, box, swizzle)
+        except TmaLimit as e:
+            raise NvidiaError(f"{where(op)}{e}") from None
+        stem = self.arg_names[index] if source == "arg" else f"result{index}"
+        name = (
+            f"{stem}_tmap" if tile.layout != "rowmajor" or source == "result" else f"{stem}_tmap_rm"
+        )
+        vec = source == "arg" and len(ir.MemRefType(self.entry.arguments[index].type).shape) == 3
+        p = TmaParam(
+            name, Sym(name), source, index, tile.dtype, (tile.rows, tile.cols), box, swizzle, vec
+        )
+        self.tmaps[key] = p
+        return p
+
+    # -- declaration and prologue ----------------------------------------------------------
+
+    def declare(self) -> list[dict]:
+        """Kernel parameters in a stable order; returns their manifest entries."""
+        k, entries = self.k, []
+        for i in range(len(self.entry.arguments)):
+            name = self.arg_names[i]
+            for key in sorted(x for x in self.tmaps if x[0] == "arg" and x[1] == i):
+                p = self.tmaps[key]
+                k.param(p.name, "tensormap")
+                entries.append(p.to_json(self.arg_names))
+            if i in self.ptr_params:
+                self.ptr_params[i] = k.param(f"{name}_ptr", "u64")
+                m = ir.MemRefType(self.entry.arguments[i].type)
+                entries.append(
+                    {
+                        "name": f"{name}_ptr",
+                        "kind": "pointer",
+                        "arg": name,
+                        "arg_index": i,
+                        "dtype": _dtype(m),
+                        "shape": list(m.shape),
+                    }
+                )
+            if i in self.len_params:
+                self.len_params[i] = k.param(f"{name}_len", "u64")
+                entries.append(
+                    {
+                        "name": f"{name}_len",
+                        "kind": "u64",
+                        "arg": name,
+                        "arg_index": i,
+                        "value": "len",
+                    }
+                )
+            if i in self.scalar_params:
+                self.scalar_params[i] = k.param(name, "u64")
+                entries.append(
+                    {"name": name, "kind": "u64", "arg": name, "arg_index": i, "value": "scalar"}
+                )
+        for key in sorted(x for x in self.tmaps if x[0] == "result"):
+            p = self.tmaps[key]
+            k.param(p.name, "tensormap")
+            entries.append(p.to_json(self.arg_names))
+        self.status_param = None
+        if self.requires:
+            self.status_param = k.param("vx_status", "u64")
+            entries.append({"name": "vx_status", "kind": "status"})
+        return entries
+
+    def smem_layout(self) -> dict[str, int]:
+        tiles_end = max((o + s * b for o, s, b in self.rings.values()), default=0)
+        cursor = -(-tiles_end // 8) * 8
+        self.bar_index: dict[int, int] = {}
+        nbar = 0
+        for ring in self.tma_rings:
+            self.bar_index[ring] = nbar
+            nbar += self.rings[ring][1]
+        self.mma_bar = nbar if self.target == "b200" else None
+        nbar += 1 if self.target == "b200" else 0
+        layout = {"tiles": tiles_end, "barriers": cursor, "barrier_count": nbar}
+        cursor += nbar * BARRIER_BYTES
+        layout["tmem_slot"] = cursor if self.target == "b200" else -1
+        cursor += 4 if self.target == "b200" else 0
+        layout["bytes"] = cursor
+        layout["dynamic_smem"] = cursor + ALIGN  # room to align the base at run time
+        if layout["dynamic_smem"] > MAX_DYNAMIC_SMEM:
+            raise NvidiaError(
+                f"{self.name}: needs {layout['dynamic_smem']} bytes of shared memory "
+                f"(tiles {tiles_end}, barriers, alignment); the limit per CTA is {MAX_DYNAMIC_SMEM}"
+            )
+        self.layout_info = layout
+        return layout
+
+    def prologue(self) -> None:
+        k = self.k
+        tid = k.reg("b32")
+        k.ins("mov.u32", tid, Sym("%tid.x"))
+        warp = k.reg("b32")
+        k.ins("shr.u32", warp, tid, Imm(5))
+        leader = k.setp("eq", "u32", tid, Imm(0))
+        raw, base = k.reg("b32"), k.reg("b32")
+        k.ins("mov.u32", raw, Sym("vx_smem"))
+        k.ins("add.u32", base, raw, Imm(ALIGN - 1))
+        k.ins("and.b32", base, base, Imm(-ALIGN & 0xFFFFFFFF))
+        self.c = Common(tid, warp, leader, base)
+        self.mma = ARCHES[self.target](k, self.c)
+        for p in self.tmaps.values():
+            self.tmap_addr[p.name] = tma.tensormap_address(k, p.sym)
+        self.lens: dict[int, Reg] = {}
+        for i, sym in self.len_params.items():
+            r = k.reg("b64")
+            k.ins("ld.param.u64", r, Addr(sym))
+            self.lens[i] = r
+        self.ptrs: dict[int, Reg] = {}
+        for i, sym in self.ptr_params.items():
+            r = k.reg("b64")
+            k.ins("ld.param.u64", r, Addr(sym))
+            k.ins("cvta.to.global.u64", r, r)
+            self.ptrs[i] = r
+        self.scalars: dict[int, Reg] = {}
+        for i, sym in self.scalar_params.items():
+            r = k.reg("b64")
+            k.ins("ld.param.u64", r, Addr(sym))
+            if str(self.entry.arguments[i].type) == "i32":
+                narrow = k.reg("b32")
+                k.ins("cvt.u32.u64", narrow, r)
+                r = narrow
+            self.scalars[i] = r
+        lay = self.layout_info
+        self.bars = k.reg("b32")
+        k.ins("add.u32", self.bars, base, Imm(lay["barriers"]))
+        if lay["barrier_count"]:
+            skip = k.label("bar_init")
+            k.bra(skip, pred=leader, negate=True)
+            for n in range(lay["barrier_count"]):
+                tma.mbarrier_init(k, self.bars, n * BARRIER_BYTES)
+            k.ins("fence.mbarrier_init.release.cluster")
+            k.place(skip)
+        k.ins("bar.sync", Imm(0))
+        for ring in sorted(self.rings):
+            self.counters[ring] = k.mov("b32", Imm(0))
+        if self.target == "b200":
+            mma_bar, slot = k.reg("b32"), k.reg("b32")
+            k.ins("add.u32", mma_bar, self.bars, Imm(self.mma_bar * BARRIER_BYTES))
+            k.ins("add.u32", slot, base, Imm(lay["tmem_slot"]))
+            self.mma.setup(mma_bar, slot, self.tmem_end)
+        self.instance = k.reg("b32")
+        k.ins("mov.u32", self.instance, Sym("%ctaid.x"))
+        self.exit = k.label("exit")
+        if self.status_param is not None:
+            self.status = k.reg("b64")
+            k.ins("ld.param.u64", self.status, Addr(self.status_param))
+            k.ins("cvta.to.global.u64", self.status, self.status)
+
+    # -- driving ------------------------------------------------------------------------
+
+    def run(self) -> dict:
+        self.plan()
+        params = self.declare()
+        self.smem_layout()
+        self.prologue()
+        for i, a in enumerate(self.entry.arguments):
+            if i in self.lens:
+                self.values[a] = VecArg(i)
+            elif i in self.scalars:
+                self.values[a] = Scalar(self.scalars[i])
+            else:
+                self.values[a] = Global(i, None)
+        self.block(self.entry)
+        self.k.place(self.exit)
+        self.mma.teardown()
+        lay = self.layout_info
+        return {
+            "name": self.name,
+            "args": self.arg_names,
+            "params": params,
+            "block": [THREADS, 1, 1],
+            "grid": ["instances", 1, 1],
+            "dynamic_smem": lay["dynamic_smem"],
+            "smem_layout": {k: v for k, v in lay.items() if k != "dynamic_smem"},
+            "tmem_columns": self.mma.columns if self.target == "b200" else 0,
+            "results": self._result_entries(),
+            "requires": self.requires,
+            "status": STATUS if self.requires else {},
+        }
+
+    def _result_entries(self) -> list[dict]:
+        out = []
+        for key in sorted(x for x in self.tmaps if x[0] == "result"):
+            p = self.tmaps[key]
+            out.append({"index": p.index, "dtype": p.dtype, "shape": list(p.tile), "stacked": True})
+        return out
+
+    def block(
+        self, block: ir.Block, on_yield: Callable[[list[object]], None] | None = None
+    ) -> None:
+        for op in block.operations:
+            op = op.operation
+            if op.name == "scf.yield":
+                if on_yield is None:
+                    raise NvidiaError(f"{where(op)}scf.yield outside a loop or if")
+                on_yield([self.get(v) for v in op.operands])
+                continue
+            fn = RULES.get(op.name)
+            if fn is None:
+                raise NvidiaError(
+                    f"{where(op)}the {self.target} backend has no lowering for `{op.name}`"
+                )
+            try:
+                fn(self, op)
+            except (AttributeError, KeyError, TypeError) as e:
+                # An operand of a kind this rule does not take (say, a scalar where a
+                # tile is expected): a plain refusal naming the op, never a traceback.
+                raise NvidiaError(
+                    f"{where(op)}the {self.target} backend cannot lower this `{op.name}` "
+                    f"({type(e).__name__}: {e})"
+                ) from None
+
+    def get(self, v: ir.Value) -> object:
+        return self.values[v]
+
+    def set(self, v: ir.Value, lowered: object) -> None:
+        self.values[v] = lowered
+
+    # -- helpers the rules share ---------------------------------------------------------
+
+    def slot_address(self, tile: Tile, count: Reg) -> tuple[Reg, Reg | None]:
+        """(shared address of the slot `count` selects, its slot index or None)."""
+        k = self.k
+        addr = k.reg("b32")
+        if tile.slots == 1:
+            k.ins("add.u32", addr, self.c.base, Imm(tile.offset))
+            return addr, None
+        slot = k.reg("b32")
+        k.ins("rem.u32", slot, count, Imm(tile.slots))
+        k.ins("mad.lo.u32", addr, slot, Imm(tile.slot_bytes), self.c.base)
+        k.ins("add.u32", addr, addr, Imm(tile.offset))
+        return addr, slot
+
+    def barrier(self, tile: Tile, slot: Reg | None) -> Reg:
+        k = self.k
+        bar = k.reg("b32")
+        first = self.bar_index[tile.ring] * BARRIER_BYTES
+        if slot is None:
+            k.ins("add.u32", bar, self.bars, Imm(first))
+        else:
+            k.ins("mad.lo.u32", bar, slot, Imm(BARRIER_BYTES), self.bars)
+            k.ins("add.u32", bar, bar, Imm(first))
+        return bar
+
+    def next_count(self, ring: int) -> Reg:
+        """This issue's counter value (a copy), and the ring's counter advanced."""
+        k = self.k
+        count = k.mov("b32", self.counters[ring])
+        k.ins("add.u32", self.counters[ring], self.counters[ring], Imm(1))
+        return count
+
+    def issue_load(self, op: ir.Operation) -> Token:
+        src = self.get(op.operands[0])
+        if not isinstance(src, Global):
+            raise NvidiaError(f"{where(op)}{op.name}: the source is not an HBM tile")
+        tile = self.tile(op, op.results[0].type)
+        src_m = _memref(op.operands[0].type)
+        if tuple(src_m.shape) != (tile.rows, tile.cols):
+            raise NvidiaError(f"{where(op)}{op.name}: source and destination shapes differ")
+        count = self.next_count(tile.ring)
+        dst, slot = self.slot_address(tile, count)
+        if tile.layout == "sw128T":
+            if src.row is not None:
+                raise NvidiaError(f"{where(op)}a B operand taken from a Vec element")
+            tma.transposed_copy(
+                self.k,
+                self.c.tid,
+                THREADS,
+                self.ptrs[src.arg],
+                dst,
+                tile.rows,
+                tile.cols,
+                tile.elem,
+            )
+            return Token(count, tile)
+        p = self.tmaps[("arg", src.arg, tile.layout)]
+        if tile.layout == "sw128":
+            per = SWIZZLE_BYTES // tile.elem
+            boxes = [(j * tile.rows * SWIZZLE_BYTES, j * per, 0) for j in range(tile.cols // per)]
+        else:
+            boxes = [(0, 0, 0)]
+        row = src.row if src.row is not None else self.k.mov("b32", Imm(0))
+        bar = self.barrier(tile, slot)
+        tma.tma_load(
+            self.k, self.c.leader, bar, dst, self.tmap_addr[p.name], boxes, row, tile.nbytes
+        )
+        return Token(count, tile)
+
+    def wait(self, tok: Token) -> Smem:
+        k = self.k
+        dst, slot = self.slot_address(tok.tile, tok.count)
+        if tok.tile.layout == "sw128T":
+            return Smem(dst, tok.tile)  # the transposing copy completed at issue
+        bar = self.barrier(tok.tile, slot)
+        parity = k.reg("b32")
+        k.ins("div.u32", parity, tok.count, Imm(tok.tile.slots))
+        k.ins("and.b32", parity, parity, Imm(1))
+        tma.mbarrier_wait(k, bar, parity)
+        return Smem(dst, tok.tile)
+
+    def as_smem(self, v: object, op: ir.Operation) -> Smem:
+        if isinstance(v, Smem):
+            return v
+        if isinstance(v, Zero):
+            count = self.next_count(v.tile.ring)
+            dst, _ = self.slot_address(v.tile, count)
+            tma.fill_zero(self.k, self.c.tid, THREADS, dst, v.tile.nbytes)
+            return Smem(dst, v.tile)
+        raise NvidiaError(f"{where(op)}{op.name}: expected a shared-memory tile")
+
+    # -- values through loops and ifs ------------------------------------------------------
+
+    def carry(self, v: object) -> object:
+        """A copy of `v` in fresh registers (a loop-carried or if-joined value)."""
+        k = self.k
+        if isinstance(v, Scalar):
+            r = k.reg(v.reg.cls)
+            k.ins(f"mov.{_movty(r)}", r, v.reg)
+            return Scalar(r)
+        if isinstance(v, Token):
+            return Token(k.mov("b32", v.count), v.tile)
+        if isinstance(v, Smem):
+            return Smem(k.mov("b32", v.addr), v.tile)
+        if isinstance(v, Global) and v.row is not None:
+            return Global(v.arg, k.mov("b32", v.row))
+        return v
+
+    def assign(self, dst: object, src: object, op: ir.Operation) -> None:
+        k = self.k
+        pairs = list(zip(_regs(dst), _regs(src), strict=False))
+        if (
+            type(dst) is not type(src)
+            or len(_regs(dst)) != len(_regs(src))
+            or _static(dst) != _static(src)
+        ):
+            raise NvidiaError(
+                f"{where(op)}a loop-carried or if-joined value changes what it is "
+                f"({_describe(dst)} vs {_describe(src)})"
+            )
+        for d, s in pairs:
+            k.ins(f"mov.{_movty(d)}", d, s)
+
+    def parallel_assign(self, dsts: list[object], srcs: list[object], op: ir.Operation) -> None:
+        temps = [self.carry(s) for s in srcs]
+        for d, t in zip(dsts, temps, strict=True):
+            self.assign(d, t, op)
+
+
+def _movty(r: Reg) -> str:
+    return {"pred": "pred", "b16": "b16", "b32": "b32", "b64": "b64", "f32": "f32"}[r.cls]
+
+
+def _regs(v: object) -> list[Reg]:
+    if isinstance(v, Scalar):
+        return [v.reg]
+    if isinstance(v, Token):
+        return [v.count]
+    if isinstance(v, Smem):
+        return [v.addr]
+    if isinstance(v, Global) and v.row is not None:
+        return [v.row]
+    return []
+
+
+def _static(v: object) -> object:
+    if isinstance(v, Token | Smem):
+        return v.tile
+    if isinstance(v, Global):
+        return (v.arg, v.row is None)
+    if isinstance(v, AccVal):
+        return id(v.acc)
+    if isinstance(v, Scalar):
+        return v.reg.cls
+    return v
+
+
+def _describe(v: object) -> str:
+    return type(v).__name__
+
+
+def _arg_attrs(func: ir.Operation) -> list[ir.Attribute]:
+    n = len(func.regions[0].blocks[0].arguments)
+    if "arg_attrs" not in func.attributes:
+        return [ir.DictAttr.get({}) for _ in range(n)]
+    arr = ir.ArrayAttr(func.attributes["arg_attrs"])
+    return [arr[i] for i in range(n)]
+
+
+# -- the rules ------------------------------------------------------------------------------
+
+Rule = Callable[[FunctionLowering, ir.Operation], None]
+RULES: dict[str, Rule] = {}
+
+
+def rule(*names: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for n in names:
+            RULES[n] = fn
+        return fn
+
+    return register
+
+
+_INT_CLS = {"i1": "pred", "i32": "b32", "i64": "b64", "index": "b64"}
+
+
+def _cls(t: ir.Type, op: ir.Operation) -> str:
+    cls = _INT_CLS.get(str(t))
+    if cls is None:
+        raise NvidiaError(f"{where(op)}{op.name} on {t} is not supported by the NVIDIA backends")
+    return cls
+
+
+@rule("arith.constant")
+def _constant(fl: FunctionLowering, op: ir.Operation) -> None:
+    t = op.results[0].type
+    cls = _cls(t, op)
+    value = ir.IntegerAttr(op.attributes["value"]).value
+    if cls == "pred":
+        r = fl.k.setp("ne", "u32", fl.k.mov("b32", Imm(value & 1)), Imm(0))
+    else:
+        r = fl.k.mov(cls, Imm(value))
+    fl.set(op.results[0], Scalar(r))
+
+
+@rule("arith.index_cast", "arith.extsi", "arith.extui", "arith.trunci")
+def _cast(fl: FunctionLowering, op: ir.Operation) -> None:
+    src = fl.get(op.operands[0])
+    a, b = _cls(op.operands[0].type, op), _cls(op.results[0].type, op)
+    if a == b:
+        fl.set(op.results[0], src)
+        return
+    r = fl.k.reg(b)
+    signed = "u" if op.name == "arith.extui" else "s"
+    if b == "b64":
+        fl.k.ins(f"cvt.{signed}64.{signed}32", r, src.reg)
+    else:
+        fl.k.ins("cvt.u32.u64", r, src.reg)
+    fl.set(op.results[0], Scalar(r))
+
+
+_BINARY = {
+    "arith.addi": "add.s",
+    "arith.subi": "sub.s",
+    "arith.muli": "mul.lo.s",
+    "arith.divsi": "div.s",
+    "arith.divui": "div.u",
+    "arith.remsi": "rem.s",
+    "arith.remui": "rem.u",
+    "arith.andi": "and.b",
+    "arith.ori": "or.b",
+    "arith.xori": "xor.b",
+    "arith.minsi": "min.s",
+    "arith.maxsi": "max.s",
+}
+
+
+@rule(*_BINARY)
+def _binary(fl: FunctionLowering, op: ir.Operation) -> None:
+    cls = _cls(op.results[0].type, op)
+    if cls == "pred":
+        raise NvidiaError(f"{where(op)}{op.name} on i1 is not supported by the NVIDIA backends")
+    a, b = fl.get(op.operands[0]), fl.get(op.operands[1])
+    r = fl.k.reg(cls)
+    fl.k.ins(f"{_BINARY[op.name]}{cls[1:]}", r, a.reg, b.reg)
+    fl.set(op.results[0], Scalar(r))
+
+
+_CMP = ["eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"]
+
+
+@rule("arith.cmpi")
+def _cmpi(fl: FunctionLowering, op: ir.Operation) -> None:
+    pred = ir.IntegerAttr(op.attributes["predicate"]).value
+    cls = _cls(op.operands[0].type, op)
+    a, b = fl.get(op.operands[0]), fl.get(op.operands[1])
+    ty = ("s" if pred in (2, 3, 4, 5) else "u") + cls[1:]
+    if pred in (0, 1):
+        ty = "b" + cls[1:]
+    fl.set(op.results[0], Scalar(fl.k.setp(_CMP[pred], ty, a.reg, b.reg)))
+
+
+@rule("arith.select")
+def _select(fl: FunctionLowering, op: ir.Operation) -> None:
+    c, a, b = (fl.get(v) for v in op.operands)
+    cls = _cls(op.results[0].type, op)
+    r = fl.k.reg(cls)
+    fl.k.ins(f"selp.{cls}", r, a.reg, b.reg, c.reg)
+    fl.set(op.results[0], Scalar(r))
+
+
+@rule("vx.instance", "vx.instances")
+def _instance(fl: FunctionLowering, op: ir.Operation) -> None:
+    r32 = fl.instance if op.name == "vx.instance" else fl.k.reg("b32")
+    if op.name == "vx.instances":
+        fl.k.ins("mov.u32", r32, Sym("%nctaid.x"))
+    r = fl.k.reg("b64")
+    fl.k.ins("cvt.u64.u32", r, r32)
+    fl.set(op.results[0], Scalar(r))
+
+
+@rule("vx.require")
+def _require(fl: FunctionLowering, op: ir.Operation) -> None:
+    """A `where` clause of the launch: when false, the instance writes VX_ERR_WHERE to the
+    status word and skips its body (its result slab is left as it was). The clause is
+    uniform over the CTA, so every thread takes the same branch."""
+    k = fl.k
+    cond = fl.get(op.operands[0])
+    ok = k.label("where_ok")
+    k.bra(ok, pred=cond.reg)
+    code = k.mov("b32", Imm(STATUS["VX_ERR_WHERE"]))
+    k.ins("st.global.u32", Addr(fl.status), code, pred=fl.c.leader)
+    k.bra(fl.exit)
+    k.place(ok)
+
+
+@rule("vx.len")
+def _len(fl: FunctionLowering, op: ir.Operation) -> None:
+    v = fl.get(op.operands[0])
+    fl.set(op.results[0], Scalar(fl.lens[v.arg]))
+
+
+@rule("vx.element")
+def _element(fl: FunctionLowering, op: ir.Operation) -> None:
+    """Element i of a Vec of [R, C] tiles is rows i*R.. of the [len*R, C] 2-D view.
+    An index past the end reads zeros (TMA fills out-of-bounds boxes)."""
+    vec, idx = fl.get(op.operands[0]), fl.get(op.operands[1])
+    rows = _memref(op.results[0].type).shape[0]
+    lo, row = fl.k.reg("b32"), fl.k.reg("b32")
+    fl.k.ins("cvt.u32.u64", lo, idx.reg)
+    fl.k.ins("mul.lo.u32", row, lo, Imm(rows))
+    fl.set(op.results[0], Global(vec.arg, row))
+
+
+@rule("vx.zeros")
+def _zeros(fl: FunctionLowering, op: ir.Operation) -> None:
+    if attr_str(op, "space") != "VMEM":
+        raise NvidiaError(f"{where(op)}a new tensor outside shared memory")
+    fl.set(op.results[0], Zero(fl.tile(op, op.results[0].type)))
+
+
+@rule("vx.transfer_async")
+def _transfer_async(fl: FunctionLowering, op: ir.Operation) -> None:
+    if (attr_str(op, "from"), attr_str(op, "space")) != ("HBM", "VMEM"):
+        raise NvidiaError(
+            f"{where(op)}`transfer_async` from {attr_str(op, 'from')} to "
+            f"{attr_str(op, 'space')}: the NVIDIA backends issue async copies HBM -> VMEM (TMA)"
+        )
+    fl.set(op.results[0], fl.issue_load(op))
+
+
+@rule("vx.wait")
+def _wait(fl: FunctionLowering, op: ir.Operation) -> None:
+    fl.set(op.results[0], fl.wait(fl.get(op.operands[0])))
+
+
+@rule("vx.transfer")
+def _transfer(fl: FunctionLowering, op: ir.Operation) -> None:
+    src, dst = attr_str(op, "from"), attr_str(op, "space")
+    acc_space = ACC_SPACE[fl.target]
+    v = fl.get(op.operands[0])
+    if (src, dst) == ("HBM", "VMEM"):
+        fl.set(op.results[0], fl.wait(fl.issue_load(op)))
+    elif (src, dst) == ("VMEM", acc_space):
+        if not isinstance(v, Zero):
+            raise NvidiaError(
+                f"{where(op)}loading an accumulator from shared memory: the NVIDIA backends "
+                f"start accumulators from a new (zero) tensor only"
+            )
+        m = _memref(op.results[0].type)
+        if _dtype(m) != "f32" or len(m.shape) != 2:
+            raise NvidiaError(f"{where(op)}accumulators are 2-D f32 tiles")
+        column = attr_int(op, "offset") // 512 if dst == "TMEM" else 0
+        acc = fl.mma.new_acc(m.shape[0], m.shape[1], column)
+        fl.mma.zero(acc)
+        fl.set(op.results[0], AccVal(acc))
+    elif (src, dst) == (acc_space, "VMEM"):
+        if not isinstance(v, AccVal):
+            raise NvidiaError(f"{where(op)}expected an accumulator")
+        tile = fl.tile(op, op.results[0].type)
+        if tile.layout != "rowmajor" or tile.dtype != "f32":
+            raise NvidiaError(f"{where(op)}an accumulator copied into an MMA operand tile")
+        count = fl.next_count(tile.ring)
+        addr, _ = fl.slot_address(tile, count)
+        fl.mma.store(v.acc, addr)
+        fl.set(op.results[0], Smem(addr, tile))
+    elif (src, dst) == ("VMEM", "HBM"):
+        smem = fl.as_smem(v, op)
+        index = fl.results[op.results[0]]
+        p = fl.tmaps[("result", index, "rowmajor")]
+        row = fl.k.reg("b32")
+        fl.k.ins("mul.lo.u32", row, fl.instance, Imm(p.tile[0]))
+        tma.tma_store(fl.k, fl.c.leader, smem.addr, fl.tmap_addr[p.name], row)
+        fl.set(op.results[0], Output(index))
+    else:
+        raise NvidiaError(
+            f"{where(op)}a transfer from {src} to {dst} has no lowering on {fl.target}"
+        )
+
+
+@rule("vx.matmul_acc")
+def _matmul_acc(fl: FunctionLowering, op: ir.Operation) -> None:
+    acc = fl.get(op.operands[0])
+    if not isinstance(acc, AccVal):
+        raise NvidiaError(
+            f"{where(op)}matmul_acc accumulates into Memory::ACC on {fl.target} "
+            f"({ACC_SPACE[fl.target]}); transfer the accumulator there first"
+        )
+    a, b = fl.as_smem(fl.get(op.operands[1]), op), fl.as_smem(fl.get(op.operands[2]), op)
+    if a.tile.layout != "sw128" or b.tile.layout != "sw128T":
+        raise NvidiaError(f"{where(op)}matmul_acc operands are not in their MMA layouts")
+    if a.tile.dtype != b.tile.dtype:
+        raise NvidiaError(
+            f"{where(op)}matmul_acc operands of types {a.tile.dtype} and {b.tile.dtype}"
+        )
+    if a.tile.dtype not in MMA_TYPES:
+        raise NvidiaError(f"{where(op)}matmul_acc of {a.tile.dtype} operands")
+    if (acc.acc.m, acc.acc.n) != (a.tile.rows, b.tile.cols) or a.tile.cols != b.tile.rows:
+        raise NvidiaError(f"{where(op)}matmul_acc shapes do not agree")
+    kbytes = a.tile.cols * a.tile.elem
+    try:
+        fl.mma.matmul(
+            acc.acc,
+            Operand(a.addr, a.tile.rows, kbytes),
+            Operand(b.addr, b.tile.cols, kbytes),
+            a.tile.dtype,
+        )
+    except MmaError as e:
+        raise NvidiaError(f"{where(op)}{e}") from None
+
+
+@rule("scf.for")
+def _for(fl: FunctionLowering, op: ir.Operation) -> None:
+    k = fl.k
+    lb, ub, step = (fl.get(v) for v in list(op.operands)[:3])
+    inits = [fl.get(v) for v in list(op.operands)[3:]]
+    body = op.regions[0].blocks[0]
+    cls = lb.reg.cls
+    bits = cls[1:]
+    iv = k.reg(cls)
+    k.ins(f"mov.{cls}", iv, lb.reg)
+    carried = [fl.carry(v) for v in inits]
+    fl.set(body.arguments[0], Scalar(iv))
+    for a, c in zip(list(body.arguments)[1:], carried, strict=True):
+        fl.set(a, c)
+    head, end = k.label("for"), k.label("for_end")
+    k.place(head)
+    k.bra(end, pred=k.setp("ge", f"s{bits}", iv, ub.reg))
+    fl.block(body, lambda ys: fl.parallel_assign(carried, ys, op))
+    k.ins(f"add.s{bits}", iv, iv, step.reg)
+    k.bra(head)
+    k.place(end)
+    for r, c in zip(op.results, carried, strict=True):
+        fl.set(r, c)
+
+
+@rule("scf.if")
+def _if(fl: FunctionLowering, op: ir.Operation) -> None:
+    k = fl.k
+    cond = fl.get(op.operands[0])
+    els, end = k.label("else"), k.label("endif")
+    joined: list[object] = []
+
+    def first(ys: list[object]) -> None:
+        joined.extend(fl.carry(y) for y in ys)
+
+    k.bra(els, pred=cond.reg, negate=True)
+    fl.block(op.regions[0].blocks[0], first)
+    k.bra(end)
+    k.place(els)
+    if len(op.regions) > 1 and op.regions[1].blocks:
+        fl.block(op.regions[1].blocks[0], lambda ys: fl.parallel_assign(joined, ys, op))
+    k.place(end)
+    for r, j in zip(op.results, joined, strict=True):
+        fl.set(r, j)
+
+
+@rule("func.return")
+def _return(fl: FunctionLowering, op: ir.Operation) -> None:
+    if op.parent.name != "func.func":
+        raise NvidiaError(f"{where(op)}a return inside a branch is not lowered on GPU targets")
+    if op.parent.operation != fl.func:
+        fl.returns[-1].extend(fl.get(v) for v in op.operands)  # an inlined helper's results
+        return
+    for v in op.operands:
+        if not isinstance(fl.get(v), Output):
+            raise NvidiaError(f"{where(op)}a kernel returns tensors it wrote to HBM only")
+
+
+def _call(fl: FunctionLowering, op: ir.Operation) -> None:
+    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    raise NvidiaError(
+        f"{where(op)}call to extern `{callee}`: extern device functions need a linkable "
+        f"device library, and none exists for Vx on {fl.target} yet (Vx helpers are "
+        f"inlined; an extern function has no body to inline)"
+    )
+
+
+@rule("func.call")
+def _inline(fl: FunctionLowering, op: ir.Operation) -> None:
+    """A call to a Vx helper is inlined: its body is lowered with its arguments bound to
+    the call's operands (a tile stays where the caller put it)."""
+    body = fl.helper_of(op).regions[0].blocks[0]
+    for arg, v in zip(body.arguments, op.operands, strict=True):
+        fl.set(arg, fl.get(v))
+    fl.returns.append([])
+    fl.block(body)
+    results = fl.returns.pop()
+    for r, v in zip(op.results, results, strict=True):
+        fl.set(r, v)
+
+
+@rule("memref.memory_space_cast")
+def _space_cast(fl: FunctionLowering, op: ir.Operation) -> None:
+    fl.set(op.results[0], fl.get(op.operands[0]))
+
+
+def _sym(func: ir.Operation) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
+def _private(func: ir.Operation) -> bool:
+    vis = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes else None
+    return vis is not None and ir.StringAttr(vis).value == "private"
+
+
+# -- module -----------------------------------------------------------------------------------
+
+
+def lower_module(module: ir.Module, target: str) -> tuple[Module, list[dict]]:
+    """Every public func.func with a body becomes one `.entry`; (PTX module, manifest
+    entries)."""
+    if target not in ARCH:
+        raise NvidiaError(f"the NVIDIA backends build b200 and h100, not {target}")
+    ptx = Module(ARCH[target])
+    kernels = []
+    funcs = []
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "func.func":
+            raise NvidiaError(f"unexpected top-level op `{op.name}`")
+        funcs.append(op)
+    # Helpers (private) and extern declarations are reached through calls only.
+    helpers = {_sym(f): f for f in funcs if _private(f) or not f.regions[0].blocks}
+    for op in funcs:
+        if _sym(op) in helpers:
+            continue
+        kern = Kernel(_sym(op), ARCH[target], THREADS)
+        kernels.append(FunctionLowering(op, target, kern, helpers).run())
+        ptx.kernels.append(kern)
+    if not ptx.kernels:
+        raise NvidiaError("the module has no kernel to build")
+    return ptx, kernels

@@ -1,0 +1,367 @@
+"""Run a b200 / h100 artifact with cuda-python: load the fatbin, encode the tensor maps
+the manifest describes with cuTensorMapEncodeTiled, launch N instances (one CTA
+each), return the results as numpy arrays (stacked: N x tile).
+
+    art = vxc.runtime.load("out/stream_grid.h100.json")   # or the .fatbin beside it
+    acc = art.stream_grid(tiles, w)                       # one instance: (128, 128)
+    accs = art.stream_grid.launch(132, tiles, w)          # 132 instances: (132, 128, 128)
+    art.stream_grid.time(132, tiles, w, repeat=20)        # seconds per launch (CUDA events)
+
+On a machine without an NVIDIA GPU (or driver) every entry point raises `NoGpu`,
+whose message is one line saying so.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from vxc.backends.nvidia.encoders import TMA_DTYPES, TMA_SWIZZLE, TensorMap
+from vxc.backends.nvidia.manifest import Manifest
+
+# The compute capability each architecture's cubin runs on (the `a` variants run on
+# exactly that major.minor).
+CAPABILITY = {"sm_90a": (9, 0), "sm_100a": (10, 0)}
+NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32}
+
+
+class NoGpu(RuntimeError):
+    """No usable NVIDIA GPU here; the message is one line."""
+
+
+class CudaError(RuntimeError):
+    pass
+
+
+def _bf16():
+    try:
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    except ImportError:  # jax installs ml_dtypes; without it bf16 arrays cannot be built
+        return None
+
+
+def _driver():
+    try:
+        from cuda.bindings import driver
+    except ImportError as e:
+        raise NoGpu(f"no NVIDIA GPU runtime: cuda-python is not installed ({e})") from None
+    return driver
+
+
+def _check(result, what: str):
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        raise CudaError(f"{what} failed: {err}")
+    return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+def gpu_status() -> tuple[bool, str]:
+    """(usable, one line): whether a GPU and its driver answer here."""
+    try:
+        driver = _driver()
+        err = driver.cuInit(0)[0]
+    except NoGpu as e:
+        return False, str(e)
+    except Exception as e:  # noqa: BLE001 - libcuda missing is raised as a loader error
+        return (
+            False,
+            f"no NVIDIA GPU: the CUDA driver is not installed on this machine ({type(e).__name__})",
+        )
+    if int(err) != 0:
+        return False, f"no NVIDIA GPU: cuInit failed ({err})"
+    err, n = driver.cuDeviceGetCount()
+    if int(err) != 0 or n == 0:
+        return False, "no NVIDIA GPU: the driver reports no device"
+    return True, f"{n} NVIDIA GPU(s)"
+
+
+@dataclass
+class LaunchParam:
+    """One kernel parameter as the manifest describes it, for concrete arguments: what
+    to upload (`array`), the tensor map to encode over it, or a 64-bit value."""
+
+    name: str
+    kind: str  # "tensormap" | "pointer" | "u64" | "status"
+    arg_index: int | None = None  # the argument it comes from (None: a result / status)
+    array: np.ndarray | None = None
+    tensor_map: TensorMap | None = None
+    value: int | None = None
+
+
+def _dtype_of(dtype: str):
+    return _bf16() if dtype == "bf16" else NUMPY.get(dtype)
+
+
+def plan_launch(meta: dict, args, instances: int) -> list[LaunchParam]:
+    """The parameters of one launch of manifest kernel `meta` on `args` (numpy) as
+    `instances` CTAs, checked against the manifest; shared by the CUDA launch and the
+    tests' PTX simulator. Results are zero arrays stacked over the instances."""
+    if instances < 1:
+        raise ValueError(f"instances must be >= 1, got {instances}")
+    if len(args) != len(meta["args"]):
+        raise ValueError(
+            f"{meta['name']} takes {len(meta['args'])} arguments "
+            f"({', '.join(meta['args'])}), got {len(args)}"
+        )
+    out: list[LaunchParam] = []
+    for p in meta["params"]:
+        kind, index = p["kind"], p.get("arg_index")
+        a = np.asarray(args[index]) if index is not None else None
+        if kind in ("tensormap", "pointer") and index is not None:
+            want = _dtype_of(p["dtype"])
+            if want is None or a.dtype != np.dtype(want):
+                raise ValueError(f"{p['arg']} must be {p['dtype']}, got {a.dtype}")
+            a = np.ascontiguousarray(a)
+        if kind == "tensormap" and index is not None:
+            rows, cols = p["tile"]
+            if tuple(a.shape[-2:]) != (rows, cols) or a.ndim != (3 if p["vec"] else 2):
+                shape = ("n, " if p["vec"] else "") + f"{rows}, {cols}"
+                raise ValueError(f"{p['arg']} has shape {a.shape}, the kernel takes ({shape})")
+            tm = TensorMap(
+                p["dtype"],
+                (cols, a.size // cols),
+                (cols * a.itemsize,),
+                tuple(p["box"]),
+                p["swizzle"],
+            )
+            out.append(LaunchParam(p["name"], kind, index, a, tm))
+        elif kind == "tensormap":
+            rows, cols = p["tile"]
+            res = np.zeros((instances, rows, cols), dtype=NUMPY[p["dtype"]])
+            tm = TensorMap(
+                p["dtype"],
+                (cols, instances * rows),
+                (cols * res.itemsize,),
+                tuple(p["box"]),
+                p["swizzle"],
+            )
+            out.append(LaunchParam(p["name"], kind, None, res, tm))
+        elif kind == "pointer":
+            if tuple(a.shape) != tuple(p["shape"]):
+                raise ValueError(f"{p['arg']} has shape {a.shape}, the kernel takes {p['shape']}")
+            out.append(LaunchParam(p["name"], kind, index, a))
+        elif kind == "u64":
+            value = len(a) if p["value"] == "len" else int(a)
+            out.append(LaunchParam(p["name"], kind, index, value=value))
+        elif kind == "status":
+            out.append(LaunchParam(p["name"], kind, array=np.zeros(1, np.uint32)))
+        else:
+            raise ValueError(f"unknown parameter kind {kind!r} in the manifest")
+    for lp in out:
+        if lp.tensor_map is not None:
+            lp.tensor_map.check()
+    return out
+
+
+class CudaArtifact:
+    """A fatbin loaded on GPU 0: `artifact.<kernel>(...)` or `artifact.kernels[name]`."""
+
+    def __init__(self, fatbin: bytes, manifest: Manifest) -> None:
+        ok, why = gpu_status()
+        if not ok:
+            raise NoGpu(why)
+        self.d = d = _driver()
+        self.manifest = manifest
+        dev = _check(d.cuDeviceGet(0), "cuDeviceGet")
+        major = _check(
+            d.cuDeviceGetAttribute(
+                d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev
+            ),
+            "cuDeviceGetAttribute",
+        )
+        minor = _check(
+            d.cuDeviceGetAttribute(
+                d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev
+            ),
+            "cuDeviceGetAttribute",
+        )
+        want = CAPABILITY[manifest.arch]
+        if (major, minor) != want:
+            raise NoGpu(
+                f"this GPU is compute capability {major}.{minor}; a {manifest.target} artifact "
+                f"({manifest.arch}) runs on {want[0]}.{want[1]}"
+            )
+        self.ctx = _check(d.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+        _check(d.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
+        self.module = _check(d.cuModuleLoadData(fatbin), "cuModuleLoadData")
+        self.kernels = {k["name"]: CudaKernel(self, k) for k in manifest.kernels}
+
+    def __getattr__(self, name: str) -> CudaKernel:
+        kernels = self.__dict__.get("kernels", {})
+        if name in kernels:
+            return kernels[name]
+        raise AttributeError(f"artifact has no kernel '{name}' (kernels: {sorted(kernels)})")
+
+
+def load(path: str | Path) -> CudaArtifact:
+    """Load `x.<target>.json` and the fatbin it names (or the fatbin, with the .json
+    beside it). Raises `NoGpu` (one line) where no NVIDIA GPU answers."""
+    p = Path(path)
+    if p.suffix == ".fatbin":
+        p = p.with_suffix(".json")
+    manifest = Manifest.from_bytes(p.read_bytes())
+    return CudaArtifact((p.parent / manifest.fatbin).read_bytes(), manifest)
+
+
+class CudaKernel:
+    """One kernel of a loaded fatbin, launchable with numpy arguments."""
+
+    def __init__(self, artifact: CudaArtifact, meta: dict) -> None:
+        self.d = d = artifact.d
+        self.meta = meta
+        self.func = _check(
+            d.cuModuleGetFunction(artifact.module, meta["name"].encode()), "cuModuleGetFunction"
+        )
+        _check(
+            d.cuFuncSetAttribute(
+                self.func,
+                d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                self.meta["dynamic_smem"],
+            ),
+            "cuFuncSetAttribute",
+        )
+
+    # -- memory ------------------------------------------------------------------------
+
+    def _alloc(self, nbytes: int) -> int:
+        return int(_check(self.d.cuMemAlloc(max(nbytes, 16)), "cuMemAlloc"))
+
+    def _upload(self, a: np.ndarray) -> int:
+        a = np.ascontiguousarray(a)
+        ptr = self._alloc(a.nbytes)
+        _check(self.d.cuMemcpyHtoD(ptr, a.ctypes.data, a.nbytes), "cuMemcpyHtoD")
+        return ptr
+
+    def _tensor_map(self, spec: TensorMap, ptr: int) -> bytes:
+        d = self.d
+        spec.check()
+        tmap = _check(
+            d.cuTensorMapEncodeTiled(
+                d.CUtensorMapDataType(TMA_DTYPES[spec.dtype]),
+                len(spec.dims),
+                ptr,
+                [d.cuuint64_t(x) for x in spec.dims],
+                [d.cuuint64_t(x) for x in spec.strides],
+                [d.cuuint32_t(x) for x in spec.box],
+                [d.cuuint32_t(1)] * len(spec.box),
+                d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+                d.CUtensorMapSwizzle(TMA_SWIZZLE[spec.swizzle]),
+                d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            ),
+            "cuTensorMapEncodeTiled",
+        )
+        return ctypes.string_at(tmap.getPtr(), 128)
+
+    # -- launch ------------------------------------------------------------------------
+
+    def prepare(self, *args: np.ndarray, instances: int = 1):
+        """Upload the arguments, encode the maps; (kernel params, outputs, status, frees)."""
+        bufs, outs, frees, status = [], [], [], None
+        arg_ptrs: dict[int, int] = {}
+        for p in plan_launch(self.meta, args, instances):
+            if p.kind in ("tensormap", "pointer"):
+                if p.arg_index is not None:
+                    if p.arg_index not in arg_ptrs:
+                        arg_ptrs[p.arg_index] = self._upload(p.array)
+                    ptr = arg_ptrs[p.arg_index]
+                else:  # a result: stacked over the instances
+                    ptr = self._upload(p.array)
+                    frees.append(ptr)
+                    outs.append((p.array, ptr))
+                if p.kind == "tensormap":
+                    bufs.append(self._param_bytes(self._tensor_map(p.tensor_map, ptr)))
+                else:
+                    bufs.append(ctypes.c_uint64(ptr))
+            elif p.kind == "u64":
+                bufs.append(ctypes.c_uint64(p.value))
+            elif p.kind == "status":
+                status = self._upload(p.array)
+                frees.append(status)
+                bufs.append(ctypes.c_uint64(status))
+        frees += list(arg_ptrs.values())
+        return bufs, outs, status, frees
+
+    @staticmethod
+    def _param_bytes(raw: bytes):
+        buf = (ctypes.c_uint8 * 128).from_buffer_copy(raw)
+        return buf
+
+    def launch_raw(self, bufs, instances: int) -> None:
+        ptrs = (ctypes.c_void_p * len(bufs))(*[ctypes.addressof(b) for b in bufs])
+        self._keep = (bufs, ptrs)
+        block = self.meta["block"]
+        _check(
+            self.d.cuLaunchKernel(
+                self.func,
+                instances,
+                1,
+                1,
+                block[0],
+                block[1],
+                block[2],
+                self.meta["dynamic_smem"],
+                self.d.CUstream(0),
+                ctypes.addressof(ptrs),
+                0,
+            ),
+            "cuLaunchKernel",
+        )
+
+    def finish(self, outs, status, frees) -> list[np.ndarray]:
+        d = self.d
+        _check(d.cuCtxSynchronize(), "cuCtxSynchronize (the kernel faulted)")
+        if status is not None:
+            word = np.zeros(1, np.uint32)
+            _check(d.cuMemcpyDtoH(word.ctypes.data, status, 4), "cuMemcpyDtoH")
+            if int(word[0]):
+                codes = {v: k for k, v in self.meta["status"].items()}
+                raise CudaError(
+                    f"{self.meta['name']}: status {codes.get(int(word[0]), word[0])}: the launch "
+                    f"breaks `where {' and '.join(self.meta['requires'])}`"
+                )
+        results = []
+        for out, ptr in outs:
+            _check(d.cuMemcpyDtoH(out.ctypes.data, ptr, out.nbytes), "cuMemcpyDtoH")
+            results.append(out)
+        for ptr in frees:
+            d.cuMemFree(ptr)
+        return results
+
+    def run(self, instances: int, *args: np.ndarray) -> list[np.ndarray]:
+        bufs, outs, status, frees = self.prepare(*args, instances=instances)
+        self.launch_raw(bufs, instances)
+        return self.finish(outs, status, frees)
+
+    def launch(self, instances: int, *args: np.ndarray):
+        """`instances` CTAs; each result stacked along a new leading axis."""
+        res = self.run(instances, *args)
+        return res[0] if len(res) == 1 else tuple(res) if res else None
+
+    def __call__(self, *args: np.ndarray):
+        """One instance; results without the instance axis."""
+        res = [r[0] for r in self.run(1, *args)]
+        return res[0] if len(res) == 1 else tuple(res) if res else None
+
+    def time(self, instances: int, *args: np.ndarray, repeat: int = 10) -> float:
+        """Seconds per launch, measured with CUDA events over `repeat` launches after one
+        warm-up; the inputs are uploaded once."""
+        d = self.d
+        bufs, outs, status, frees = self.prepare(*args, instances=instances)
+        self.launch_raw(bufs, instances)
+        _check(d.cuCtxSynchronize(), "cuCtxSynchronize")
+        start = _check(d.cuEventCreate(0), "cuEventCreate")
+        stop = _check(d.cuEventCreate(0), "cuEventCreate")
+        _check(d.cuEventRecord(start, d.CUstream(0)), "cuEventRecord")
+        for _ in range(repeat):
+            self.launch_raw(bufs, instances)
+        _check(d.cuEventRecord(stop, d.CUstream(0)), "cuEventRecord")
+        _check(d.cuEventSynchronize(stop), "cuEventSynchronize")
+        ms = _check(d.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
+        self.finish(outs, status, frees)
+        return ms / 1000.0 / repeat

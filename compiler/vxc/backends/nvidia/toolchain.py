@@ -1,0 +1,174 @@
+"""ptxas, fatbinary and cuobjdump from the `nvidia-cuda-nvcc` / `-cuobjdump` /
+`-nvdisasm` wheels, found through the installed `nvidia` package (never PATH).
+
+Each tool runs in a private temporary directory on files with fixed names, so the
+outputs do not depend on where the build ran.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from vxc.errors import Unsupported
+
+# Per-thread register limit and the per-block shared-memory opt-in limit (sm_90, sm_100).
+MAX_REGISTERS = 255
+SM = {"sm_90a": "90a", "sm_100a": "100a"}
+
+
+class ToolchainError(Unsupported, RuntimeError):
+    """A CUDA tool is missing or rejected the code; the message carries its output."""
+
+
+def bin_dir() -> Path:
+    """site-packages/nvidia/cu13/bin of the installed wheels."""
+    try:
+        import nvidia  # namespace package of the nvidia-* wheels
+    except ImportError:
+        raise ToolchainError(
+            "the CUDA tool wheels are not installed (nvidia-cuda-nvcc, nvidia-cuda-cuobjdump, "
+            "nvidia-cuda-nvdisasm; see requirements.lock)"
+        ) from None
+    for root in nvidia.__path__:
+        for sub in ("cu13", "cu12", "cuda_nvcc"):
+            d = Path(root) / sub / "bin"
+            if (d / "ptxas").exists():
+                return d
+    raise ToolchainError("ptxas not found in the installed nvidia wheels")
+
+
+def tool(name: str) -> Path:
+    path = bin_dir() / name
+    if not path.exists():
+        raise ToolchainError(f"`{name}` not found in {bin_dir()} (is its wheel installed?)")
+    return path
+
+
+def _run(args: list[str], cwd: str) -> subprocess.CompletedProcess:
+    env = {"PATH": str(bin_dir()), "LC_ALL": "C"}  # cuobjdump finds nvdisasm beside it
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+@dataclass(frozen=True)
+class PtxasReport:
+    registers: int
+    spill_stores: int
+    spill_loads: int
+    stack: int
+    log: str
+
+
+def _report(log: str, kernel: str) -> PtxasReport:
+    m = re.search(
+        rf"Function properties for {re.escape(kernel)}\n\s*(\d+) bytes stack frame, "
+        rf"(\d+) bytes spill stores, (\d+) bytes spill loads",
+        log,
+    )
+    regs = re.search(
+        rf"Compiling entry function '{re.escape(kernel)}'.*?Used (\d+) registers", log, re.S
+    )
+    if not m or not regs:
+        raise ToolchainError(f"could not read ptxas -v output for {kernel}:\n{log}")
+    return PtxasReport(int(regs.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(1)), log)
+
+
+def ptxas(ptx: str, arch: str, kernels: list[str]) -> tuple[bytes, dict[str, PtxasReport]]:
+    """Assemble for `arch` with -v; refuse spills and more than 255 registers."""
+    with tempfile.TemporaryDirectory(prefix="vxc-ptxas-") as d:
+        Path(d, "kernel.ptx").write_text(ptx)
+        p = _run([str(tool("ptxas")), f"-arch={arch}", "-v", "kernel.ptx", "-o", "kernel.cubin"], d)
+        if p.returncode:
+            raise ToolchainError(f"ptxas -arch={arch} rejected the PTX:\n{p.stderr.strip()}")
+        cubin = Path(d, "kernel.cubin").read_bytes()
+    reports = {k: _report(p.stderr, k) for k in kernels}
+    for k, r in reports.items():
+        if r.spill_stores or r.spill_loads:
+            raise ToolchainError(
+                f"ptxas spilled registers in {k} ({r.spill_stores} bytes stored, "
+                f"{r.spill_loads} loaded); the backend keeps every kernel spill-free"
+            )
+        if r.registers > MAX_REGISTERS:
+            raise ToolchainError(f"{k} uses {r.registers} registers (limit {MAX_REGISTERS})")
+    return cubin, reports
+
+
+def fatbinary(cubin: bytes, ptx: str, arch: str) -> bytes:
+    """A fatbin with the cubin for `arch` and its PTX (for the driver's JIT)."""
+    sm = SM[arch]
+    with tempfile.TemporaryDirectory(prefix="vxc-fatbin-") as d:
+        Path(d, "kernel.cubin").write_bytes(cubin)
+        Path(d, "kernel.ptx").write_text(ptx)
+        p = _run(
+            [
+                str(tool("fatbinary")),
+                "--64",
+                "--create=kernel.fatbin",
+                f"--image3=kind=elf,sm={sm},file=kernel.cubin",
+                f"--image3=kind=ptx,sm={sm},file=kernel.ptx",
+            ],
+            d,
+        )
+        if p.returncode:
+            raise ToolchainError(f"fatbinary failed:\n{p.stderr.strip()}")
+        return Path(d, "kernel.fatbin").read_bytes()
+
+
+def sass(binary: bytes, suffix: str = "fatbin") -> str:
+    """`cuobjdump -sass` of a cubin or fatbin."""
+    with tempfile.TemporaryDirectory(prefix="vxc-sass-") as d:
+        name = f"kernel.{suffix}"
+        Path(d, name).write_bytes(binary)
+        p = _run([str(tool("cuobjdump")), "-sass", name], d)
+        if p.returncode:
+            raise ToolchainError(f"cuobjdump -sass failed:\n{p.stderr.strip()}")
+        return p.stdout
+
+
+def list_images(fatbin: bytes) -> str:
+    """`cuobjdump -lelf -lptx`: the images a fatbin holds."""
+    with tempfile.TemporaryDirectory(prefix="vxc-sass-") as d:
+        Path(d, "kernel.fatbin").write_bytes(fatbin)
+        p = _run([str(tool("cuobjdump")), "-lelf", "-lptx", "kernel.fatbin"], d)
+        if p.returncode:
+            raise ToolchainError(f"cuobjdump -lelf -lptx failed:\n{p.stderr.strip()}")
+        return p.stdout
+
+
+def extract_ptx(fatbin: bytes) -> str:
+    """The PTX image of a fatbin (`cuobjdump -xptx all`)."""
+    with tempfile.TemporaryDirectory(prefix="vxc-sass-") as d:
+        Path(d, "kernel.fatbin").write_bytes(fatbin)
+        p = _run([str(tool("cuobjdump")), "-xptx", "all", "kernel.fatbin"], d)
+        found = sorted(Path(d).glob("kernel.*.ptx"))
+        if p.returncode or len(found) != 1:
+            raise ToolchainError(f"cuobjdump -xptx found {len(found)} PTX images:\n{p.stderr}")
+        return found[0].read_text()
+
+
+# Instructions that must appear in the SASS of a kernel with TMA, mbarrier and MMA.
+EXPECTED_SASS = {
+    "sm_90a": ("UTMALDG", "SYNCS", "HGMMA"),
+    "sm_100a": ("UTMALDG", "SYNCS", "UTCHMMA"),
+}
+
+
+def missing_sass(text: str, arch: str) -> list[str]:
+    return [m for m in EXPECTED_SASS[arch] if m not in text]
+
+
+__all__ = [
+    "EXPECTED_SASS",
+    "PtxasReport",
+    "ToolchainError",
+    "bin_dir",
+    "extract_ptx",
+    "fatbinary",
+    "list_images",
+    "missing_sass",
+    "ptxas",
+    "sass",
+]

@@ -1,0 +1,60 @@
+"""Whether a function raises any solver obligation, decided without z3.
+
+The seam checker (checks/seams.py) proves three kinds of facts with z3: reads of a
+buffer that crossed a relaxed hop of the target plan or of a token before its `wait`
+(E6004), buffers with a value contract `assert(buf == v)` (E6004), and the `where`
+bounds of a callee (E6005). A function with none of these forms has nothing to prove,
+so `vxc.api` runs the seam checker (and imports z3) only for functions where this
+returns True. It errs on the side of True: the checker then proves nothing or reports.
+"""
+
+from __future__ import annotations
+
+from vxc.checks.placement import FnPlacement
+from vxc.frontend import ast as A
+from vxc.hir import types as T
+from vxc.hir.program import Function
+
+
+def _is_token(t: T.Type | None) -> bool:
+    return t is not None and isinstance(T.deref(t), T.TokenT)
+
+
+def needs_proof(fn: Function, placement: FnPlacement, functions: dict[str, Function]) -> bool:
+    if any(h.relaxed for node in placement.nodes.values() for h in node.hops):
+        return True  # a buffer crossed a relaxed seam
+    for s in A.walk_stmts(fn.decl.body):
+        if _token_as_tensor(s, fn):
+            return True
+        for top in (x for x in vars(s).values() if isinstance(x, A.Expr)):
+            for e in A.walk_expr(top):
+                if _obliges(e, functions):
+                    return True
+    return False
+
+
+def _token_as_tensor(s: A.Stmt, fn: Function) -> bool:
+    """A token returned, bound or assigned where a tensor is wanted: a read in flight."""
+    if isinstance(s, A.Return) and s.value is not None:
+        return _is_token(s.value.ty) and not _is_token(fn.ret)
+    if isinstance(s, A.Let | A.Assign) and s.vid in fn.vars:
+        return _is_token(s.value.ty) and not _is_token(fn.vars[s.vid].ty)
+    return False
+
+
+def _obliges(e: A.Expr, functions: dict[str, Function]) -> bool:
+    if isinstance(e, A.Transfer):
+        return _is_token(e.src.ty)  # a transfer reads its token's buffer in flight
+    if not isinstance(e, A.Call):
+        return False
+    callee = functions.get(e.callee)
+    if callee is None and e.callee == "assert":
+        return True  # a value contract, or a compile-time scalar fact
+    if callee is not None and callee.decl.where:
+        return True  # the callee's bounds are proved at this call
+    params = [p.ty for p in callee.params] if callee is not None else []
+    for i, a in enumerate(e.args):
+        want = params[i] if i < len(params) else None
+        if _is_token(a.ty) and not isinstance(want, T.TokenT):
+            return True  # a token read where its tensor is expected
+    return False

@@ -1,0 +1,320 @@
+"""The b200 / h100 backends end to end on this machine: vx -> PTX (golden), ptxas -v
+(no spills, registers and shared memory within limits), fatbinary, cuobjdump -sass
+(TMA, mbarrier and the architecture's MMA), manifest, determinism, and the
+programs the backends refuse with a plain message. ptxas, fatbinary and cuobjdump
+are the real tools from the wheels in requirements.lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from vxc import api
+from vxc.backends.nvidia import ptx_text, toolchain
+from vxc.backends.nvidia.lower import MAX_DYNAMIC_SMEM
+from vxc.backends.nvidia.manifest import Manifest
+from vxc.errors import Unsupported
+
+ROOT = Path(__file__).resolve().parents[3]
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE = os.environ.get("VX_UPDATE_GOLDEN") == "1"
+ARCH = {"h100": "sm_90a", "b200": "sm_100a"}
+KERNELS = ["stream", "stream_blocking", "stream_triple", "stream_grid", "stream_grid_blocking"]
+SOURCE = {k: ROOT / "kernels" / f"{k}.vx" for k in KERNELS}
+SOURCE["stream_grid_blocking"] = ROOT / "benchmarks" / "nvidia" / "stream_grid_blocking.vx"
+
+
+def _analysis(path: Path | str, text: str | None = None) -> api.Analysis:
+    data = text.encode() if text is not None else Path(path).read_bytes()
+    return api.analyze([api.Source(str(path), data)])
+
+
+def _build(target: str, path, text: str | None = None, emit: str = "artifact") -> dict[str, bytes]:
+    result = api.build(_analysis(path, text), target, emit)
+    assert result.ok, [d.message for d in result.diagnostics]
+    return result.outputs
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> dict[tuple[str, str], dict[str, bytes]]:
+    """Every kernel of kernels/ built for both targets once per session."""
+    out = {}
+    for target in ARCH:
+        for name in KERNELS:
+            out[(target, name)] = _build(target, SOURCE[name])
+    return out
+
+
+@pytest.mark.parametrize("target", ARCH)
+def test_golden_ptx_of_the_stream_kernel(target):
+    ptx = _build(target, "kernels/stream.vx", (ROOT / "kernels/stream.vx").read_text(), "target-ir")
+    text = ptx[f"stream.{target}.ptx"].decode()
+    golden = GOLDEN / f"stream.{target}.ptx"
+    if UPDATE:
+        golden.write_text(text)
+    assert text == golden.read_text(), "regenerate with VX_UPDATE_GOLDEN=1 and review the diff"
+
+
+@pytest.mark.parametrize("target", ARCH)
+@pytest.mark.parametrize("name", KERNELS)
+def test_ptxas_sass_and_manifest(artifacts, target, name):
+    arch = ARCH[target]
+    files = artifacts[(target, name)]
+    assert sorted(files) == [f"{name}.{target}.fatbin", f"{name}.{target}.json"]
+    fatbin = files[f"{name}.{target}.fatbin"]
+    images = toolchain.list_images(fatbin)
+    assert f"sm_{arch[3:]}.cubin" in images and f"sm_{arch[3:]}.ptx" in images, images
+    sass = toolchain.sass(fatbin)
+    assert toolchain.missing_sass(sass, arch) == [], sass[:2000]
+    other = "HGMMA" if target == "b200" else "UTCHMMA"
+    assert other not in sass
+    m = Manifest.from_bytes(files[f"{name}.{target}.json"])
+    assert (m.target, m.arch, m.fatbin) == (target, arch, f"{name}.{target}.fatbin")
+    (k,) = m.kernels
+    assert k["name"] == name and k["block"] == [128, 1, 1] and k["grid"][0] == "instances"
+    assert 0 < k["registers"] <= 255
+    assert k["dynamic_smem"] <= MAX_DYNAMIC_SMEM
+    assert k["tmem_columns"] == (128 if target == "b200" else 0)
+    kinds = [p["kind"] for p in k["params"]]
+    assert kinds.count("tensormap") == 2 and "pointer" in kinds  # tiles in, result out; w
+    tiles = next(p for p in k["params"] if p["kind"] == "tensormap" and p["source"] == "arg")
+    assert tiles["swizzle"] == "128B" and tiles["box"][1] == 128
+    assert tiles["box"][0] * {"f32": 4, "bf16": 2}[tiles["dtype"]] == 128
+
+
+def test_stream_manifest_fields(artifacts):
+    m = Manifest.from_bytes(artifacts[("b200", "stream")]["stream.b200.json"])
+    (k,) = m.kernels
+    assert k["args"] == ["tiles", "w"]
+    names = [p["name"] for p in k["params"]]
+    assert names == ["tiles_tmap", "tiles_len", "w_ptr", "result0_tmap"]
+    out = k["params"][-1]
+    assert (out["box"], out["swizzle"], out["tile"]) == ([128, 128], "none", [128, 128])
+    # Three 64 KiB rings (w, the two in-flight tiles); barriers for the two TMA slots and
+    # the MMA; the TMEM address; 1 KiB to align the base at run time.
+    lay = k["smem_layout"]
+    assert lay["tiles"] == 3 * 65536 and lay["barrier_count"] == 3
+    assert k["dynamic_smem"] == lay["bytes"] + 1024
+    assert k["results"] == [{"dtype": "f32", "index": 0, "shape": [128, 128], "stacked": True}]
+
+
+def test_manifest_round_trip(artifacts):
+    for files in artifacts.values():
+        raw = next(v for n, v in files.items() if n.endswith(".json"))
+        m = Manifest.from_bytes(raw)
+        assert m.to_bytes() == raw
+        assert json.loads(raw)["format"] == "vx-nvidia-1"
+    with pytest.raises(ValueError, match="not a vx-nvidia-1 manifest"):
+        Manifest.from_bytes(b'{"format": "vx-cpu-artifact"}')
+
+
+@pytest.mark.parametrize("target", ARCH)
+def test_fatbin_is_byte_identical_run_to_run(artifacts, target):
+    again = _build(target, ROOT / "kernels" / "stream_grid.vx")
+    assert again == artifacts[(target, "stream_grid")]
+
+
+def test_stream_grid_reads_its_share_and_checks_its_where_clause(artifacts):
+    m = Manifest.from_bytes(artifacts[("h100", "stream_grid")]["stream_grid.h100.json"])
+    (k,) = m.kernels
+    assert k["requires"] == ["instances() <= tiles.len()"]
+    assert k["params"][-1]["kind"] == "status" and k["status"]["VX_ERR_WHERE"] == 7
+    _, ptx, _ = ptx_text_of("h100", "stream_grid")
+    assert "%ctaid.x" in ptx and "%nctaid.x" in ptx and "VX" not in ptx.split("{", 1)[0]
+    tiles = next(p for p in k["params"] if p.get("arg") == "tiles" and p["kind"] == "tensormap")
+    assert tiles["dtype"] == "bf16" and tiles["box"] == [64, 128]
+
+
+def ptx_text_of(target: str, name: str):
+    from vxc.ir.from_hir import lower_program
+
+    checked = api.check_target(_analysis(ROOT / "kernels" / f"{name}.vx"), target)
+    return ptx_text(lower_program(checked))
+
+
+@pytest.mark.parametrize("target", ARCH)
+def test_tensor_maps_are_converted_with_cvta_param(target):
+    _, ptx, _ = ptx_text_of(target, "stream")
+    lines = ptx.splitlines()
+    for name in ("tiles_tmap", "result0_tmap"):
+        (i,) = [
+            n for n, line in enumerate(lines) if "mov.b64" in line and line.endswith(f"{name};")
+        ]
+        reg = lines[i].split()[1].rstrip(",")
+        assert "cvta.param.u64" in lines[i + 1] and lines[i + 1].endswith(f"{reg};")
+    assert ".param .align 64 .b8 tiles_tmap[128]" in ptx
+
+
+@pytest.mark.parametrize(("target", "other"), [("h100", "sm_100a"), ("b200", "sm_90a")])
+def test_one_architectures_mma_is_rejected_by_ptxas_for_the_other(target, other):
+    _, ptx, kernels = ptx_text_of(target, "stream")
+    retargeted = ptx.replace(f".target {ARCH[target]}", f".target {other}")
+    with pytest.raises(toolchain.ToolchainError) as e:
+        toolchain.ptxas(retargeted, other, [k["name"] for k in kernels])
+    mma = "wgmma" if target == "h100" else "tcgen05"
+    assert mma in str(e.value) and "not supported on .target" in str(e.value)
+
+
+def test_ptxas_spills_are_refused():
+    # A kernel that needs more live registers than ptxas may use at 128 threads x 255.
+    body = "\n".join(f"\tld.global.f32 %f{i}, [%rd0+{4 * i}];" for i in range(300))
+    body += "\n" + "\n".join(f"\tst.global.f32 [%rd0+{4 * i}], %f{i};" for i in range(300))
+    ptx = (
+        textwrap.dedent(
+            """\
+        .version 8.7
+        .target sm_90a
+        .address_size 64
+        .visible .entry spill(.param .u64 p)
+        .maxntid 1024, 1, 1
+        {
+        \t.reg .b64 %rd<1>;
+        \t.reg .f32 %f<300>;
+        \tld.param.u64 %rd0, [p];
+        """
+        )
+        + body
+        + "\n\tret;\n}\n"
+    )
+    with pytest.raises(toolchain.ToolchainError, match="spilled registers"):
+        toolchain.ptxas(ptx, "sm_90a", ["spill"])
+
+
+def test_the_tools_come_from_the_installed_wheels():
+    d = toolchain.bin_dir()
+    assert "site-packages" in str(d) and (d / "ptxas").is_file() and (d / "nvdisasm").is_file()
+
+
+BF16_K64 = """
+fn mm(tiles: &Vec<Tensor<bf16, [128, 64]>>, w: &Tensor<bf16, [64, 256]>) -> Tensor<f32, [128, 256]> on Topology::TensorCore {
+  let wv = transfer(w, Memory::VMEM);
+  let mut acc = transfer(Tensor<f32>([128, 256]), Memory::ACC);
+  for i in 0..tiles.len() {
+    let cur = transfer(tiles[i], Memory::VMEM);
+    matmul_acc(&mut acc, &cur, &wv);
+  }
+  return transfer(acc, Memory::HBM);
+}
+"""
+
+
+def test_bf16_operands_with_n_256_on_b200_use_kind_f16():
+    files = _build("b200", "mm.vx", BF16_K64)
+    sass = toolchain.sass(files["mm.b200.fatbin"])
+    assert "UTCHMMA" in sass
+    _, ptx, _ = ptx_of_text("b200", BF16_K64)
+    assert "tcgen05.mma.cta_group::1.kind::f16" in ptx
+    k = Manifest.from_bytes(files["mm.b200.json"]).kernels[0]
+    assert k["tmem_columns"] == 256
+
+
+def test_n_256_does_not_fit_hopper_registers_and_says_so():
+    with pytest.raises(
+        Unsupported, match=r"N = 256: N must be a multiple of 16 in \[16, 128\] on sm_90a"
+    ):
+        _build("h100", "mm.vx", BF16_K64)
+
+
+def ptx_of_text(target: str, text: str):
+    from vxc.ir.from_hir import lower_program
+
+    checked = api.check_target(_analysis("t.vx", text), target)
+    assert checked.ok, [d.message for d in checked.diagnostics]
+    return ptx_text(lower_program(checked))
+
+
+@pytest.mark.parametrize("target", ARCH)
+def test_seed_extern_matmul_acc_needs_a_device_library(target):
+    with pytest.raises(Unsupported) as e:
+        _build(target, ROOT / "kernels" / "seed.vx")
+    msg = str(e.value)
+    assert "call to extern `matmul_acc`" in msg
+    assert "extern device functions need a linkable device library" in msg
+
+
+ASYNC_B = """
+fn f(tiles: &Vec<Tensor<f32, [128, 128]>>, w: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]> on Topology::TensorCore {
+  let t = transfer_async(w, Memory::VMEM);
+  let wv = wait(t);
+  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+  let cur = transfer(tiles[0], Memory::VMEM);
+  matmul_acc(&mut acc, &cur, &wv);
+  return transfer(acc, Memory::HBM);
+}
+"""
+
+
+def test_async_b_operand_is_refused_plainly():
+    with pytest.raises(Unsupported, match="TMA cannot transpose"):
+        _build("h100", "f.vx", ASYNC_B)
+
+
+@pytest.mark.parametrize("target", ARCH)
+def test_tma_box_limits_are_a_diagnostic_before_ptxas(target):
+    text = (ROOT / "tests/golden/cases/E6012_box_dimension_over_256.vx").read_text()
+    result = api.build(_analysis("tall.vx", text), target)
+    assert not result.ok and not result.outputs
+    codes = {d.code for d in result.diagnostics}
+    assert codes == {"E6012"}
+    assert any("512" in d.message and "256" in d.message for d in result.diagnostics)
+
+
+@pytest.mark.parametrize("target", ARCH)
+def test_validate_passes_a_built_artifact_and_names_a_wrong_one(artifacts, target, tmp_path):
+    from vxc.backends.nvidia.validate import check_artifact
+
+    for name, data in artifacts[(target, "stream")].items():
+        (tmp_path / name).write_bytes(data)
+    assert check_artifact(tmp_path, target) == []
+    # The other architecture's fatbin under this target's name: caught by ptxas / SASS.
+    other = "b200" if target == "h100" else "h100"
+    (tmp_path / f"stream.{target}.fatbin").write_bytes(
+        artifacts[(other, "stream")][f"stream.{other}.fatbin"]
+    )
+    problems = check_artifact(tmp_path, target)
+    assert problems and all(p.startswith(f"stream.{target}.fatbin") for p in problems), problems
+
+
+HELPER = """
+fn acc_into(acc: &mut Tensor<f32, [128, 128]>, x: &Tensor<f32, [128, 128]>, w: &Tensor<f32, [128, 128]>) on Topology::TensorCore {
+  matmul_acc(acc, x, w);
+}
+fn uses_helpers(x: &Tensor<f32, [128, 128]>, w: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]> on Topology::TensorCore {
+  let xv = transfer(x, Memory::VMEM);
+  let wv = transfer(w, Memory::VMEM);
+  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+  acc_into(&mut acc, &xv, &wv);
+  return transfer(acc, Memory::HBM);
+}
+"""
+
+HELPER_WITH_TILES = """
+fn load(x: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]> on Topology::TensorCore {
+  let v = transfer(x, Memory::VMEM);
+  return transfer(v, Memory::HBM);
+}
+fn k(x: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]> on Topology::TensorCore {
+  return load(x);
+}
+"""
+
+
+@pytest.mark.parametrize("target", ARCH)
+def test_a_helper_is_inlined_into_the_kernel(target, tmp_path):
+    from vxc.backends.nvidia.validate import check_artifact
+
+    files = _build(target, "uses_helpers.vx", HELPER)
+    m = Manifest.from_bytes(files[f"uses_helpers.{target}.json"])
+    assert [k["name"] for k in m.kernels] == ["uses_helpers"]  # the helper is no entry
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    assert check_artifact(tmp_path, target) == []  # its matmul_acc is in the SASS
+
+
+def test_a_helper_with_tiles_of_its_own_is_refused_plainly():
+    with pytest.raises(Unsupported, match="places tiles of its own in a scratchpad"):
+        _build("h100", "k.vx", HELPER_WITH_TILES)

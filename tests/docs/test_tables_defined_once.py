@@ -1,0 +1,76 @@
+"""Targets, emit kinds, CPU levels and element types are each defined once, in Python
+(vxc/targets.py, vxc/elements.py); the CLI reads them, and the Bazel rules' copies of
+the lists (Starlark cannot import Python) must not drift from them."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from vxc import cli
+from vxc.backends.cpu import abi, codegen
+from vxc.elements import BY_MLIR, ELEMENTS
+from vxc.hir import types as HT
+from vxc.targets import CPU_LEVELS, EMITS, TARGET_NAMES
+from vxc.worker import action
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES = ROOT / "vx_rules"
+
+
+def _bzl_list(path: Path, pattern: str) -> list[str]:
+    m = re.search(pattern + r"\s*=\s*(\[[^\]]*\])", path.read_text())
+    assert m, f"{pattern} not found in {path}"
+    return ast.literal_eval(m.group(1))
+
+
+def test_vx_rules_targets_match_the_target_table():
+    flag = RULES / "private" / "target_flag.bzl"
+    assert _bzl_list(flag, r"(?m)^TARGETS") == list(TARGET_NAMES)
+    assert _bzl_list(RULES / "defs.bzl", r"vx_multi_kernel\(name, kernel, targets") == list(
+        TARGET_NAMES
+    )
+
+
+def test_vx_rules_cpu_levels_match_the_table():
+    bzl = _bzl_list(RULES / "private" / "target_flag.bzl", r"(?m)^CPUS")
+    assert sorted(bzl) == sorted(CPU_LEVELS)
+    default = re.search(
+        r'name = "cpu",.*?build_setting_default = "([^"]+)"',
+        (RULES / "BUILD.bazel").read_text(),
+        re.S,
+    )
+    assert default and default.group(1) in CPU_LEVELS
+    # The cpu backend knows the features of every named level.
+    assert set(codegen.X86_LEVELS) == set(CPU_LEVELS) - {"native"}
+
+
+def test_vx_rules_emit_kinds_match_the_table():
+    assert sorted(_bzl_list(RULES / "private" / "kernel.bzl", r"values")) == sorted(EMITS)
+
+
+def _choices(parser, command: str, option: str) -> tuple:
+    """The choices of `option` of sub-command `command` of an argparse parser."""
+    import argparse
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    p = sub.choices[command]
+    return tuple(next(a for a in p._actions if option in a.option_strings).choices)
+
+
+def test_the_cli_and_the_worker_read_the_tables():
+    parser = cli._parser()
+    assert _choices(parser, "build", "--target") == TARGET_NAMES
+    assert _choices(parser, "check", "--target") == TARGET_NAMES
+    assert _choices(parser, "build", "--emit") == EMITS
+    assert _choices(parser, "build", "--cpu") == CPU_LEVELS
+    assert _choices(action.PARSER, "build", "--emit") == EMITS
+    assert _choices(action.PARSER, "build", "--cpu") == CPU_LEVELS
+
+
+def test_element_maps_derive_from_the_element_table():
+    assert HT.SCALARS == {e.name: e.bytes for e in ELEMENTS}
+    assert HT.FLOATS == {"f16", "bf16", "f32", "f64"}
+    assert {m for m in abi.C_TYPES if m != "index"} == set(BY_MLIR)
+    assert abi.ELEMENT_BYTES == {**{e.mlir: e.bytes for e in ELEMENTS}, "index": 8}
