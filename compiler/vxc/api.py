@@ -222,9 +222,9 @@ def build(
     target: str,
     emit: str = "artifact",
     cpu: str = "native",
-    link: str = "cc",
     tpu_aot: str = "none",
     tpu_instances: int = 0,
+    link: str = "cc",
 ) -> BuildResult:
     """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files).
 

@@ -8,7 +8,7 @@ names the other (a call, or the same name twice). A function's front half and ch
 depend only on its component and the document's declarations (typecheck checks a
 helper per call site, so callers and callees both count), so each component is checked
 on its own, as a source in which every other function's lines are blank: line and
-column numbers, and the "at line N" in notes, are the document's own.
+column numbers, and the "at line N" / "at FILE:N" in notes, are the document's own.
 
 Each component's result is cached (a bounded LRU, the worker's `HirCache`) under its
 text, the line offsets between its items, and the declarations. A keystroke changes
@@ -166,8 +166,11 @@ def _shift(d: Diagnostic, move, path: str) -> Diagnostic:
     if move is None:
         return d
 
+    at_file = re.compile(rf"(?<={re.escape(path)}:)(\d+)")  # "declared at FILE:N"
+
     def text(s: str) -> str:
-        return _LINE_REF.sub(lambda m: f"line {move(int(m.group(1)))}", s)
+        s = _LINE_REF.sub(lambda m: f"line {move(int(m.group(1)))}", s)
+        return at_file.sub(lambda m: str(move(int(m.group(1)))), s)
 
     s = d.span
     if s.file == path:
