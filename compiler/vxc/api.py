@@ -229,12 +229,15 @@ def build(
     cpu: str = "native",
     tpu_aot: str = "none",
     tpu_instances: int = 0,
+    link: str = "cc",
 ) -> BuildResult:
     """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files).
 
     `cpu` picks the host CPU code is tuned for on the cpu target: `native` (this
     machine), or a named x86-64 level (`x86-64-v3`) that gives the same object on every
-    build machine, as shared build caches need.
+    build machine, as shared build caches need. `link` is "cc" (the cpu backend links
+    the shared library with `cc`) or "none" (the caller links it; Bazel does, with its
+    C++ toolchain).
     """
     import time
 
@@ -258,7 +261,7 @@ def build(
         from vxc.backends import emit_target
         from vxc.targets import BackendOptions
 
-        options = BackendOptions(cpu=cpu, tpu_aot=tpu_aot, tpu_instances=tpu_instances)
+        options = BackendOptions(cpu=cpu, tpu_aot=tpu_aot, tpu_instances=tpu_instances, link=link)
         result.outputs.update(emit_target(target, module, stem, emit, options))
     result.stats["emit_s"] = time.perf_counter() - t1
     return result

@@ -1,6 +1,7 @@
 """The check path stays light (`vxc check` cold start, docs/PERFORMANCE.md): checking a
 program, in process or through the CLI, never imports jax, jaxlib or llvmlite; z3 only
-when an obligation needs it (the seed raises none), protobuf only for the .vxhir cache."""
+when an obligation needs it (the seed raises none), protobuf only for the .vxhir cache;
+never the LSP library (pygls is for `vxc lsp` only)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 
 from clirun import KERNELS, ROOT
 
-HEAVY = ("jax", "jaxlib", "llvmlite", "z3", "google")
+HEAVY = ("jax", "jaxlib", "llvmlite", "z3", "google", "pygls", "lsprotocol")
 
 PROBE = """
 import json, sys

@@ -251,28 +251,6 @@ class _Placer(StmtVisitor):
         )
         return False
 
-    def _return_space(self, value: A.Expr) -> None:
-        """A host function's returned tensor lives where its result does (host memory),
-        on this target's machine: spaces compared through aliases (`HBM` is host memory
-        on the cpu target, a separate space on tpu). Lowering has no implicit move to
-        make them agree (a device helper may return its staged tile: instances of it
-        are placed where their caller uses them)."""
-        if self.fn.topology is not None:
-            return
-        want, got = self.fn.ret, T.deref(value.ty) if value.ty is not None else None
-        if not (isinstance(want, T.TensorT) and isinstance(got, T.TensorT)):
-            return
-        m = self.machine
-        if (m.space(want.space) or want.space) == (m.space(got.space) or got.space):
-            return
-        self.sink.emit(
-            "E0201",
-            f"`{self.fn.decl.name}` returns a tensor in `{want.space}`, but this one lives in "
-            f"`{got.space}` on this target",
-            value.span,
-            help=f"transfer it first: `transfer(..., Memory::{want.space})`",
-        )
-
     # ---- walk -----------------------------------------------------------------------
     def _block(self, block: A.Block, topo: str | None) -> None:
         for s in block.stmts:
@@ -290,7 +268,6 @@ class _Placer(StmtVisitor):
     def visit_return(self, s: A.Return, topo: str | None) -> None:
         if s.value is not None:
             self._expr(s.value, topo)
-            self._return_space(s.value)
 
     def visit_for(self, s: A.For, topo: str | None) -> None:
         self._expr(s.start, topo)
