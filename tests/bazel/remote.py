@@ -132,7 +132,11 @@ class Clone:
         return self.path / self.subdir if self.subdir else self.path
 
     def fresh(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        if self.root.exists():
+            # out of the way first: a Bazel server still winding down may write there
+            old = self.root.with_name(f"{self.root.name}.old-{time.monotonic_ns()}")
+            self.root.rename(old)
+            shutil.rmtree(old, ignore_errors=True)
         self.root.mkdir(parents=True)
         self.home.mkdir(parents=True, exist_ok=True)
 

@@ -73,20 +73,24 @@ def grid():
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    bot = None
+    bots = []
     try:
         wait_for_port(port, server, timeout=180)
-        bot = subprocess.Popen(
-            [
-                bot_python(),
-                str(ROOT / "tests" / "bazel" / "fixtures" / "reapi_bot.py"),
-                f"--server=127.0.0.1:{port}",
-                "--instance=main",
-                f"--work={REMOTE / 'bot'}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=open(REMOTE / "bot.log", "w"),
-        )
+        # Two bots, one lease each: Bazel runs --jobs=2 actions at a time.
+        for i in range(2):
+            bots.append(
+                subprocess.Popen(
+                    [
+                        bot_python(),
+                        str(ROOT / "tests" / "bazel" / "fixtures" / "reapi_bot.py"),
+                        f"--server=127.0.0.1:{port}",
+                        "--instance=main",
+                        f"--work={REMOTE / 'bot'}",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=open(REMOTE / f"bot{i}.log", "w"),
+                )
+            )
         path = copy_repository(REMOTE / "rex" / "vx")
         local = Clone(path, Path.home(), REMOTE / "rex" / "root-local", bazel)
         remote = Clone(path, Path.home(), REMOTE / "rex" / "root-remote", bazel)
@@ -96,7 +100,7 @@ def grid():
         for c in (local, remote):
             c.shutdown()
     finally:
-        if bot is not None:
+        for bot in bots:
             stop(bot)
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGTERM)
