@@ -160,7 +160,7 @@ class VxCompile:
             # A request this compiler version cannot serve yet is the user's to read,
             # not a crash (the CLI answers it the same way, exit 2).
             if self.unsupported is not None and isinstance(e, self.unsupported):
-                return 2, f"vxc: error: {e}\n"
+                return 2, f"vxc: error: {excerpt(e, 2000)}\n"
             raise
 
     def _hir(self, opts, ctx, srcs, machine) -> tuple[int, str]:
