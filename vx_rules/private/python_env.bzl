@@ -94,6 +94,14 @@ filegroup(
     ),
 )
 
+# The same site-packages on sys.path of py_test/py_binary callers of kernels
+# (@vx//:vxc_py depends on it; the interpreter is @vx//vx_rules:vx_python_toolchain).
+py_library(
+    name = "site_packages",
+    data = [":runtime"],
+    imports = ["venv/lib/python{minor}/site-packages"],
+)
+
 # Everything the lock installs (pytest, jax, scipy...): the runfiles of vx_test.
 filegroup(
     name = "runtime",
