@@ -81,9 +81,11 @@ def test_a_diagnostic_outside_the_input_is_an_internal_error():
         vxfuzz._validate([Diagnostic("E0002", "past the end", Span(vxfuzz.FILE, 9, 1))], src)
 
 
-# The benchmark forks its child (fast, and the parent has nothing to share); under
-# pytest the parent has threads of its own, which Python warns about on fork.
+# The benchmark forks its child (its parent imports no compiler); under pytest the
+# parent has threads of its own (JAX's), which Python and JAX warn about on fork. The
+# child here runs no build (build=False), so it touches nothing of JAX's.
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
 def test_benchmark_mode_runs_a_count_in_a_child_and_reports_stages(tmp_path):
     import importlib.util
     from pathlib import Path
