@@ -137,13 +137,14 @@ b build //hello:matmul ${bazel7_flags[*]} --config=cpu
 b test //... ${bazel7_flags[*]}
 testlogs="\$(b info ${bazel7_flags[*]} bazel-testlogs)"
 bin="\$(b info ${bazel7_flags[*]} bazel-bin)"
-test -f "\$testlogs/hello/matmul_test/test.xml"
+for t in matmul_test matmul_cc_test matmul_py_test; do test -f "\$testlogs/hello/\$t/test.xml"; done
 ls "\$bin/hello/matmul.cpu/"
 b shutdown
 echo "== the main repository under bzlmod (its own MODULE.bazel)"
 cd "$root"
 b test //... ${bazel7_flags[*]}
-test -f "\$(b info ${bazel7_flags[*]} bazel-testlogs)/kernels/stream_test/test.xml"
+testlogs="\$(b info ${bazel7_flags[*]} bazel-testlogs)"
+for t in stream_test stream_cc_test stream_py_test; do test -f "\$testlogs/kernels/\$t/test.xml"; done
 echo "bzlmod smoke test passed"
 INNER
 )
@@ -153,6 +154,10 @@ unshare -m bash -euo pipefail -c '
 C="$1"; root="$2"; cache="$3"; prefix="$4"; offline="$5"
 mount -t proc proc "$C/proc"
 mount --rbind /dev "$C/dev"
+# libtpu (tpu VxCompile actions) links tcmalloc, which counts CPUs through /sys: without
+# it the compiler aborts with "CHECK in NumCPUs".
+mkdir -p "$C/sys"
+mount --rbind /sys "$C/sys"
 for d in "$root" "$cache/pyenv" "$offline" "$prefix"; do
   mkdir -p "$C$d"
   mount --bind "$d" "$C$d"

@@ -16,6 +16,9 @@
     vx_multi_kernel(name, kernel, targets = ["cpu", "tpu", "b200", "h100"])
         Builds `kernel` for each target in one invocation (a split transition),
         each in its own configured output directory.
+    vx_cpu_only()
+        target_compatible_with for C/C++ callers of a kernel: under --config=cpu a
+        vx_kernel provides CcInfo; under another target such a caller is skipped.
 """
 
 load("//vx_rules/private:kernel.bzl", _vx_hir = "vx_hir", _vx_kernel_rule = "vx_kernel_rule", _vx_library = "vx_library")
@@ -60,3 +63,11 @@ def vx_test(name, kernel, srcs, data = [], **kwargs):
 def vx_multi_kernel(name, kernel, targets = _TARGETS, **kwargs):
     _check_targets(targets)
     _vx_multi_kernel_rule(name = name, kernel = kernel, targets = targets, **kwargs)
+
+def vx_cpu_only():
+    """target_compatible_with for a cc_* target that links a vx_kernel: compatible
+    under the cpu configuration only (other targets' artifacts are not C code)."""
+    return select({
+        str(Label("//vx_rules:is_cpu")): [],
+        "//conditions:default": [str(Label("//vx_rules:not_cpu_config"))],
+    })

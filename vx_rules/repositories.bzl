@@ -20,5 +20,9 @@ def vx_rules_dependencies(offline_stubs = True):
         if not native.existing_rule(name):
             offline_repository(name = name, kind = name)
 
-def vx_register_toolchains():
+def vx_register_toolchains(python = True):
+    """The Vx compiler toolchain and, unless python = False, the locked environment as
+    the Python toolchain (for py_test/py_binary callers of kernels, see docs/BAZEL.md)."""
     native.register_toolchains(str(Label("//vx_rules:vx_default_toolchain")))
+    if python:
+        native.register_toolchains(str(Label("//vx_rules:vx_python_toolchain")))

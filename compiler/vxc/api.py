@@ -1,10 +1,15 @@
 """The one compile API that the CLI, the worker and the tests drive.
 
-Pipeline: frontend (parse) -> hir (resolve, types, ownership, token linearity)
--> Analysis (target-independent, cacheable as .vxhir) -> checks (placement, seams,
-bounds, allocation; per target) -> ir (vx dialect) -> backends/<target>.
-Heavy modules (jaxlib, llvmlite) are imported only when a build needs them, so
-`vxc check` stays fast.
+Pipeline: frontend (parse) -> hir (resolve, types, one HIR per function instance,
+ownership, token linearity) -> Analysis (target-independent, cacheable as .vxhir)
+-> the target plan (checks/plan.py: routes, allocations and every op's attributes,
+computed once per target) -> seams and bounds with z3 (reading the plan's routes)
+-> ir (vx dialect, attributes copied from the plan, locations from spans)
+-> backends/<target>. Each per-target fact is computed in one place.
+Heavy modules are imported only when needed: jaxlib and llvmlite when a build needs
+them, z3 when a function raises a solver obligation, protobuf for the .vxhir cache,
+so `vxc check` stays fast. `render` and `vxc.outputs` are what the CLI and the worker
+share for diagnostics and output files.
 """
 
 from __future__ import annotations
@@ -224,12 +229,15 @@ def build(
     cpu: str = "native",
     tpu_aot: str = "none",
     tpu_instances: int = 0,
+    link: str = "cc",
 ) -> BuildResult:
     """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files).
 
     `cpu` picks the host CPU code is tuned for on the cpu target: `native` (this
     machine), or a named x86-64 level (`x86-64-v3`) that gives the same object on every
-    build machine, as shared build caches need.
+    build machine, as shared build caches need. `link` is "cc" (the cpu backend links
+    the shared library with `cc`) or "none" (the caller links it; Bazel does, with its
+    C++ toolchain).
     """
     import time
 
@@ -253,7 +261,7 @@ def build(
         from vxc.backends import emit_target
         from vxc.targets import BackendOptions
 
-        options = BackendOptions(cpu=cpu, tpu_aot=tpu_aot, tpu_instances=tpu_instances)
+        options = BackendOptions(cpu=cpu, tpu_aot=tpu_aot, tpu_instances=tpu_instances, link=link)
         result.outputs.update(emit_target(target, module, stem, emit, options))
     result.stats["emit_s"] = time.perf_counter() - t1
     return result

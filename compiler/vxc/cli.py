@@ -1,4 +1,4 @@
-"""`vxc`: check, build, explain. A thin driver over vxc.api (TOOLCHAIN.md's CLI contract).
+"""`vxc`: check, build, explain, lsp. A thin driver over vxc.api (TOOLCHAIN.md's CLI contract).
 
 Exit status: 0 no errors, 1 the program has errors, 2 bad usage or an internal
 failure (which prints a short bug report, never a bare traceback).
@@ -63,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--error-format", choices=("human", "json"), default="human")
     e = sub.add_parser("explain", help="explain a diagnostic code")
     e.add_argument("code")
+    s = sub.add_parser("lsp", help="run the language server (LSP over stdio) for editors")
+    s.add_argument(
+        "--target", choices=TARGET_NAMES, default="cpu", help="default target; a client may choose"
+    )
     return p
 
 
@@ -134,11 +138,19 @@ def _explain(args) -> int:
     return EXIT_OK
 
 
+def _lsp(args) -> int:
+    from vxc.lsp.server import serve  # imports pygls: only `vxc lsp` pays for it
+
+    return serve(args.target)
+
+
 def main(argv: list[str] | None = None) -> int:
     sys.setrecursionlimit(10_000)
     args = _parser().parse_args(argv)
     try:
-        return {"check": _check, "build": _build, "explain": _explain}[args.command](args)
+        return {"check": _check, "build": _build, "explain": _explain, "lsp": _lsp}[args.command](
+            args
+        )
     except UsageError as e:
         print(f"vxc: error: {e}", file=sys.stderr)
         return EXIT_USAGE

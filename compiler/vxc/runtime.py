@@ -299,10 +299,18 @@ class Artifact:
 
 
 def load(path: str | Path) -> Artifact:
-    """Load from the manifest (`x.cpu.json`) or the library (`x.cpu.so`) beside it; a
+    """Load from the manifest (`x.cpu.json`), the library (`x.cpu.so`) beside it, or the
+    artifact directory that holds them (what a Bazel vx_kernel's `$(rootpath)` names); a
     b200 / h100 artifact (`x.h100.json` or `.fatbin`) loads with the CUDA runtime of
     `vxc.backends.nvidia.runtime` (which says in one line when there is no GPU)."""
     p = Path(path)
+    if p.is_dir():
+        manifests = sorted(p.glob("*.cpu.json"))
+        if len(manifests) != 1:
+            raise FileNotFoundError(
+                f"expected one .cpu.json manifest in {p}, found {len(manifests)}"
+            )
+        p = manifests[0]
     if p.suffix == ".so":
         p = p.with_suffix(".json")
     if p.suffix == ".fatbin" or p.name.endswith((".b200.json", ".h100.json")):

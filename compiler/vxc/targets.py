@@ -47,11 +47,15 @@ class BackendOptions:
     topologies (comma-separated: v5e,v6e) libtpu compiles a tpu artifact for during the
     build, "none" for no check; `tpu_instances` is the launch grid a tpu artifact is built
     for (a Mosaic grid is static): 0 = a plain call (instance 0 of 1, results as declared),
-    N >= 1 = N instances with their results stacked (LANGUAGE.md 4.1)."""
+    N >= 1 = N instances with their results stacked (LANGUAGE.md 4.1); `link` says who
+    links the cpu artifact's shared library: "cc" (the backend, with `cc` on PATH: the
+    CLI) or "none" (the caller: Bazel links it with its C++ toolchain; the manifest names
+    it all the same)."""
 
     cpu: str = "native"
     tpu_aot: str = "none"
     tpu_instances: int = 0
+    link: str = "cc"
 
 
 TARGETS: dict[str, Target] = {

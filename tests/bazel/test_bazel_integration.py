@@ -196,7 +196,9 @@ def test_main_repository_bazel_test_passes(ws):
     try:
         p = main.run("test", "//...")
         assert "//kernels:stream_test" in p.stdout + p.stderr
-        assert (copy / "bazel-testlogs" / "kernels" / "stream_test" / "test.xml").is_file()
+        # C and Python callers link and load the kernel through ordinary deps.
+        for t in ("stream_test", "stream_cc_test", "stream_py_test"):
+            assert (copy / "bazel-testlogs" / "kernels" / t / "test.xml").is_file(), t
     finally:
         main.shutdown()
 
@@ -209,7 +211,26 @@ def test_examples_workspace_consumes_the_rules_in_workspace_mode(ws):
     ex.output_user_root = ws.output_user_root.parent / "root-examples"
     try:
         p = ex.run("test", "//...", "--symlink_prefix=/")
-        assert "//hello:matmul_test" in p.stdout + p.stderr
-        assert "1 test passes" in p.stdout + p.stderr
+        out = p.stdout + p.stderr
+        for t in ("matmul_test", "matmul_cc_test", "matmul_py_test"):
+            assert re.search(rf"//hello:{t} +PASSED", out), out[-3000:]
+        assert "3 tests pass" in out
     finally:
         ex.shutdown()
+
+
+def test_the_shared_library_is_linked_by_the_cpp_toolchain(ws):
+    """The cpu artifact's .so comes from the C++ toolchain's dynamic-library link action
+    (an absolute tool path, no PATH in its environment), not from `cc` on PATH inside
+    VxCompile; the compile action is told so (--link none)."""
+    ws.write()  # the workspace as the fixture made it (earlier tests edit its sources)
+    p = ws.run("aquery", "mnemonic('VxLinkShared', //k:stream)", "--config=cpu")
+    link = p.stdout.partition("Mnemonic: VxLinkShared")[2]
+    assert link, p.stdout[-3000:] + p.stderr[-3000:]
+    cmd = re.search(r"Command Line: \(exec (\S+)", link)
+    assert cmd and cmd.group(1).startswith("/"), link
+    assert "-shared" in link and "-Wl,-soname,stream.cpu.so" in link
+    assert "stream.cpu.o" in link and not re.search(r"\bPATH=", link)
+    ws.run("build", "//k:stream", "--config=cpu")
+    params = list((ws.dir / "bazel-bin" / "k" / "_stream.cpu").glob("*.params"))
+    assert params and "--link\nnone" in params[0].read_text()

@@ -157,3 +157,12 @@ def test_hir_action_on_former_encoder_crashes(worker, execroot, name, src, code)
         r = worker.call(build(out_dir=f"out/{name}.cpu", hir=f"out/{name}hir", src=f"k/{name}"))
         assert r.exit_code == 0, r.output
         assert len(os.listdir(execroot / "out" / f"{name}.cpu")) == 4
+
+
+def test_huge_target_name_is_quoted_by_an_excerpt(worker):
+    assert worker.call(HIR).exit_code == 0
+    args = build()
+    args[args.index("cpu")] = "t" * 5_000_000
+    r = worker.call(args)
+    plain_error(r, "unknown target", "more characters")
+    assert len(r.output) < 5000

@@ -1,13 +1,14 @@
 """vx_kernel's private rules: the checked HIR (one configuration for all targets)
 and the per-target build, both VxCompile actions."""
 
+load(":cc.bzl", "CC_ATTRS", "CC_TOOLCHAIN_TYPE", "cc_toolchain_and_features", "kernel_cc_info", "link_shared_library")
 load(":providers.bzl", "VxHirInfo", "VxKernelInfo", "VxSourcesInfo")
 load(":target_flag.bzl", "HIR_CONFIG_TARGET", "TARGETS", "VxCpuInfo", "VxTargetInfo", "hir_transition")
 load(":toolchain.bzl", "TOOLCHAIN_TYPE")
 
 # The action environment is explicit (no use_default_shell_env): the client's PATH
-# never enters an action key. PATH is pinned to the system directories because the
-# CPU backend links its optional shared library with the system's `cc`.
+# never enters an action key. No action runs a tool from PATH (the cpu shared library
+# is linked by the C++ toolchain, see cc.bzl); PATH is pinned all the same.
 def action_env(tc):
     return {
         "PATH": "/usr/bin:/bin",
@@ -96,6 +97,33 @@ vx_hir = rule(
     doc = "The checked HIR (.vxhir) of a kernel's sources: target-independent, cacheable.",
 )
 
+# A copy into the artifact directory, by the toolchain's interpreter (not `cp` on PATH).
+_COPY = "import shutil, sys; [shutil.copyfile(f, sys.argv[1] + '/' + f.rsplit('/', 1)[-1]) for f in sys.argv[2:]]"
+
+def _cpu_artifact(ctx, tc, target, out_dir):
+    """The cpu artifact as files: VxCompile writes the object, header and manifest (with
+    --link none), the C++ toolchain links the shared library and archives the object for
+    CcInfo, and the four files are copied into the artifact directory vx_test reads."""
+    stem = ctx.files.srcs[0].basename[:-len(".vx")]
+    files = {
+        ext: ctx.actions.declare_file("_%s.%s/%s.%s.%s" % (ctx.label.name, target, stem, target, ext))
+        for ext in ["o", "h", "json", "so"]
+    }
+    cc_toolchain, features = cc_toolchain_and_features(ctx)
+    link_shared_library(ctx, cc_toolchain, features, files["o"], files["so"])
+    cc_info = kernel_cc_info(ctx, cc_toolchain, features, files["o"], files["h"], "%s.%s" % (ctx.label.name, target))
+    ctx.actions.run(
+        executable = tc.interpreter,
+        arguments = ["-S", "-c", _COPY, out_dir.path] + [files[e].path for e in ["o", "h", "json", "so"]],
+        inputs = files.values(),
+        tools = depset([tc.interpreter], transitive = [tc.compiler_runtime]),
+        outputs = [out_dir],
+        mnemonic = "VxArtifact",
+        progress_message = "Collecting %s" % out_dir.short_path,
+        env = action_env(tc),
+    )
+    return [files["o"], files["h"], files["json"]], files, cc_info
+
 def _vx_kernel_impl(ctx):
     tc = ctx.toolchains[TOOLCHAIN_TYPE].vx
     target = ctx.attr._target[VxTargetInfo].target
@@ -104,6 +132,11 @@ def _vx_kernel_impl(ctx):
     hir = ctx.attr.hir[VxHirInfo]
     srcs, machine = _sources(ctx)
     out_dir = ctx.actions.declare_directory("%s.%s" % (ctx.label.name, target))
+    cpu_artifact = target == "cpu" and ctx.attr.emit == "artifact"
+    if cpu_artifact:
+        outputs, files, cc_info = _cpu_artifact(ctx, tc, target, out_dir)
+    else:
+        outputs, files, cc_info = [out_dir], {}, CcInfo()
     args = ctx.actions.args()
     args.add("build")
     args.add("--hir", hir.hir)
@@ -116,11 +149,18 @@ def _vx_kernel_impl(ctx):
         args.add("--tpu-aot", "v5e,v6e")
     if target == "tpu" and ctx.attr.tpu_instances:
         args.add("--tpu-instances", str(ctx.attr.tpu_instances))
-    args.add_all([out_dir], before_each = "--out-dir", expand_directories = False)
+    if cpu_artifact:
+        args.add("--link", "none")
+        args.add("--out-dir", files["o"].dirname)
+    else:
+        args.add_all([out_dir], before_each = "--out-dir", expand_directories = False)
     inputs = [hir.hir] + srcs.to_list() + ([machine] if machine else [])
-    _run_vxcompile(ctx, tc, args, inputs, [out_dir], "VxCompile %s for %s (%s)" % (ctx.label, target, ctx.attr.emit))
+    _run_vxcompile(ctx, tc, args, inputs, outputs, "VxCompile %s for %s (%s)" % (ctx.label, target, ctx.attr.emit))
     return [
-        DefaultInfo(files = depset([out_dir])),
+        # The artifact directory is the one file, so $(rootpath) names it (py_test).
+        DefaultInfo(files = depset([out_dir]), runfiles = ctx.runfiles(files = [out_dir])),
+        # cc_* callers link the kernel (cpu artifact); empty for other targets and emits.
+        cc_info,
         VxKernelInfo(
             name = ctx.label.name,
             target = target,
@@ -135,7 +175,7 @@ def _vx_kernel_impl(ctx):
 vx_kernel_rule = rule(
     implementation = _vx_kernel_impl,
     attrs = dict(
-        _COMMON_ATTRS,
+        _COMMON_ATTRS.items() + CC_ATTRS.items(),
         hir = attr.label(mandatory = True, providers = [VxHirInfo]),
         emit = attr.string(
             default = "artifact",
@@ -150,8 +190,10 @@ vx_kernel_rule = rule(
         _target = attr.label(default = Label("//vx_rules:target")),
         _cpu = attr.label(default = Label("//vx_rules:cpu")),
     ),
-    toolchains = [TOOLCHAIN_TYPE],
-    doc = "One kernel compiled for the configured target (//vx_rules:target).",
+    toolchains = [TOOLCHAIN_TYPE, CC_TOOLCHAIN_TYPE],
+    fragments = ["cpp"],
+    doc = "One kernel compiled for the configured target (//vx_rules:target); for the cpu " +
+          "artifact also CcInfo, so cc_binary/cc_test/cc_library deps link it.",
 )
 
 def _vx_library_impl(ctx):

@@ -40,6 +40,7 @@ from vxc.frontend import ast as A
 from vxc.hir import types as T
 from vxc.hir.liveness import build_cfg, children, makes_buffer
 from vxc.hir.program import Function
+from vxc.hir.visit import StmtVisitor
 
 __all__ = [
     "Alloc",
@@ -208,7 +209,7 @@ class _Size:
     used: list[str]
 
 
-class _Placer:
+class _Placer(StmtVisitor):
     def __init__(
         self, fn: Function, machine: Machine, functions: dict[str, Function], sink: DiagnosticSink
     ):
@@ -250,54 +251,38 @@ class _Placer:
         )
         return False
 
-    def _return_space(self, value: A.Expr) -> None:
-        """A host function's returned tensor lives where its result does (host memory),
-        on this target's machine: spaces compared through aliases (`HBM` is host memory
-        on the cpu target, a separate space on tpu). Lowering has no implicit move to
-        make them agree (a device helper may return its staged tile: instances of it
-        are placed where their caller uses them)."""
-        if self.fn.topology is not None:
-            return
-        want, got = self.fn.ret, T.deref(value.ty) if value.ty is not None else None
-        if not (isinstance(want, T.TensorT) and isinstance(got, T.TensorT)):
-            return
-        m = self.machine
-        if (m.space(want.space) or want.space) == (m.space(got.space) or got.space):
-            return
-        self.sink.emit(
-            "E0201",
-            f"`{self.fn.decl.name}` returns a tensor in `{want.space}`, but this one lives in "
-            f"`{got.space}` on this target",
-            value.span,
-            help=f"transfer it first: `transfer(..., Memory::{want.space})`",
-        )
-
     # ---- walk -----------------------------------------------------------------------
     def _block(self, block: A.Block, topo: str | None) -> None:
         for s in block.stmts:
             self._stmt(s, topo)
 
     def _stmt(self, s: A.Stmt, topo: str | None) -> None:
-        match s:
-            case A.Let() | A.Assign():
-                self._expr(s.value, topo)
-            case A.ExprStmt():
-                self._expr(s.expr, topo)
-            case A.Return() if s.value is not None:
-                self._expr(s.value, topo)
-                self._return_space(s.value)
-            case A.For():
-                self._expr(s.start, topo)
-                self._expr(s.end, topo)
-                self._block(s.body, topo)
-            case A.If():
-                self._expr(s.cond, topo)
-                self._block(s.then, topo)
-                if s.orelse:
-                    self._block(s.orelse, topo)
-            case A.Spawn():
-                if self._topology_known(s.topology, s.span):
-                    self._block(s.body, s.topology)
+        self.visit(s, topo)
+
+    def visit_binding(self, s: A.Let | A.Assign, topo: str | None) -> None:
+        self._expr(s.value, topo)
+
+    def visit_expr_stmt(self, s: A.ExprStmt, topo: str | None) -> None:
+        self._expr(s.expr, topo)
+
+    def visit_return(self, s: A.Return, topo: str | None) -> None:
+        if s.value is not None:
+            self._expr(s.value, topo)
+
+    def visit_for(self, s: A.For, topo: str | None) -> None:
+        self._expr(s.start, topo)
+        self._expr(s.end, topo)
+        self._block(s.body, topo)
+
+    def visit_if(self, s: A.If, topo: str | None) -> None:
+        self._expr(s.cond, topo)
+        self._block(s.then, topo)
+        if s.orelse:
+            self._block(s.orelse, topo)
+
+    def visit_spawn(self, s: A.Spawn, topo: str | None) -> None:
+        if self._topology_known(s.topology, s.span):
+            self._block(s.body, s.topology)  # the block's code runs on its own topology
 
     def _expr(self, e: A.Expr, topo: str | None) -> None:
         for child in children(e):

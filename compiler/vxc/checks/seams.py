@@ -11,7 +11,6 @@ variables by their ranges.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import z3
@@ -23,6 +22,7 @@ from vxc.diagnostics import DiagnosticSink
 from vxc.frontend import ast as A
 from vxc.hir import types as T
 from vxc.hir.program import Function
+from vxc.hir.visit import StmtVisitor
 
 STALE = "a consumer may read stale data"
 
@@ -51,7 +51,7 @@ def _bv(v: int, bits: int) -> z3.BitVecNumRef:
     return z3.BitVecVal(v, bits)
 
 
-class SeamChecker:
+class SeamChecker(StmtVisitor):
     def __init__(
         self,
         fn: Function,
@@ -112,22 +112,32 @@ class SeamChecker:
         return pc
 
     def _stmt(self, s: A.Stmt, pc: z3.BoolRef) -> z3.BoolRef | None:
-        if isinstance(s, A.Let | A.Assign):
-            self._define(s.vid, s.value, pc)
-        elif isinstance(s, A.ExprStmt):
-            self._effects(s.expr, pc)
-        elif isinstance(s, A.Return):
-            if s.value is not None:
-                self._effects(s.value, pc)
-                self._read_as_tensor(s.value, self.fn.ret, pc, returned=True)
-            return None
-        elif isinstance(s, A.If):
-            return self._if(s, pc)
-        elif isinstance(s, A.For):
-            self._for(s, pc)
-        elif isinstance(s, A.Spawn):
-            return self._block(s.body, pc)
+        """The path condition after `s` (None: no path gets past it)."""
+        return self.visit(s, pc)
+
+    def visit_binding(self, s: A.Let | A.Assign, pc: z3.BoolRef) -> z3.BoolRef:
+        self._define(s.vid, s.value, pc)
         return pc
+
+    def visit_expr_stmt(self, s: A.ExprStmt, pc: z3.BoolRef) -> z3.BoolRef:
+        self._effects(s.expr, pc)
+        return pc
+
+    def visit_return(self, s: A.Return, pc: z3.BoolRef) -> None:
+        if s.value is not None:
+            self._effects(s.value, pc)
+            self._read_as_tensor(s.value, self.fn.ret, pc, returned=True)
+        return None
+
+    def visit_if(self, s: A.If, pc: z3.BoolRef) -> z3.BoolRef | None:
+        return self._if(s, pc)
+
+    def visit_for(self, s: A.For, pc: z3.BoolRef) -> z3.BoolRef:
+        self._for(s, pc)
+        return pc
+
+    def visit_spawn(self, s: A.Spawn, pc: z3.BoolRef) -> z3.BoolRef | None:
+        return self._block(s.body, pc)
 
     def _define(self, vid: int, value: A.Expr, pc: z3.BoolRef) -> None:
         ty = self.fn.vars[vid].ty
@@ -522,26 +532,7 @@ def _mentions(e: A.Expr, vid: int) -> bool:
     return any(isinstance(n, A.Name) and n.vid == vid for n in A.walk_expr(e))
 
 
-def show_expr(e: A.Expr) -> str:
-    """A scalar expression as Vx source (for messages and the IR's `clause`)."""
-    return _show(e)
-
-
-def _show(e: A.Expr) -> str:
-    match e:
-        case A.Binary():
-            return f"{_show(e.lhs)} {e.op} {_show(e.rhs)}"
-        case A.Name():
-            return e.name
-        case A.IntLit() | A.SizeLit():
-            return str(e.value)
-        case A.Unary():
-            return f"{e.op}{_show(e.operand)}"
-        case A.Call():
-            return f"{e.callee}({', '.join(_show(a) for a in e.args)})"
-        case A.MethodCall():
-            return f"{_show(e.obj)}.{e.method}({', '.join(_show(a) for a in e.args)})"
-    return re.sub(r"\s+", " ", type(e).__name__)
+_show = A.show_expr  # bounds and contracts as the program wrote them
 
 
 def check_seams(

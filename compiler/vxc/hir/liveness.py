@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from vxc.diagnostics import Span
 from vxc.frontend import ast as A
 from vxc.hir import types as T
+from vxc.hir.visit import StmtVisitor
 
 
 @dataclass
@@ -56,7 +57,7 @@ class Cfg:
         return len(self.instrs)
 
 
-class _Builder:
+class _Builder(StmtVisitor):
     def __init__(self, identity: set[int]):
         self.instrs: list[Instr] = []
         self.identity = identity  # ids of Transfer nodes with no hop (already in place)
@@ -81,27 +82,34 @@ class _Builder:
         return ends
 
     def _stmt(self, s: A.Stmt, preds: list[int]) -> list[int]:
-        if isinstance(s, A.Let | A.Assign):
-            return [self.add(self.binding(s), preds)]
-        if isinstance(s, A.ExprStmt):
-            return [self.add(self.expr_instr(s.span, [s.expr]), preds)]
-        if isinstance(s, A.Return):
-            idx = self.add(self.expr_instr(s.span, [s.value] if s.value else []), preds)
-            self.instrs[idx].succ.append(-1)  # patched to Cfg.exit once the size is known
-            return []
-        if isinstance(s, A.If):
-            cond = self.add(self.expr_instr(s.cond.span, [s.cond]), preds)
-            then = self.block(s.then, [cond])
-            return then + (self.block(s.orelse, [cond]) if s.orelse else [cond])
-        if isinstance(s, A.For):
-            rng = self.add(self.expr_instr(s.span, [s.start, s.end]), preds)
-            head = self.add(Instr(s.span, defs=frozenset({s.vid})), [rng])
-            for end in self.block(s.body, [head]):
-                self.instrs[end].succ.append(head)  # the back edge
-            return [head]
-        if isinstance(s, A.Spawn):
-            return self.block(s.body, preds)
-        return preds
+        """Add `s`'s instructions after `preds`; returns the ones control leaves it from."""
+        return self.visit(s, preds)
+
+    def visit_binding(self, s: A.Let | A.Assign, preds: list[int]) -> list[int]:
+        return [self.add(self.binding(s), preds)]
+
+    def visit_expr_stmt(self, s: A.ExprStmt, preds: list[int]) -> list[int]:
+        return [self.add(self.expr_instr(s.span, [s.expr]), preds)]
+
+    def visit_return(self, s: A.Return, preds: list[int]) -> list[int]:
+        idx = self.add(self.expr_instr(s.span, [s.value] if s.value else []), preds)
+        self.instrs[idx].succ.append(-1)  # patched to Cfg.exit once the size is known
+        return []
+
+    def visit_if(self, s: A.If, preds: list[int]) -> list[int]:
+        cond = self.add(self.expr_instr(s.cond.span, [s.cond]), preds)
+        then = self.block(s.then, [cond])
+        return then + (self.block(s.orelse, [cond]) if s.orelse else [cond])
+
+    def visit_for(self, s: A.For, preds: list[int]) -> list[int]:
+        rng = self.add(self.expr_instr(s.span, [s.start, s.end]), preds)
+        head = self.add(Instr(s.span, defs=frozenset({s.vid})), [rng])
+        for end in self.block(s.body, [head]):
+            self.instrs[end].succ.append(head)  # the back edge
+        return [head]
+
+    def visit_spawn(self, s: A.Spawn, preds: list[int]) -> list[int]:
+        return self.block(s.body, preds)
 
     def binding(self, s: A.Let | A.Assign) -> Instr:
         instr = self.expr_instr(s.span, [s.value])

@@ -20,6 +20,7 @@ from vxc.frontend import ast as A
 from vxc.hir import types as T
 from vxc.hir.liveness import build_cfg
 from vxc.hir.program import Function, Var
+from vxc.hir.visit import StmtVisitor
 
 LIVE = "live"
 # Variable id -> its possible statuses; the key LOANS holds (holder, owner, mutable, line)
@@ -45,7 +46,7 @@ def _moved(statuses: frozenset[str]) -> str | None:
     return None
 
 
-class Ownership:
+class Ownership(StmtVisitor):
     def __init__(self, fn: Function, sink: DiagnosticSink):
         self.fn, self.sink = fn, sink
         self.scopes: list[list[int]] = []
@@ -86,48 +87,56 @@ class Ownership:
         live = self.live.get(id(s))
         if live is not None and state.get(LOANS):  # a loan ends when its holder is dead
             state[LOANS] = frozenset(ln for ln in state[LOANS] if ln[0] in live)
-        if isinstance(s, A.Let):
-            self._expr(s.value, state, move=not _reads_token(self.fn.vars[s.vid].ty, s.value))
-            state[s.vid] = frozenset({LIVE})
-            self.scopes[-1].append(s.vid)
-            self._lend(s.vid, s.value, state)
-        elif isinstance(s, A.Assign):
-            self._expr(s.value, state, move=True)
-            self._loan_conflict(s.vid, s.name, s.span, state, "assign")
-            self._lend(s.vid, s.value, state)
-            var = self.fn.vars[s.vid]
-            if isinstance(var.ty, T.TokenT) and LIVE in state.get(s.vid, frozenset()):
-                self._dropped(var, f"it is overwritten at line {s.span.line}")
-            state[s.vid] = frozenset({LIVE})
-        elif isinstance(s, A.ExprStmt):
-            self._expr(s.expr, state, move=True)
-            if isinstance(s.expr.ty, T.TokenT):
-                self.sink.emit(
-                    "E6011",
-                    "transfer token is dropped without `wait`; the DMA may not have completed",
-                    s.expr.span,
-                    help="bind it (`let tok = ...;`) and `wait(tok)` before using the data",
-                )
-        elif isinstance(s, A.Return):
-            if s.value is not None:
-                self._expr(s.value, state, move=not _reads_token(self.fn.ret, s.value))
-            for scope in self.scopes:
-                self._drop_scope(
-                    scope, state, f"it is abandoned by the `return` at line {s.span.line}"
-                )
-            return None
-        elif isinstance(s, A.For):
-            self._expr(s.start, state, move=False)
-            self._expr(s.end, state, move=False)
-            return self._loop(s, state)
-        elif isinstance(s, A.If):
-            self._expr(s.cond, state, move=False)
-            then = self._block(s.then, dict(state))
-            other = self._block(s.orelse, dict(state)) if s.orelse else dict(state)
-            return _join(then, other)
-        elif isinstance(s, A.Spawn):
-            return self._block(s.body, state)
+        return self.visit(s, state)
+
+    def visit_let(self, s: A.Let, state: dict) -> State:
+        self._expr(s.value, state, move=not _reads_token(self.fn.vars[s.vid].ty, s.value))
+        state[s.vid] = frozenset({LIVE})
+        self.scopes[-1].append(s.vid)
+        self._lend(s.vid, s.value, state)
         return state
+
+    def visit_assign(self, s: A.Assign, state: dict) -> State:
+        self._expr(s.value, state, move=True)
+        self._loan_conflict(s.vid, s.name, s.span, state, "assign")
+        self._lend(s.vid, s.value, state)
+        var = self.fn.vars[s.vid]
+        if isinstance(var.ty, T.TokenT) and LIVE in state.get(s.vid, frozenset()):
+            self._dropped(var, f"it is overwritten at line {s.span.line}")
+        state[s.vid] = frozenset({LIVE})
+        return state
+
+    def visit_expr_stmt(self, s: A.ExprStmt, state: dict) -> State:
+        self._expr(s.expr, state, move=True)
+        if isinstance(s.expr.ty, T.TokenT):
+            self.sink.emit(
+                "E6011",
+                "transfer token is dropped without `wait`; the DMA may not have completed",
+                s.expr.span,
+                help="bind it (`let tok = ...;`) and `wait(tok)` before using the data",
+            )
+        return state
+
+    def visit_return(self, s: A.Return, state: dict) -> State:
+        if s.value is not None:
+            self._expr(s.value, state, move=not _reads_token(self.fn.ret, s.value))
+        for scope in self.scopes:
+            self._drop_scope(scope, state, f"it is abandoned by the `return` at line {s.span.line}")
+        return None
+
+    def visit_for(self, s: A.For, state: dict) -> State:
+        self._expr(s.start, state, move=False)
+        self._expr(s.end, state, move=False)
+        return self._loop(s, state)
+
+    def visit_if(self, s: A.If, state: dict) -> State:
+        self._expr(s.cond, state, move=False)
+        then = self._block(s.then, dict(state))
+        other = self._block(s.orelse, dict(state)) if s.orelse else dict(state)
+        return _join(then, other)
+
+    def visit_spawn(self, s: A.Spawn, state: dict) -> State:
+        return self._block(s.body, state)
 
     def _loop(self, s: A.For, entry: dict) -> State:
         head: dict = dict(entry)

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, memref, scf
 
-from vxc.checks.seams import show_expr
 from vxc.elements import BY_NAME
 from vxc.errors import Unsupported
 from vxc.frontend import ast as A
@@ -166,7 +165,7 @@ class Lowering:
                 for w in fn.decl.where:
                     cond = self.expr(ctx, w)
                     with location(w.span):
-                        B.require(cond, clause=show_expr(w))
+                        B.require(cond, clause=A.show_expr(w))
             self.tail(ctx, list(fn.decl.body.stmts), results, func.ReturnOp)
 
     def tail(self, ctx: _Ctx, stmts: list[A.Stmt], results: list[ir.Type], finish) -> None:
@@ -178,6 +177,7 @@ class Lowering:
         for i, s in enumerate(stmts):
             if isinstance(s, A.Return):
                 values = [] if s.value is None else [self.expr(ctx, s.value)]
+                self._check_return(ctx, s, values)
                 with location(s.span):
                     finish(values)
                 return
@@ -203,12 +203,29 @@ class Lowering:
             raise LoweringError("a function with a result reached its end")
         finish([])
 
+    def _check_return(self, ctx: _Ctx, s: A.Return, values: list[ir.Value]) -> None:
+        """The IR returns a value of the function's result type. A tensor that lives in
+        another space of the target (a tile returned from VMEM, SMEM or a topology's own
+        space, where the result is HBM or host memory) would need a move the program
+        does not make: said plainly here, where func.return would fail the verifier."""
+        if ctx.fn.ret == T.VOID or len(values) != 1:
+            return
+        want = self.ty(ctx.fn.ret)
+        if values[0].type != want:
+            raise LoweringError(
+                f"line {s.span.line}: `{ctx.fn.decl.name}` returns a tensor that lives in "
+                f"`{_space_name(values[0].type)}` where its result is `{_space_name(want)}`; "
+                "this version does not move a returned tensor: transfer it there first "
+                f"(`transfer(..., Memory::{_space_name(want)})`)"
+            )
+
     # ---- statements ---------------------------------------------------------------------------
     def block(self, ctx: _Ctx, block: A.Block) -> bool:
         """Lower statements; True when the block ended in a `return`."""
         for s in block.stmts:
             if isinstance(s, A.Return):
                 vals = [] if s.value is None else [self.expr(ctx, s.value)]
+                self._check_return(ctx, s, vals)
                 with location(s.span):
                     func.ReturnOp(vals)
                 return True
@@ -458,6 +475,12 @@ def _instance(lo: Lowering, ctx: _Ctx, e: A.Call) -> ir.Value:
 @_rule(INTRINSIC_RULES, "instances")
 def _instances(lo: Lowering, ctx: _Ctx, e: A.Call) -> ir.Value:
     return B.instances().result
+
+
+def _space_name(t: ir.Type) -> str:
+    from vxc.ir import types as IT
+
+    return IT.space_of(t) or str(t)
 
 
 def _called(functions: dict[str, Function]) -> set[str]:

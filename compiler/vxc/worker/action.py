@@ -7,6 +7,7 @@ Arguments (one per line in the @flagfile that Bazel writes):
     build --hir IN.vxhir --src A.vx ... [--machine M.vx] --target T
           --out-dir DIR [--emit artifact|vx-mlir|target-ir] [--cpu native|x86-64-v3|...]
           [--tpu-aot v5e,v6e] [--tpu-instances N]
+          [--link cc|none]   (none: the cpu .so is linked by the caller, Bazel's C++ toolchain)
 
 Paths are relative to the execroot (or to the request's sandbox_dir); the display
 path of each source is the path as given, so diagnostics and outputs do not depend on
@@ -59,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--cpu", default="native", choices=CPU_LEVELS)
     b.add_argument("--tpu-aot", default="none")
     b.add_argument("--tpu-instances", type=int, default=0)
+    b.add_argument("--link", default="cc", choices=("cc", "none"))
     return p
 
 
@@ -158,7 +160,7 @@ class VxCompile:
             # A request this compiler version cannot serve yet is the user's to read,
             # not a crash (the CLI answers it the same way, exit 2).
             if self.unsupported is not None and isinstance(e, self.unsupported):
-                return 2, f"vxc: error: {e}\n"
+                return 2, f"vxc: error: {excerpt(e, 2000)}\n"
             raise
 
     def _hir(self, opts, ctx, srcs, machine) -> tuple[int, str]:
@@ -208,6 +210,7 @@ class VxCompile:
             cpu=opts.cpu,
             tpu_aot=opts.tpu_aot,
             tpu_instances=opts.tpu_instances,
+            link=opts.link,
         )
         ctx.stats["target"] = opts.target
         ctx.stats["emit_ms"] = _ms(t0)

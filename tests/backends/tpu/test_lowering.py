@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from tpu_kernels import KERNELS, ROOT, build
 
@@ -167,3 +168,29 @@ def test_backend_error_names_the_vx_line():
     with pytest.raises(TpuError) as e:
         mosaic_kernels(parse_module("\n".join(lines)))
     assert str(e.value).startswith("mm_f16.vx:3:3: tpu backend: `vx.transfer` into SMEM")
+
+
+PICKS = """\
+fn picks(tiles: &Vec<Tensor<f32, [8, 128]>>) -> Tensor<f32, [8, 128]> on Topology::TensorCore
+    where tiles.len() >= 2 {
+  let more = tiles.len() > 2;
+  let last = (tiles.len() - 1) % 4;
+  let v = transfer(tiles[last], Memory::VMEM);
+  return transfer(v, Memory::HBM);
+}
+"""
+
+
+def test_scalar_ops_with_attributes_are_rebuilt_in_mosaic():
+    """Fuzz seeds 13 and 29: a comparison in a kernel (`arith.cmpi`, whose predicate is an
+    attribute) crashed the scalar rule (AttributeError: 'str' object has no attribute
+    'name') instead of building. The Mosaic module computes the index the .vx says."""
+    from vxc import api
+    from vxc.backends.tpu.interp import run
+
+    result = api.build(api.analyze([api.Source("picks.vx", PICKS.encode())]), "tpu")
+    assert result.ok, result.diagnostics
+    mosaic = result.outputs["picks.tpu.mosaic.mlir"].decode()
+    tiles = np.arange(6 * 8 * 128, dtype=np.float32).reshape(6, 8, 128)
+    out = run(mosaic, [tiles], ["tiles"]).outputs[0]
+    np.testing.assert_array_equal(out, tiles[(6 - 1) % 4])

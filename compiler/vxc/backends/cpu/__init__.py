@@ -45,7 +45,9 @@ def emit(module: ir.Module, stem: str, emit: str, options) -> dict[str, bytes]:
     host = cpu_target(options.cpu)
     if emit == "target-ir":
         return {f"{stem}.cpu.ll": target_ir(module, host).encode()}
-    return compile_module(module, stem, target=host)
+    if options.link not in ("cc", "none"):
+        raise BackendError(f"cpu backend: unknown link mode {options.link!r} (cc or none)")
+    return compile_module(module, stem, target=host, link=options.link == "cc")
 
 
 def lower_to_llvm(
@@ -73,9 +75,18 @@ def target_ir(module: ir.Module, target: HostTarget | None = None) -> str:
 
 
 def compile_module(
-    module: ir.Module, name: str, *, shared: bool = True, target: HostTarget | None = None
+    module: ir.Module,
+    name: str,
+    *,
+    shared: bool = True,
+    target: HostTarget | None = None,
+    link: bool = True,
 ) -> dict[str, bytes]:
-    """Build `module` for the host CPU; file name -> bytes, names `<name>.cpu.<ext>`."""
+    """Build `module` for the host CPU; file name -> bytes, names `<name>.cpu.<ext>`.
+
+    With `link=False` the manifest still names `<name>.cpu.so` but the library is left
+    to the caller to link from the object (Bazel's C++ toolchain), so the other files
+    are the same bytes either way."""
     target = target or host_target()
     text, lowering = lower_to_llvm(module, target)
     obj = emit_object(optimize(text, target), target)
@@ -84,7 +95,8 @@ def compile_module(
     out = {files["object"]: obj, files["header"]: header(name, sigs, target).encode()}
     if shared:
         files["shared_library"] = f"{name}.cpu.so"
-        out[files["shared_library"]] = link_shared(obj, files["shared_library"])
+        if link:
+            out[files["shared_library"]] = link_shared(obj, files["shared_library"])
     files["manifest"] = f"{name}.cpu.json"
     out[files["manifest"]] = manifest(name, sigs, target, files).encode()
     return out

@@ -1,0 +1,112 @@
+"""A real LSP client (pygls's LanguageClient) driving `python -m vxc lsp` over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+from lsprotocol import types as T
+from pygls.lsp.client import LanguageClient
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Session:
+    """One server process; `published[uri]` holds (version, diagnostics, arrival time)."""
+
+    def __init__(self):
+        self.client = LanguageClient("vx-tests", "1")
+        self.published: dict[str, list[tuple[int | None, list[T.Diagnostic], float]]] = {}
+        self.arrived = asyncio.Event()
+
+        @self.client.feature(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def _diags(ls, params: T.PublishDiagnosticsParams):
+            self.published.setdefault(params.uri, []).append(
+                (params.version, params.diagnostics, time.perf_counter())
+            )
+            self.arrived.set()
+
+    @property
+    def process(self) -> asyncio.subprocess.Process:
+        return self.client._server
+
+    async def start(self, *args: str, init: dict | None = None) -> T.InitializeResult:
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "compiler"))
+        await self.client.start_io(sys.executable, "-m", "vxc", "lsp", *args, env=env)
+        result = await self.client.initialize_async(
+            T.InitializeParams(
+                capabilities=T.ClientCapabilities(),
+                process_id=os.getpid(),
+                initialization_options=init,
+            )
+        )
+        self.client.initialized(T.InitializedParams())
+        return result
+
+    async def begin(self, uri: str, text: str, *args: str, init: dict | None = None):
+        """Start the server, open `text` and return its first diagnostics."""
+        await self.start(*args, init=init)
+        self.open(uri, text)
+        return await self.diagnostics(uri, 1, timeout=240)
+
+    def open(self, uri: str, text: str, version: int = 1) -> None:
+        self.client.text_document_did_open(
+            T.DidOpenTextDocumentParams(T.TextDocumentItem(uri, "vx", version, text))
+        )
+
+    def change(self, uri: str, version: int, changes: list) -> None:
+        self.client.text_document_did_change(
+            T.DidChangeTextDocumentParams(
+                T.VersionedTextDocumentIdentifier(version=version, uri=uri), changes
+            )
+        )
+
+    @staticmethod
+    def insert(line: int, col: int, text: str):
+        """An incremental change: `text` inserted at a 0-based position."""
+        at = T.Position(line, col)
+        return T.TextDocumentContentChangePartial(range=T.Range(at, at), text=text)
+
+    @staticmethod
+    def replace(line: int, col: int, end_col: int, text: str):
+        return T.TextDocumentContentChangePartial(
+            range=T.Range(T.Position(line, col), T.Position(line, end_col)), text=text
+        )
+
+    async def diagnostics(self, uri: str, version: int, timeout: float = 60.0):
+        """The diagnostics published for `version` of `uri` (waits for them)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for v, diags, _ in self.published.get(uri, []):
+                if v == version:
+                    return list(diags)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no diagnostics for {uri} version {version}")
+            self.arrived.clear()
+            try:
+                await asyncio.wait_for(self.arrived.wait(), left)
+            except TimeoutError:
+                pass
+
+    def arrival(self, uri: str, version: int) -> float:
+        return next(t for v, _, t in self.published[uri] if v == version)
+
+    async def hover(self, uri: str, line: int, col: int) -> T.Hover | None:
+        return await self.client.text_document_hover_async(
+            T.HoverParams(T.TextDocumentIdentifier(uri), T.Position(line, col))
+        )
+
+    async def definition(self, uri: str, line: int, col: int):
+        return await self.client.text_document_definition_async(
+            T.DefinitionParams(T.TextDocumentIdentifier(uri), T.Position(line, col))
+        )
+
+    async def close(self) -> int:
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()
+        return self.process.returncode
