@@ -40,6 +40,7 @@ from remote import (  # noqa: E402
     HttpCache,
     copy_repository,
     free_port,
+    start_bot,
     stop,
     wait_for_port,
 )
@@ -96,23 +97,13 @@ def main() -> int:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        sys.path.insert(0, str(ROOT / "tests" / "bazel"))
-        from test_remote_execution import bot_python
-
-        bot = None
+        bots = []
         try:
             wait_for_port(port, server, timeout=300)
-            bot = subprocess.Popen(
-                [
-                    bot_python(),
-                    str(ROOT / "tests" / "bazel" / "fixtures" / "reapi_bot.py"),
-                    f"--server=127.0.0.1:{port}",
-                    "--instance=main",
-                    f"--work={REMOTE / 'bench' / 'bot'}",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
+            bots = [
+                start_bot(port, REMOTE / "bench" / "bot", REMOTE / "bench" / f"bot{i}.log")
+                for i in range(2)
+            ]
             rex = (f"--remote_executor=grpc://127.0.0.1:{port}", "--remote_instance_name=main")
             for i in range(a.runs):
                 loads.append(os.getloadavg()[0])
@@ -124,7 +115,7 @@ def main() -> int:
                 )
             ca.shutdown()
         finally:
-            if bot is not None:
+            for bot in bots:
                 stop(bot)
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(timeout=60)

@@ -123,7 +123,10 @@ instances:
         storage: *cas
       - !bytestream
         storage: *cas
-thread-pool-size: 20
+# Bazel uploads inputs over up to 100 concurrent RPCs (--remote_max_connections);
+# RPCs beyond the limit are refused (RESOURCE_EXHAUSTED), not queued.
+thread-pool-size: 64
+maximum-concurrent-rpcs: 1024
 YML
   local pgbin
   pgbin="$(ls -d "$C"/usr/lib/postgresql/*/bin | tail -1)"

@@ -154,6 +154,10 @@ unshare -m bash -euo pipefail -c '
 C="$1"; root="$2"; cache="$3"; prefix="$4"; offline="$5"
 mount -t proc proc "$C/proc"
 mount --rbind /dev "$C/dev"
+# libtpu (tpu VxCompile actions) links tcmalloc, which counts CPUs through /sys: without
+# it the compiler aborts with "CHECK in NumCPUs".
+mkdir -p "$C/sys"
+mount --rbind /sys "$C/sys"
 for d in "$root" "$cache/pyenv" "$offline" "$prefix"; do
   mkdir -p "$C$d"
   mount --bind "$d" "$C$d"

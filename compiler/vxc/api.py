@@ -1,10 +1,15 @@
 """The one compile API that the CLI, the worker and the tests drive.
 
-Pipeline: frontend (parse) -> hir (resolve, types, ownership, token linearity)
--> Analysis (target-independent, cacheable as .vxhir) -> checks (placement, seams,
-bounds, allocation; per target) -> ir (vx dialect) -> backends/<target>.
-Heavy modules (jaxlib, llvmlite) are imported only when a build needs them, so
-`vxc check` stays fast.
+Pipeline: frontend (parse) -> hir (resolve, types, one HIR per function instance,
+ownership, token linearity) -> Analysis (target-independent, cacheable as .vxhir)
+-> the target plan (checks/plan.py: routes, allocations and every op's attributes,
+computed once per target) -> seams and bounds with z3 (reading the plan's routes)
+-> ir (vx dialect, attributes copied from the plan, locations from spans)
+-> backends/<target>. Each per-target fact is computed in one place.
+Heavy modules are imported only when needed: jaxlib and llvmlite when a build needs
+them, z3 when a function raises a solver obligation, protobuf for the .vxhir cache,
+so `vxc check` stays fast. `render` and `vxc.outputs` are what the CLI and the worker
+share for diagnostics and output files.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,41 @@ class HttpCache:
 
     def stop(self) -> None:
         stop(self.proc)
+
+
+def bot_python() -> str:
+    """A throwaway venv for the fixture bot: grpcio, protobuf and BuildGrid's
+    generated protos (the package itself is not imported, so its Python >= 3.13
+    requirement does not apply here)."""
+    venv = REMOTE / "bot-venv"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        tmp = REMOTE / "bot-venv.partial"
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(tmp)], check=True)
+        pip = [str(tmp / "bin" / "pip"), "install", "-q", "--disable-pip-version-check"]
+        subprocess.run([*pip, "grpcio", "protobuf"], check=True, capture_output=True)
+        subprocess.run(
+            [*pip, "--no-deps", "--ignore-requires-python", "buildgrid==0.9.1"],
+            check=True,
+            capture_output=True,
+        )
+        tmp.rename(venv)
+    return str(py)
+
+
+def start_bot(port: int, work: Path, log: Path) -> subprocess.Popen:
+    """The test-fixture bot (fixtures/reapi_bot.py) serving BuildGrid's instance "main"."""
+    return subprocess.Popen(
+        [
+            bot_python(),
+            str(ROOT / "tests" / "bazel" / "fixtures" / "reapi_bot.py"),
+            f"--server=127.0.0.1:{port}",
+            "--instance=main",
+            f"--work={work}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(log, "w"),
+    )
 
 
 def tracked_files() -> list[str]:
@@ -132,7 +168,11 @@ class Clone:
         return self.path / self.subdir if self.subdir else self.path
 
     def fresh(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        if self.root.exists():
+            # out of the way first: a Bazel server still winding down may write there
+            old = self.root.with_name(f"{self.root.name}.old-{time.monotonic_ns()}")
+            self.root.rename(old)
+            shutil.rmtree(old, ignore_errors=True)
         self.root.mkdir(parents=True)
         self.home.mkdir(parents=True, exist_ok=True)
 

@@ -15,36 +15,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from bazelrun import ROOT, bazel_binary
-from remote import REMOTE, Clone, copy_repository, free_port, stop, wait_for_port
+from remote import REMOTE, Clone, copy_repository, free_port, start_bot, stop, wait_for_port
 
 pytestmark = pytest.mark.slow
 
 LOCAL_RUNNERS = {"worker", "linux-sandbox", "processwrapper-sandbox", "local"}
-
-
-def bot_python() -> str:
-    """A throwaway venv for the fixture bot: grpcio, protobuf and BuildGrid's
-    generated protos (the package itself is not imported, so its Python >= 3.13
-    requirement does not apply here)."""
-    venv = REMOTE / "bot-venv"
-    py = venv / "bin" / "python"
-    if not py.exists():
-        tmp = REMOTE / "bot-venv.partial"
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(tmp)], check=True)
-        pip = [str(tmp / "bin" / "pip"), "install", "-q", "--disable-pip-version-check"]
-        subprocess.run([*pip, "grpcio", "protobuf"], check=True, capture_output=True)
-        subprocess.run(
-            [*pip, "--no-deps", "--ignore-requires-python", "buildgrid==0.9.1"],
-            check=True,
-            capture_output=True,
-        )
-        tmp.rename(venv)
-    return str(py)
 
 
 @pytest.fixture(scope="module")
@@ -73,20 +52,11 @@ def grid():
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    bot = None
+    bots = []
     try:
         wait_for_port(port, server, timeout=180)
-        bot = subprocess.Popen(
-            [
-                bot_python(),
-                str(ROOT / "tests" / "bazel" / "fixtures" / "reapi_bot.py"),
-                f"--server=127.0.0.1:{port}",
-                "--instance=main",
-                f"--work={REMOTE / 'bot'}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=open(REMOTE / "bot.log", "w"),
-        )
+        # Two bots, one lease each: Bazel runs --jobs=2 actions at a time.
+        bots = [start_bot(port, REMOTE / "bot", REMOTE / f"bot{i}.log") for i in range(2)]
         path = copy_repository(REMOTE / "rex" / "vx")
         local = Clone(path, Path.home(), REMOTE / "rex" / "root-local", bazel)
         remote = Clone(path, Path.home(), REMOTE / "rex" / "root-remote", bazel)
@@ -96,7 +66,7 @@ def grid():
         for c in (local, remote):
             c.shutdown()
     finally:
-        if bot is not None:
+        for bot in bots:
             stop(bot)
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGTERM)

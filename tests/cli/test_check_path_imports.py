@@ -81,3 +81,21 @@ def test_z3_is_imported_when_an_obligation_needs_it(tmp_path):
     got = json.loads(p.stdout.splitlines()[-1])
     assert got["ok"] is False  # E6005: `m` is unbounded
     assert "z3" in got["heavy"] and not {"jax", "jaxlib", "llvmlite"} & set(got["heavy"])
+
+
+def test_vx_mlir_build_of_the_seed_needs_no_z3():
+    """Lowering does not reach into the seam checker (show_expr lives with the AST)."""
+    code = """
+import json, sys
+import vxc.api as api
+a = api.analyze([api.Source("seed.vx", open(sys.argv[1], "rb").read())])
+r = api.build(a, sys.argv[2], emit="vx-mlir")
+print(json.dumps({"ok": r.ok, "z3": "z3" in sys.modules}))
+"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "compiler"))
+    p = subprocess.run(
+        [sys.executable, "-c", code, str(KERNELS / "seed.vx"), "tpu"],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout.splitlines()[-1]) == {"ok": True, "z3": False}

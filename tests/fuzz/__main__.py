@@ -94,6 +94,8 @@ def run(
             try:
                 msg = parent.recv()
             except EOFError:  # the child died (a segfault, an abort): an internal error
+                if current is None:
+                    raise RuntimeError("fuzz child died before its first input") from None
                 idx, how, data = current
                 proc.join()
                 err = f"child died with exit code {proc.exitcode}"

@@ -79,3 +79,22 @@ def test_a_diagnostic_outside_the_input_is_an_internal_error():
     vxfuzz._validate([Diagnostic("E0002", "fine", Span(vxfuzz.FILE, 1, 1))], src)
     with pytest.raises(vxfuzz.BadDiagnostic):
         vxfuzz._validate([Diagnostic("E0002", "past the end", Span(vxfuzz.FILE, 9, 1))], src)
+
+
+# The benchmark forks its child (fast, and the parent has nothing to share); under
+# pytest the parent has threads of its own, which Python warns about on fork.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_benchmark_mode_runs_a_count_in_a_child_and_reports_stages(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "vxfuzz_bench", Path(vxfuzz.__file__).with_name("__main__.py")
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    r = bench.run(seed=5, count=12, timeout=5.0, save=tmp_path, build=False, progress=0)
+    assert r["count"] == 12 and r["stages"]["inputs"] == 12
+    assert r["errors"] == [] and r["hangs"] == []
+    assert r["stages"].get("parsed", 0) > 0
+    assert 0 < r["worst_cpu_s"] < 5

@@ -352,3 +352,22 @@ def test_new_tensor_of_runtime_shape_is_a_plain_error(head, target):
     assert api.check_target(analysis, target).ok
     with pytest.raises(Unsupported, match=r"^line 2: a new tensor of runtime shape"):
         api.build(analysis, target, "vx-mlir")
+
+
+# Found by the long run: an edge to an undeclared space was reported (E6002) and kept,
+# and a route through it reached placement's capacity check (KeyError)
+def test_edge_to_an_undeclared_space_is_e6002_and_never_routed():
+    src = (
+        b"fn f(t: &Tensor<f32, [16, 16]>) -> void on Topology::Mover {\n"
+        b"  let near = transfer(t, Memory::Near);\n}\n"
+        b"Memory Near { capacity: 1 MB }\n"
+        b"Topology Mover {\n  memory: Memory::Near,\n  visible: [Memory::Near],\n"
+        b"  transfer Memory::HBM -> Memory::Far : 1,\n"
+        b"  transfer Memory::Far -> Memory::Near : 3 sync\n}\n"
+    )
+    no_internal_error(src)
+    for target in ("cpu", "tpu"):
+        ds = {d.code: d for d in diags(src, target)}
+        assert "`Memory::Far` is not declared" in ds["E6002"].message
+        assert ds["E6002"].span.line == 5
+        assert ds["E6001"].span.line == 2  # no route to Near without Far

@@ -11,12 +11,13 @@ from vxc.checks.seams import SeamChecker
 from vxc.frontend import ast as A
 from vxc.hir.liveness import _Builder
 from vxc.hir.ownership import Ownership
+from vxc.hir.typecheck import TypeChecker
 from vxc.hir.visit import StmtVisitor
 
 KINDS = (A.Let, A.Assign, A.ExprStmt, A.Return, A.For, A.If, A.Spawn)
 
 
-@pytest.mark.parametrize("cls", [Ownership, _Builder, _Placer, SeamChecker])
+@pytest.mark.parametrize("cls", [TypeChecker, Ownership, _Builder, _Placer, SeamChecker])
 def test_passes_handle_every_statement_kind(cls):
     assert issubclass(cls, StmtVisitor)
     for kind in KINDS:

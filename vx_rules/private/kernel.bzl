@@ -113,10 +113,10 @@ def _cpu_artifact(ctx, tc, target, out_dir):
     link_shared_library(ctx, cc_toolchain, features, files["o"], files["so"])
     cc_info = kernel_cc_info(ctx, cc_toolchain, features, files["o"], files["h"], "%s.%s" % (ctx.label.name, target))
     ctx.actions.run(
-        executable = tc.python,
+        executable = tc.interpreter,
         arguments = ["-S", "-c", _COPY, out_dir.path] + [files[e].path for e in ["o", "h", "json", "so"]],
         inputs = files.values(),
-        tools = depset([tc.python], transitive = [tc.compiler_runtime]),
+        tools = depset([tc.interpreter], transitive = [tc.compiler_runtime]),
         outputs = [out_dir],
         mnemonic = "VxArtifact",
         progress_message = "Collecting %s" % out_dir.short_path,

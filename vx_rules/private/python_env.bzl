@@ -85,9 +85,21 @@ _PATH_DEPENDENT = ["**/__pycache__/**", "**/*.pyc", "**/RECORD"]
 filegroup(
     name = "compiler_runtime",
     srcs = ["env_id.txt"] + glob(
-        ["venv/lib/python{minor}/site-packages/%s/**" % p for p in _COMPILER_PACKAGES],
+        ["venv/lib/python{minor}/site-packages/%s/**" % p for p in _COMPILER_PACKAGES] +
+        ["venv/lib/python{minor}/site-packages/%s" % p for p in _COMPILER_PACKAGES if p.endswith(".py")] +
+        # Distribution metadata (3.5 MB): jax finds libtpu through it, so without it
+        # a sandboxed or remote tpu build fails where the local worker succeeds.
+        ["venv/lib/python{minor}/site-packages/*.dist-info/**"],
         exclude = ["**/* *", "**/tests/**"] + _PATH_DEPENDENT,
     ),
+)
+
+# The same site-packages on sys.path of py_test/py_binary callers of kernels
+# (@vx//:vxc_py depends on it; the interpreter is @vx//vx_rules:vx_python_toolchain).
+py_library(
+    name = "site_packages",
+    data = [":runtime"],
+    imports = ["venv/lib/python{minor}/site-packages"],
 )
 
 # Everything the lock installs (pytest, jax, scipy...): the runfiles of vx_test.
@@ -157,8 +169,26 @@ vx_python_env = repository_rule(
     attrs = {
         "lock": attr.label(allow_single_file = True, mandatory = True),
         "compiler_packages": attr.string_list(
-            default = ["jaxlib", "numpy", "numpy.libs", "ml_dtypes", "lark", "llvmlite", "z3", "google"],
-            doc = "site-packages directories the compiler imports (the VxCompile actions' inputs)",
+            # Measured (sys.modules after a cpu and a tpu build, plus the worker's
+            # protobuf): remote execution sees only these, so a missing one fails
+            # there (tests/bazel/test_remote_execution.py) and in a sandbox.
+            default = [
+                "jaxlib",
+                "jax",
+                "libtpu",
+                "flatbuffers",
+                "opt_einsum",
+                "numpy",
+                "numpy.libs",
+                "ml_dtypes",
+                "lark",
+                "llvmlite",
+                "z3",
+                "google",
+                "pygments",
+                "typing_extensions.py",
+            ],
+            doc = "site-packages directories (or single-module .py files) the compiler imports: the VxCompile actions' inputs",
         ),
         "_installer": attr.label(default = Label("//vx_rules/private:make_pyenv.py"), allow_single_file = True),
     },

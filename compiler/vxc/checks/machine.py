@@ -238,7 +238,9 @@ def _validate(m: Machine, sink: DiagnosticSink) -> None:
                 )
         resolved = []
         for h in topo.edges:
-            src, dst = m.space(h.src) or h.src, m.space(h.dst) or h.dst
+            if m.space(h.src) is None or m.space(h.dst) is None:
+                continue  # reported above (E6002); no route may pass an undeclared space
+            src, dst = m.space(h.src), m.space(h.dst)
             hop = Hop(src, dst, h.cost, h.relaxed, h.span, f"{h.src} -> {h.dst}")
             resolved.append(hop)
             if hop.relaxed:

@@ -11,7 +11,6 @@ variables by their ranges.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import z3
@@ -533,26 +532,7 @@ def _mentions(e: A.Expr, vid: int) -> bool:
     return any(isinstance(n, A.Name) and n.vid == vid for n in A.walk_expr(e))
 
 
-def show_expr(e: A.Expr) -> str:
-    """A scalar expression as Vx source (for messages and the IR's `clause`)."""
-    return _show(e)
-
-
-def _show(e: A.Expr) -> str:
-    match e:
-        case A.Binary():
-            return f"{_show(e.lhs)} {e.op} {_show(e.rhs)}"
-        case A.Name():
-            return e.name
-        case A.IntLit() | A.SizeLit():
-            return str(e.value)
-        case A.Unary():
-            return f"{e.op}{_show(e.operand)}"
-        case A.Call():
-            return f"{e.callee}({', '.join(_show(a) for a in e.args)})"
-        case A.MethodCall():
-            return f"{_show(e.obj)}.{e.method}({', '.join(_show(a) for a in e.args)})"
-    return re.sub(r"\s+", " ", type(e).__name__)
+_show = A.show_expr  # bounds and contracts as the program wrote them
 
 
 def check_seams(

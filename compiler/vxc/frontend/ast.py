@@ -341,3 +341,21 @@ def walk_expr(e: Expr):
 def assigned_vars(block: Block | None) -> set[int]:
     """Variables assigned (`x = e;`, not declared) anywhere inside `block`."""
     return {s.vid for s in walk_stmts(block) if isinstance(s, Assign)}
+
+
+def show_expr(e: Expr) -> str:
+    """A scalar expression as Vx source (for messages and the IR's `clause` attribute)."""
+    match e:
+        case Binary():
+            return f"{show_expr(e.lhs)} {e.op} {show_expr(e.rhs)}"
+        case Name():
+            return e.name
+        case IntLit() | SizeLit():
+            return str(e.value)
+        case Unary():
+            return f"{e.op}{show_expr(e.operand)}"
+        case Call():
+            return f"{e.callee}({', '.join(show_expr(a) for a in e.args)})"
+        case MethodCall():
+            return f"{show_expr(e.obj)}.{e.method}({', '.join(show_expr(a) for a in e.args)})"
+    return type(e).__name__

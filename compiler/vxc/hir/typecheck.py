@@ -16,6 +16,7 @@ from vxc.diagnostics import DiagnosticSink, Span
 from vxc.frontend import ast as A
 from vxc.hir import types as T
 from vxc.hir.program import Function, Program, Var
+from vxc.hir.visit import StmtVisitor
 
 PORTABLE_HOME = {"TensorCore": "VMEM"}  # every shipped model declares TensorCore.memory = VMEM
 HOST_SPACE = "CPU_DRAM"
@@ -45,7 +46,7 @@ class _Error(Exception):
     """Abandons the current expression after its diagnostic was emitted."""
 
 
-class TypeChecker:
+class TypeChecker(StmtVisitor):
     def __init__(self, items: list[A.Node], machine_decls: list[A.Node], sink: DiagnosticSink):
         self.sink = sink
         self.decls = [i for i in items if isinstance(i, A.MemoryDecl | A.TopologyDecl)]
@@ -263,61 +264,69 @@ class TypeChecker:
                 continue
 
     def _stmt(self, s: A.Stmt, scope: _Scope) -> None:
-        if isinstance(s, A.Let):
-            want = self._type(s.declared, self.home) if s.declared else None
-            ty = self._expr(s.value, scope, want)
-            if want is not None:
-                self._coerce(want, ty, s.value, "this `let`")
-                ty = want
-            s.vid = self._bind(scope, s.name, ty, s.mutable, s.span, "let")
-        elif isinstance(s, A.Assign):
-            vid = self._resolve(s.name, scope, s.span)
-            var = self.fn.vars[vid]
-            s.vid = vid
-            ty = self._expr(s.value, scope, var.ty)
-            if not var.mutable:
-                self.sink.emit(
-                    "E0303",
-                    f"cannot assign twice to immutable variable `{s.name}`",
-                    s.span,
-                    help=f"declare it with `let mut {s.name}`",
-                )
-            if ty != var.ty and not _literal_fits(s.value, var.ty):
-                self._mismatch(var.ty, ty, s.value, f"assignment to `{s.name}`")
-        elif isinstance(s, A.ExprStmt):
-            self._expr(s.expr, scope, None)
-        elif isinstance(s, A.Return):
-            if s.value is None:
-                if self.fn.ret != T.VOID:
-                    self._mismatch(self.fn.ret, T.VOID, s, "this return")
-            else:
-                self._coerce(
-                    self.fn.ret,
-                    self._expr(s.value, scope, self.fn.ret),
-                    s.value,
-                    "the return value",
-                )
-        elif isinstance(s, A.For):
-            lo = self._expr(s.start, scope, None)
-            hi = self._expr(s.end, scope, lo if not _is_literal(s.start) else None)
-            if _is_literal(s.start) and T.is_int(hi):
-                s.start.ty = lo = hi
-            for e, t in ((s.start, lo), (s.end, hi)):
-                if not T.is_int(t):
-                    self._mismatch(T.I64, t, e, "a range bound")
-            inner = _Scope({}, scope)
-            s.vid = self._bind(inner, s.var, lo if T.is_int(lo) else T.I64, False, s.span, "for")
-            self._block(s.body, inner)
-        elif isinstance(s, A.If):
-            self._expect_bool(self._expr(s.cond, scope, T.BOOL), s.cond)
-            self._block(s.then, _Scope({}, scope))
-            if s.orelse:
-                self._block(s.orelse, _Scope({}, scope))
-        elif isinstance(s, A.Spawn):
-            saved = self.home
-            self.home = self.homes.get(s.topology, "VMEM")
-            self._block(s.body, _Scope({}, scope))
-            self.home = saved
+        self.visit(s, scope)
+
+    def visit_let(self, s: A.Let, scope: _Scope) -> None:
+        want = self._type(s.declared, self.home) if s.declared else None
+        ty = self._expr(s.value, scope, want)
+        if want is not None:
+            self._coerce(want, ty, s.value, "this `let`")
+            ty = want
+        s.vid = self._bind(scope, s.name, ty, s.mutable, s.span, "let")
+
+    def visit_assign(self, s: A.Assign, scope: _Scope) -> None:
+        vid = self._resolve(s.name, scope, s.span)
+        var = self.fn.vars[vid]
+        s.vid = vid
+        ty = self._expr(s.value, scope, var.ty)
+        if not var.mutable:
+            self.sink.emit(
+                "E0303",
+                f"cannot assign twice to immutable variable `{s.name}`",
+                s.span,
+                help=f"declare it with `let mut {s.name}`",
+            )
+        if ty != var.ty and not _literal_fits(s.value, var.ty):
+            self._mismatch(var.ty, ty, s.value, f"assignment to `{s.name}`")
+
+    def visit_expr_stmt(self, s: A.ExprStmt, scope: _Scope) -> None:
+        self._expr(s.expr, scope, None)
+
+    def visit_return(self, s: A.Return, scope: _Scope) -> None:
+        if s.value is None:
+            if self.fn.ret != T.VOID:
+                self._mismatch(self.fn.ret, T.VOID, s, "this return")
+        else:
+            self._coerce(
+                self.fn.ret,
+                self._expr(s.value, scope, self.fn.ret),
+                s.value,
+                "the return value",
+            )
+
+    def visit_for(self, s: A.For, scope: _Scope) -> None:
+        lo = self._expr(s.start, scope, None)
+        hi = self._expr(s.end, scope, lo if not _is_literal(s.start) else None)
+        if _is_literal(s.start) and T.is_int(hi):
+            s.start.ty = lo = hi
+        for e, t in ((s.start, lo), (s.end, hi)):
+            if not T.is_int(t):
+                self._mismatch(T.I64, t, e, "a range bound")
+        inner = _Scope({}, scope)
+        s.vid = self._bind(inner, s.var, lo if T.is_int(lo) else T.I64, False, s.span, "for")
+        self._block(s.body, inner)
+
+    def visit_if(self, s: A.If, scope: _Scope) -> None:
+        self._expect_bool(self._expr(s.cond, scope, T.BOOL), s.cond)
+        self._block(s.then, _Scope({}, scope))
+        if s.orelse:
+            self._block(s.orelse, _Scope({}, scope))
+
+    def visit_spawn(self, s: A.Spawn, scope: _Scope) -> None:
+        saved = self.home
+        self.home = self.homes.get(s.topology, "VMEM")
+        self._block(s.body, _Scope({}, scope))
+        self.home = saved
 
     # ---- expressions ------------------------------------------------------------------------
     def _expr(self, e: A.Expr, scope: _Scope, want: T.Type | None) -> T.Type:

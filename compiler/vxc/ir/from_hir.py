@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, memref, scf
 
-from vxc.checks.seams import show_expr
 from vxc.elements import BY_NAME
 from vxc.errors import Unsupported
 from vxc.frontend import ast as A
@@ -166,7 +165,7 @@ class Lowering:
                 for w in fn.decl.where:
                     cond = self.expr(ctx, w)
                     with location(w.span):
-                        B.require(cond, clause=show_expr(w))
+                        B.require(cond, clause=A.show_expr(w))
             self.tail(ctx, list(fn.decl.body.stmts), results, func.ReturnOp)
 
     def tail(self, ctx: _Ctx, stmts: list[A.Stmt], results: list[ir.Type], finish) -> None:
