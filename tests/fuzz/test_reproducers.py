@@ -329,6 +329,31 @@ def test_host_function_returning_hbm_on_cpu_still_builds():
     )
 
 
+# Found by fuzzing the tpu/b200/h100 builds: a new tensor of runtime shape
+# (`Tensor<f32>([n, 128])`, bounded by a `where` clause) checked clean, then the vx
+# verifier rejected its `vx.zeros` (which takes no size operands) in every backend.
+@pytest.mark.parametrize(
+    "head,target",
+    [
+        (b"", "cpu"),
+        (b" on Topology::TensorCore", "tpu"),
+        (b" on Topology::TensorCore", "b200"),
+        (b" on Topology::TensorCore", "h100"),
+    ],
+)
+def test_new_tensor_of_runtime_shape_is_a_plain_error(head, target):
+    src = (
+        b"fn k(n: i64) -> Tensor<f32, [n, 128]>" + head + b" where n <= 64 {\n"
+        b"  let v = Tensor<f32>([n, 128]);\n"
+        b"  return transfer(v, Memory::HBM);\n}\n"
+    )
+    no_internal_error(src)
+    analysis = api.analyze([api.Source("n.vx", src)])
+    assert api.check_target(analysis, target).ok
+    with pytest.raises(Unsupported, match=r"^line 2: a new tensor of runtime shape"):
+        api.build(analysis, target, "vx-mlir")
+
+
 # Found by the long run: an edge to an undeclared space was reported (E6002) and kept,
 # and a route through it reached placement's capacity check (KeyError)
 def test_edge_to_an_undeclared_space_is_e6002_and_never_routed():

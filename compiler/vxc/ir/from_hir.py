@@ -321,7 +321,14 @@ class Lowering:
 
     def zeros(self, ctx: _Ctx, e: A.TensorNew) -> ir.Value:
         (attrs,) = self._ops(ctx, e)
-        return B.zeros(self.ty(e.ty), **attrs).result
+        t = self.ty(e.ty)
+        if not ir.MemRefType(t).has_static_shape:
+            # vx.zeros has no size operands: said plainly, where the verifier would fail.
+            raise LoweringError(
+                f"line {e.span.line}: a new tensor of runtime shape (`{e.ty.show()}`) is not "
+                "lowered by this version: give its dimensions as constants"
+            )
+        return B.zeros(t, **attrs).result
 
     def call(self, ctx: _Ctx, e: A.Call) -> ir.Value | None:
         program = ctx.checked.analysis.program

@@ -178,6 +178,17 @@ def _dtype(m: ir.MemRefType) -> str:
     return str(m.element_type)
 
 
+def _tile_type(op: ir.Operation, t: ir.Type) -> ir.MemRefType:
+    """`t` as a tile the backends move (2-D, static, an element type TMA copies), or a
+    refusal naming `op`: every tile goes through here before its shape is read."""
+    m = _memref(t)
+    if m is None or len(m.shape) != 2 or not m.has_static_shape:
+        raise NvidiaError(f"{where(op)}{op.name}: the NVIDIA backends move 2-D static tiles")
+    if _dtype(m) not in _ELEM_BYTES:
+        raise NvidiaError(f"{where(op)}{op.name}: tiles of {_dtype(m)} are not supported")
+    return m
+
+
 class FunctionLowering:
     def __init__(
         self,
@@ -330,15 +341,12 @@ class FunctionLowering:
         return "sw128" if "A" in roles else "sw128T" if "B" in roles else "rowmajor"
 
     def tile(self, op: ir.Operation, t: ir.Type) -> Tile:
-        m = _memref(t)
-        if m is None or len(m.shape) != 2 or not m.has_static_shape:
-            raise NvidiaError(f"{where(op)}{op.name}: the NVIDIA backends move 2-D static tiles")
-        dtype = _dtype(m)
-        if dtype not in _ELEM_BYTES:
-            raise NvidiaError(f"{where(op)}{op.name}: tiles of {dtype} are not supported")
+        m = _tile_type(op, t)
         ring = attr_int(op, "ring")
+        if ring not in self.rings:
+            raise NvidiaError(f"{where(op)}{op.name}: the tile has no shared-memory slot")
         off, slots, slot_bytes = self.rings[ring]
-        return Tile(ring, m.shape[0], m.shape[1], dtype, self.layout(ring), off, slots, slot_bytes)
+        return Tile(ring, *m.shape, _dtype(m), self.layout(ring), off, slots, slot_bytes)
 
     def _root_arg(self, v: ir.Value) -> int | None:
         while isinstance(v, ir.OpResult) and v.owner.name == "vx.element":
@@ -373,8 +381,8 @@ class FunctionLowering:
                     f"{where(op)}a transfer to HBM that is not the kernel's result: the NVIDIA "
                     f"backends write HBM only through results"
                 )
-            m = _memref(op.results[0].type)
-            tile = Tile(-1, m.shape[0], m.shape[1], _dtype(m), "rowmajor", 0, 1, 0)
+            m = _tile_type(op, op.results[0].type)
+            tile = Tile(-1, *m.shape, _dtype(m), "rowmajor", 0, 1, 0)
             self._tmap("result", res, tile, op)
 
     def _tmap(self, source: str, index: int, tile: Tile, op: ir.Operation) -> TmaParam:

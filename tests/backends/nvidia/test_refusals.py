@@ -1,0 +1,55 @@
+"""Programs the b200 / h100 backends cannot lower, found by fuzzing (tests/fuzz): each
+is a plain refusal (`Unsupported`: exit 2, one message naming the .vx line), never an
+exception escaping the backend."""
+
+from __future__ import annotations
+
+import pytest
+
+from vxc import api, cli
+from vxc.errors import Unsupported
+
+TARGETS = ("b200", "h100")
+
+
+def _build(target: str, name: str, text: str):
+    return api.build(api.analyze([api.Source(name, text.encode())]), target)
+
+
+def _refusal(target: str, name: str, text: str) -> str:
+    with pytest.raises(Unsupported) as e:
+        _build(target, name, text)
+    return str(e.value)
+
+
+NEW_RESULT = """\
+fn k() -> Tensor<{elem}, [{dims}]> on Topology::TensorCore {{
+  let z = transfer(Tensor<{elem}>([{dims}]), Memory::VMEM);
+  return transfer(z, Memory::HBM);
+}}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("elem", ["f32", "bool"])
+def test_returned_tile_that_is_not_2d_is_refused(target, elem):
+    """A new 1-D tensor stored to HBM: the result's tensor map read `shape[1]`
+    (IndexError) before any rule said the backends move 2-D tiles only."""
+    msg = _refusal(target, "one_d.vx", NEW_RESULT.format(elem=elem, dims="128"))
+    assert msg.startswith("one_d.vx:3:10: ") and "2-D static tiles" in msg, msg
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_returned_tile_of_an_element_type_without_tma_is_refused_by_name(target):
+    msg = _refusal(target, "i8.vx", NEW_RESULT.format(elem="i8", dims="8, 128"))
+    assert msg.startswith("i8.vx:3:10: ") and "tiles of i8 are not supported" in msg, msg
+
+
+def test_cli_prints_the_refusal_without_a_traceback(tmp_path, capsys):
+    path = tmp_path / "one_d.vx"
+    path.write_text(NEW_RESULT.format(elem="f32", dims="128"))
+    rc = cli.main(["build", str(path), "--target", "b200", "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith(f"vxc: error: {path}:3:10: ") and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
