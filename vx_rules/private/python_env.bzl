@@ -169,7 +169,7 @@ vx_python_env = repository_rule(
     attrs = {
         "lock": attr.label(allow_single_file = True, mandatory = True),
         "compiler_packages": attr.string_list(
-            # Measured (sys.modules after a cpu and a tpu build, plus the worker's
+            # Measured (sys.modules after a cpu, a tpu and a b200 build, plus the worker's
             # protobuf): remote execution sees only these, so a missing one fails
             # there (tests/bazel/test_remote_execution.py) and in a sandbox.
             default = [
@@ -187,6 +187,7 @@ vx_python_env = repository_rule(
                 "google",
                 "pygments",
                 "typing_extensions.py",
+                "nvidia",  # the CUDA tool wheels: ptxas, fatbinary (b200, h100)
             ],
             doc = "site-packages directories (or single-module .py files) the compiler imports: the VxCompile actions' inputs",
         ),
