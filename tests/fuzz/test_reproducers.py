@@ -371,3 +371,12 @@ def test_edge_to_an_undeclared_space_is_e6002_and_never_routed():
         assert "`Memory::Far` is not declared" in ds["E6002"].message
         assert ds["E6002"].span.line == 5
         assert ds["E6001"].span.line == 2  # no route to Near without Far
+
+
+# Found by the final long run (at 858d98c): a runtime-shaped `Tensor<E>([...])` failed the
+# vx verifier in the cpu build; on the merged tree it is a plain Unsupported build error
+def test_runtime_shaped_new_tensor_is_never_an_internal_error():
+    no_internal_error(
+        b"fn k0() -> void {\n  let z = Tensor<f16>([256, visible]);\n"
+        b"  let v = transfer(z, Memory::ACC);\n  let h = transfer(v, Memory::VMEM);\n}\n"
+    )
