@@ -169,11 +169,12 @@ class Clone:
 
     def fresh(self) -> None:
         if self.root.exists():
-            # out of the way first: a Bazel server still winding down may write there
+            self.shutdown()  # a server of an earlier run would write there
+            # out of the way first: a server still winding down may write there
             old = self.root.with_name(f"{self.root.name}.old-{time.monotonic_ns()}")
             self.root.rename(old)
             shutil.rmtree(old, ignore_errors=True)
-        self.root.mkdir(parents=True)
+        self.root.mkdir(parents=True, exist_ok=True)
         self.home.mkdir(parents=True, exist_ok=True)
 
     def bazel_env(self) -> dict[str, str]:

@@ -98,7 +98,9 @@ vx_hir = rule(
 )
 
 # A copy into the artifact directory, by the toolchain's interpreter (not `cp` on PATH).
-_COPY = "import shutil, sys; [shutil.copyfile(f, sys.argv[1] + '/' + f.rsplit('/', 1)[-1]) for f in sys.argv[2:]]"
+# It creates the directory: a remote worker creates only an output directory's
+# parents (REAPI Command.output_directories), unlike Bazel's local strategies.
+_COPY = "import os, shutil, sys; os.makedirs(sys.argv[1], exist_ok=True); [shutil.copyfile(f, sys.argv[1] + '/' + f.rsplit('/', 1)[-1]) for f in sys.argv[2:]]"
 
 def _cpu_artifact(ctx, tc, target, out_dir):
     """The cpu artifact as files: VxCompile writes the object, header and manifest (with

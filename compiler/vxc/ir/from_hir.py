@@ -32,6 +32,7 @@ from vxc.ir import builders as B
 from vxc.ir import types as IT
 from vxc.ir.context import make_context
 from vxc.ir.loc import location
+from vxc.rules import registrar
 
 
 class LoweringError(Unsupported):
@@ -74,13 +75,7 @@ INTRINSIC_RULES: dict[str, ExprRule] = {}  # calls of `matmul_acc`, `assert`, ..
 
 def _rule(table: dict, *keys):
     """Register the decorated function as the lowering rule of `keys` in `table`."""
-
-    def register(fn):
-        for k in keys:
-            table[k] = fn
-        return fn
-
-    return register
+    return registrar(table)(*keys)
 
 
 class Lowering:

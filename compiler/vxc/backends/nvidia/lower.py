@@ -40,6 +40,7 @@ from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Module, Reg, Sym
 from vxc.errors import Unsupported
 from vxc.ir import types as T
 from vxc.ir.ops import attr_int, attr_str
+from vxc.rules import registrar
 
 MAX_DYNAMIC_SMEM = 232448  # 227 KiB: the opt-in per-block limit on sm_90 and sm_100
 BARRIER_BYTES = 8
@@ -794,13 +795,7 @@ Rule = Callable[[FunctionLowering, ir.Operation], None]
 RULES: dict[str, Rule] = {}
 
 
-def rule(*names: str) -> Callable[[Rule], Rule]:
-    def register(fn: Rule) -> Rule:
-        for n in names:
-            RULES[n] = fn
-        return fn
-
-    return register
+rule = registrar(RULES)
 
 
 _INT_CLS = {"i1": "pred", "i32": "b32", "i64": "b64", "index": "b64"}

@@ -31,6 +31,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from vxc.backends.tpu.context import mosaic_context
+from vxc.rules import registrar
 
 DTYPES = {
     "f32": np.float32,
@@ -108,13 +109,7 @@ Rule = Callable[["Interp", ir.Operation], None]
 RULES: dict[str, Rule] = {}
 
 
-def rule(*names: str) -> Callable[[Rule], Rule]:
-    def register(fn: Rule) -> Rule:
-        for n in names:
-            RULES[n] = fn
-        return fn
-
-    return register
+rule = registrar(RULES)
 
 
 class Interp:

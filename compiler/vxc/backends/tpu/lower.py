@@ -43,6 +43,7 @@ from vxc.backends.tpu.errors import TpuError, fail
 from vxc.backends.tpu.tiling import check_footprint, mosaic_element
 from vxc.ir import types as T
 from vxc.ir.ops import attr_int, attr_str
+from vxc.rules import registrar
 
 # Pallas's export convention: a symbolic dimension appears in the Mosaic module as a
 # placeholder constant counting down from int32 max; module attributes map it to the
@@ -149,13 +150,7 @@ Rule = Callable[["FunctionLowering", ir.Operation], None]
 RULES: dict[str, Rule] = {}
 
 
-def rule(*names: str) -> Callable[[Rule], Rule]:
-    def register(fn: Rule) -> Rule:
-        for n in names:
-            RULES[n] = fn
-        return fn
-
-    return register
+rule = registrar(RULES)
 
 
 class FunctionLowering:
