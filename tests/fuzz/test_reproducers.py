@@ -380,3 +380,12 @@ def test_runtime_shaped_new_tensor_is_never_an_internal_error():
         b"fn k0() -> void {\n  let z = Tensor<f16>([256, visible]);\n"
         b"  let v = transfer(z, Memory::ACC);\n  let h = transfer(v, Memory::VMEM);\n}\n"
     )
+
+
+# Found by the long run: an undeclared name used as a new tensor's dimension was taken as
+# a runtime dimension (W1029 at most), then failed the vx verifier in the cpu build
+def test_undeclared_name_as_a_dimension_is_e0101():
+    src = b"fn k0() -> void {\n  let z = Tensor<f16>([256, visible]);\n}\n"
+    no_internal_error(src)
+    (d,) = diags(src)
+    assert (d.code, d.span.line) == ("E0101", 2) and "`visible`" in d.message

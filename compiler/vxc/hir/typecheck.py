@@ -397,6 +397,7 @@ class TypeChecker(StmtVisitor):
                 )
                 raise _Error
             case A.TensorNew():
+                self._dims_in_scope(e, scope)
                 return self._tensor(T.TensorT(self._elem(e.elem), tuple(e.dims), self.home), e.span)
             case A.Call():
                 return self._call(e, scope)
@@ -432,6 +433,14 @@ class TypeChecker(StmtVisitor):
                 if var.kind == "let"
                 else f"move it into a mutable binding first: `let mut {var.name} = {var.name};`",
             )
+
+    def _dims_in_scope(self, e: A.TensorNew, scope: _Scope) -> None:
+        """A named dimension of a new tensor is a runtime value: a variable in scope or a
+        const parameter, never an undeclared name (it was taken as a runtime dimension)."""
+        consts = {p.name for p in self.fn.decl.const_params}
+        for d in e.dims:
+            if isinstance(d, str) and d not in consts:
+                self._resolve(d, scope, e.span)
 
     def _resolve(self, name: str, scope: _Scope, span: Span) -> int:
         vid = scope.lookup(name)
