@@ -117,25 +117,24 @@ def fatbinary(cubin: bytes, ptx: str, arch: str) -> bytes:
         return Path(d, "kernel.fatbin").read_bytes()
 
 
+def _cuobjdump(binary: bytes, name: str, *args: str) -> str:
+    """Run `cuobjdump ARGS name` on `binary` written to a scratch folder; its stdout."""
+    with tempfile.TemporaryDirectory(prefix="vxc-sass-") as d:
+        Path(d, name).write_bytes(binary)
+        p = _run([str(tool("cuobjdump")), *args, name], d)
+        if p.returncode:
+            raise ToolchainError(f"cuobjdump {' '.join(args)} failed:\n{p.stderr.strip()}")
+        return p.stdout
+
+
 def sass(binary: bytes, suffix: str = "fatbin") -> str:
     """`cuobjdump -sass` of a cubin or fatbin."""
-    with tempfile.TemporaryDirectory(prefix="vxc-sass-") as d:
-        name = f"kernel.{suffix}"
-        Path(d, name).write_bytes(binary)
-        p = _run([str(tool("cuobjdump")), "-sass", name], d)
-        if p.returncode:
-            raise ToolchainError(f"cuobjdump -sass failed:\n{p.stderr.strip()}")
-        return p.stdout
+    return _cuobjdump(binary, f"kernel.{suffix}", "-sass")
 
 
 def list_images(fatbin: bytes) -> str:
     """`cuobjdump -lelf -lptx`: the images a fatbin holds."""
-    with tempfile.TemporaryDirectory(prefix="vxc-sass-") as d:
-        Path(d, "kernel.fatbin").write_bytes(fatbin)
-        p = _run([str(tool("cuobjdump")), "-lelf", "-lptx", "kernel.fatbin"], d)
-        if p.returncode:
-            raise ToolchainError(f"cuobjdump -lelf -lptx failed:\n{p.stderr.strip()}")
-        return p.stdout
+    return _cuobjdump(fatbin, "kernel.fatbin", "-lelf", "-lptx")
 
 
 def extract_ptx(fatbin: bytes) -> str:
