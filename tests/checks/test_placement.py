@@ -17,8 +17,8 @@ from vxc.checks.machine import Machine, build_machine
 from vxc.checks.placement import FnPlacement, check_placement, where_bounds
 from vxc.checks.plan import plan_target
 from vxc.diagnostics import DiagnosticSink
-from vxc.frontend import ast as A
 from vxc.frontend.parser import parse_source
+from vxc.hir import nodes as H
 from vxc.hir.ownership import check_ownership
 from vxc.hir.program import Function
 from vxc.hir.typecheck import typecheck
@@ -41,9 +41,9 @@ class Compiled:
     def codes(self) -> list[tuple[str, int]]:
         return sorted((d.code, d.span.line) for d in self.sink.items)
 
-    def nodes(self, fn: str, kind: type = A.Transfer) -> list:
+    def nodes(self, fn: str, kind: type = H.Transfer) -> list:
         """The placements of `fn`'s Transfer (or TensorNew) nodes, in source order."""
-        found: list[A.Expr] = []
+        found: list[H.Expr] = []
         _collect(self.functions[fn].decl.body, kind, found)
         return [self.placed[fn].of(n) for n in found]
 
@@ -54,9 +54,9 @@ def _collect(node: object, kind: type, out: list) -> None:
     if isinstance(node, list):
         for x in node:
             _collect(x, kind, out)
-    elif isinstance(node, A.Node):
+    elif isinstance(node, H.Node):
         for value in vars(node).values():
-            if isinstance(value, A.Node | list):
+            if isinstance(value, H.Node | list):
                 _collect(value, kind, out)
 
 
@@ -68,7 +68,7 @@ def compile_vx(target: str, source: str) -> Compiled:
     assert model is not None and module is not None, [d.message for d in sink.items]
     program = typecheck(module.items, model.items, sink)
     check_ownership(program.functions, sink)
-    machine = build_machine(model.items + program.decls, sink)
+    machine = build_machine([*model.items, *program.decls], sink)
     placed = plan_target(target, program.functions, machine, sink).functions
     return Compiled(sink, program.functions, machine, placed)
 
@@ -414,7 +414,7 @@ def test_program_declared_machine_routes_cheapest_two_hops() -> None:
 
 def test_granule_rounding_and_new_tensor_home() -> None:
     c = compile_vx("tpu", MATMUL_VMEM)
-    (acc,) = c.nodes("k", A.TensorNew)
+    (acc,) = c.nodes("k", H.TensorNew)
     assert acc.space == "VMEM" and acc.hops == [] and acc.alloc.slot_bytes == TILE
     (attrs,) = acc.ops  # the vx.zeros
     assert attrs["ring"] == acc.alloc.ring and attrs["slot_bytes"] == TILE
@@ -524,15 +524,15 @@ def test_lowering_view() -> None:
     """What ir/from_hir.py copies onto the vx ops: the plan's `ops` per node."""
     c = compile_vx("tpu", MATMUL_VMEM)
     placed = c.placed["k"]
-    transfers: list[A.Expr] = []
-    _collect(c.functions["k"].decl.body, A.Transfer, transfers)
+    transfers: list[H.Expr] = []
+    _collect(c.functions["k"].decl.body, H.Transfer, transfers)
     node = placed.of(transfers[0])
     ((hop, alloc),) = zip(node.hops, node.allocs, strict=True)
     assert hop.seam == "HBM -> VMEM" and alloc == node.alloc
     (op,) = node.ops
     assert (op["space"], op["from"], op["ring"], op["slot_bytes"]) == ("VMEM", "HBM", 1, TILE)
-    news: list[A.Expr] = []
-    _collect(c.functions["k"].decl.body, A.TensorNew, news)
+    news: list[H.Expr] = []
+    _collect(c.functions["k"].decl.body, H.TensorNew, news)
     new = placed.of(news[0])
     assert new.alloc.ring == new.ops[0]["ring"] and new.hops == []
 

@@ -72,7 +72,7 @@ def sexpr(e) -> str:
         case A.Wait():
             return f"(wait {sexpr(e.token)})"
         case A.TensorNew():
-            return f"(new {e.elem.name} {e.dims})"
+            return f"(new {e.elem.name} {list(e.dims)})"
     raise AssertionError(type(e))
 
 
@@ -245,7 +245,7 @@ def test_memory_declaration_every_facet_kind():
 
 def test_empty_memory_declaration():
     (mem,) = parse_ok("Memory M {}").items
-    assert mem.name == "M" and mem.facets == []
+    assert mem.name == "M" and mem.facets == ()
 
 
 def test_topology_declaration_facets_and_edges():
@@ -261,7 +261,7 @@ def test_topology_declaration_facets_and_edges():
     assert isinstance(topo, A.TopologyDecl) and topo.name == "TensorCore"
     assert [(f.name, f.kind, f.value) for f in topo.facets] == [
         ("memory", "memory", "VMEM"),
-        ("visible", "list", ["VMEM", "HBM"]),
+        ("visible", "list", ("VMEM", "HBM")),
     ]
     assert [(e.src, e.dst, e.cost, e.relaxed) for e in topo.edges] == [
         ("HBM", "VMEM", 50, False),
@@ -273,7 +273,7 @@ def test_topology_declaration_facets_and_edges():
 
 def test_topology_facet_can_name_a_topology_and_an_empty_list():
     (topo,) = parse_ok("Topology T { parent: Topology::U, visible: [] }").items
-    assert [(f.kind, f.value) for f in topo.facets] == [("topology", "U"), ("list", [])]
+    assert [(f.kind, f.value) for f in topo.facets] == [("topology", "U"), ("list", ())]
 
 
 # ---- functions ---------------------------------------------------------------------------
@@ -283,23 +283,23 @@ def test_function_with_generics_params_return_placement_and_where():
         " r: &mut Tensor<f32, [2, 2]>, n: i64,) -> Tensor<f32, [N, 4]> on Topology::TensorCore"
         " where n <= 512, N > 0 { }"
     ).items
-    assert isinstance(fn, A.FnDecl) and fn.name == "name" and fn.body.stmts == []
+    assert isinstance(fn, A.FnDecl) and fn.name == "name" and fn.body.stmts == ()
     assert [(c.name, c.type.name) for c in fn.const_params] == [("N", "i32"), ("M", "i64")]
     assert [p.name for p in fn.params] == ["p", "q", "r", "n"]
     p, q, r, n = (p.type for p in fn.params)
-    assert isinstance(p, A.TensorType) and p.elem.name == "f32" and p.dims == ["N", 4]
+    assert isinstance(p, A.TensorType) and p.elem.name == "f32" and p.dims == ("N", 4)
     assert isinstance(q, A.RefType) and not q.mutable and isinstance(q.inner, A.VecType)
-    assert q.inner.elem.dims == ["M"] and q.inner.elem.elem.name == "bf16"
-    assert isinstance(r, A.RefType) and r.mutable and r.inner.dims == [2, 2]
+    assert q.inner.elem.dims == ("M",) and q.inner.elem.elem.name == "bf16"
+    assert isinstance(r, A.RefType) and r.mutable and r.inner.dims == (2, 2)
     assert isinstance(n, A.NamedType) and n.name == "i64"
-    assert isinstance(fn.ret, A.TensorType) and fn.ret.dims == ["N", 4]
+    assert isinstance(fn.ret, A.TensorType) and fn.ret.dims == ("N", 4)
     assert fn.topology == "TensorCore"
     assert [sexpr(w) for w in fn.where] == ["(<= n 512)", "(> N 0)"]
 
 
 def test_minimal_function_is_host_void():
     (fn,) = parse_ok("fn f() {}").items
-    assert (fn.const_params, fn.params, fn.ret, fn.topology, fn.where) == ([], [], None, None, [])
+    assert (fn.const_params, fn.params, fn.ret, fn.topology, fn.where) == ((), (), None, None, ())
 
 
 def test_extern_function_has_no_body():
@@ -307,13 +307,13 @@ def test_extern_function_has_no_body():
         "extern fn matmul_acc(t: Tensor<f32, [128, 128]>) -> void on Topology::TensorCore;"
     ).items
     assert fn.body is None and fn.name == "matmul_acc" and fn.ret.name == "void"
-    assert fn.topology == "TensorCore" and fn.where == []
+    assert fn.topology == "TensorCore" and fn.where == ()
 
 
 def test_token_type():
     (fn,) = parse_ok("fn f(t: Token<Tensor<f32, [128, 128]>, Memory::VMEM>) {}").items
     ty = fn.params[0].type
-    assert isinstance(ty, A.TokenType) and ty.space == "VMEM" and ty.inner.dims == [128, 128]
+    assert isinstance(ty, A.TokenType) and ty.space == "VMEM" and ty.inner.dims == (128, 128)
 
 
 def test_several_items_in_order():
@@ -327,8 +327,8 @@ def test_several_items_in_order():
 
 
 def test_empty_and_comment_only_sources_are_empty_modules():
-    assert parse_ok("").items == []
-    assert parse_ok("  \n// nothing\n/* here */\n").items == []
+    assert parse_ok("").items == ()
+    assert parse_ok("  \n// nothing\n/* here */\n").items == ()
 
 
 # ---- statements ----------------------------------------------------------------------------

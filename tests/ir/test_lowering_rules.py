@@ -15,7 +15,7 @@ from jaxlib.mlir import ir
 from vxc import api
 from vxc.backends.cpu import BackendError, compile_module
 from vxc.backends.cpu.lower import RULES as CPU_RULES
-from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.ir import OPS, parse_module
 from vxc.ir.from_hir import EXPR_RULES, STMT_RULES, lower_program
 from vxc.ir.loc import where
@@ -82,15 +82,15 @@ def test_backend_error_names_the_vx_line():
 
 
 def test_rule_tables_cover_every_kind():
-    # Every statement and expression class of the AST that can reach lowering has a rule.
-    stmts = {A.Let, A.Assign, A.ExprStmt, A.For, A.If, A.Spawn}
+    # Every statement and expression class of the HIR that can reach lowering has a rule.
+    stmts = {H.Let, H.Assign, H.ExprStmt, H.For, H.If, H.Spawn}
     assert stmts <= set(STMT_RULES)
-    # Every expression class of the AST (a subclass too: rules are looked up by exact
+    # Every expression class of the HIR (a subclass too: rules are looked up by exact
     # class) except the `Memory::X` / `Topology::X` paths, which only name a space.
     exprs = {
-        c for c in vars(A).values()
-        if isinstance(c, type) and issubclass(c, A.Expr) and c is not A.Expr
-        and c not in (A.MemPath, A.TopoPath)
+        c for c in vars(H).values()
+        if isinstance(c, type) and issubclass(c, H.Expr) and c is not H.Expr
+        and c not in (H.MemPath, H.TopoPath)
     }  # fmt: skip
     assert exprs <= set(EXPR_RULES)
     # The CPU backend has a rule for every op of the vx op table.

@@ -9,12 +9,13 @@ import pytest
 from vxc.checks.placement import _Placer
 from vxc.checks.seams import SeamChecker
 from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.hir.liveness import _Builder
 from vxc.hir.ownership import Ownership
 from vxc.hir.typecheck import TypeChecker
 from vxc.hir.visit import StmtVisitor
 
-KINDS = (A.Let, A.Assign, A.ExprStmt, A.Return, A.For, A.If, A.Spawn)
+KINDS = (H.Let, H.Assign, H.ExprStmt, H.Return, H.For, H.If, H.Spawn)
 
 
 @pytest.mark.parametrize("cls", [TypeChecker, Ownership, _Builder, _Placer, SeamChecker])
@@ -37,7 +38,7 @@ def test_an_unhandled_kind_is_said():
 
     out: list[str] = []
     span = A.NO_SPAN
-    OnlyLets().visit(A.Let(span, "x", False, None, A.IntLit(span, 1)), out)
+    OnlyLets().visit(H.Let(span, "x", False, None, H.IntLit(span, 1, nid=1), nid=0), out)
     assert out == ["x"]
     with pytest.raises(NotImplementedError, match="OnlyLets does not handle `ExprStmt`"):
-        OnlyLets().visit(A.ExprStmt(span, A.IntLit(span, 1)), out)
+        OnlyLets().visit(H.ExprStmt(span, H.IntLit(span, 1, nid=3), nid=2), out)

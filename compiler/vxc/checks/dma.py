@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from vxc.checks.placement import FnPlacement
 from vxc.diagnostics import DiagnosticSink
-from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
 from vxc.targets import DmaLimits
@@ -21,20 +21,20 @@ _BYTES |= {"i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
 
 
 def check_dma(fn: Function, placement: FnPlacement, dma: DmaLimits, sink: DiagnosticSink) -> None:
-    for stmt in A.walk_stmts(fn.decl.body):
-        for top in (x for x in vars(stmt).values() if isinstance(x, A.Expr)):
-            for e in A.walk_expr(top):
-                if isinstance(e, A.Transfer):
+    for stmt in H.walk_stmts(fn.decl.body):
+        for top in (x for x in vars(stmt).values() if isinstance(x, H.Expr)):
+            for e in H.walk_expr(top):
+                if isinstance(e, H.Transfer):
                     _transfer(e, placement, dma, sink)
 
 
-def _transfer(e: A.Transfer, placement: FnPlacement, dma: DmaLimits, sink: DiagnosticSink) -> None:
+def _transfer(e: H.Transfer, placement: FnPlacement, dma: DmaLimits, sink: DiagnosticSink) -> None:
     t = T.deref(e.src.ty) if e.src.ty is not None else None
     if isinstance(t, T.TokenT):
         t = t.inner
     if not isinstance(t, T.TensorT) or not t.dims:
         return
-    node = placement.nodes.get(id(e))
+    node = placement.nodes.get(e.nid)
     hops = [h for h in (node.hops if node else []) if {h.src, h.dst} == set(dma.spaces)]
     if not hops or any(d.code == "E6009" and d.span == e.span for d in sink.items):
         return  # no DMA hop, or the tile does not fit at all (E6009 says so)

@@ -11,7 +11,7 @@ returns True. It errs on the side of True: the checker then proves nothing or re
 from __future__ import annotations
 
 from vxc.checks.placement import FnPlacement
-from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
 
@@ -23,29 +23,29 @@ def _is_token(t: T.Type | None) -> bool:
 def needs_proof(fn: Function, placement: FnPlacement, functions: dict[str, Function]) -> bool:
     if any(h.relaxed for node in placement.nodes.values() for h in node.hops):
         return True  # a buffer crossed a relaxed seam
-    for s in A.walk_stmts(fn.decl.body):
+    for s in H.walk_stmts(fn.decl.body):
         if _token_as_tensor(s, fn):
             return True
-        for top in (x for x in vars(s).values() if isinstance(x, A.Expr)):
-            for e in A.walk_expr(top):
+        for top in (x for x in vars(s).values() if isinstance(x, H.Expr)):
+            for e in H.walk_expr(top):
                 if _obliges(e, functions):
                     return True
     return False
 
 
-def _token_as_tensor(s: A.Stmt, fn: Function) -> bool:
+def _token_as_tensor(s: H.Stmt, fn: Function) -> bool:
     """A token returned, bound or assigned where a tensor is wanted: a read in flight."""
-    if isinstance(s, A.Return) and s.value is not None:
+    if isinstance(s, H.Return) and s.value is not None:
         return _is_token(s.value.ty) and not _is_token(fn.ret)
-    if isinstance(s, A.Let | A.Assign) and s.vid in fn.vars:
+    if isinstance(s, H.Let | H.Assign) and s.vid in fn.vars:
         return _is_token(s.value.ty) and not _is_token(fn.vars[s.vid].ty)
     return False
 
 
-def _obliges(e: A.Expr, functions: dict[str, Function]) -> bool:
-    if isinstance(e, A.Transfer):
+def _obliges(e: H.Expr, functions: dict[str, Function]) -> bool:
+    if isinstance(e, H.Transfer):
         return _is_token(e.src.ty)  # a transfer reads its token's buffer in flight
-    if not isinstance(e, A.Call):
+    if not isinstance(e, H.Call):
         return False
     callee = functions.get(e.callee)
     if callee is None and e.callee == "assert":

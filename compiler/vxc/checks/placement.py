@@ -22,7 +22,7 @@
   and the working-set check (E6010).
 
 The result, `FnPlacement`, is this function's part of the target plan
-(checks/plan.py): keyed by `id(node)` of each A.Transfer / A.TensorNew / A.Call
+(checks/plan.py): keyed by the HIR node id (`nid`) of each Transfer / TensorNew / Call
 node (each instance has its own HIR nodes), it holds the route, the allocations
 and the attributes of every vx op the node lowers to (`NodePlacement.ops`). The
 seam checker, the HIR -> vx lowering and hence the backends read it; nothing
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from vxc.checks.machine import CPU_DRAM, Hop, Machine, Memory
 from vxc.checks.scratchpad import Alloc, Allocator, Ring, Tile, human_size
 from vxc.diagnostics import DiagnosticSink
-from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.liveness import build_cfg, children, makes_buffer
 from vxc.hir.program import Function
@@ -54,7 +54,7 @@ __all__ = [
 
 @dataclass
 class NodePlacement:
-    """What one A.Transfer or A.TensorNew node does on this target.
+    """What one H.Transfer or H.TensorNew node does on this target.
 
     kind: "transfer", "transfer_async" or "new"; source: canonical space the
     tensor starts in (None for a new tensor); space: canonical destination (the
@@ -86,7 +86,7 @@ class NodePlacement:
 class FnPlacement:
     """Placement of one function on one target.
 
-    nodes: id(A.Transfer | A.TensorNew) -> NodePlacement; rings: the scratchpad
+    nodes: nid of an H.Transfer | H.TensorNew | H.Call -> NodePlacement; rings: the scratchpad
     rings (`Ring.id` is what `Alloc.ring` names; ids are per function, in
     program order); working_set: per scratchpad space, the peak bytes live at
     once; footprint: per scratchpad space, the bytes the ring layout spans.
@@ -98,8 +98,8 @@ class FnPlacement:
     working_set: dict[str, int] = field(default_factory=dict)
     footprint: dict[str, int] = field(default_factory=dict)
 
-    def of(self, node: A.Expr) -> NodePlacement:
-        return self.nodes[id(node)]
+    def of(self, node: H.Expr) -> NodePlacement:
+        return self.nodes[node.nid]
 
 
 def _slot_attributes(alloc: Alloc | None) -> dict[str, object]:
@@ -168,13 +168,13 @@ def _node_ops(machine: Machine, node: NodePlacement) -> list[dict[str, object]]:
     return [hop_op(machine, h, a) for h, a in zip(node.hops, node.allocs, strict=True)]
 
 
-def where_bounds(where: list[A.Expr]) -> dict[str, int]:
+def where_bounds(where: list[H.Expr]) -> dict[str, int]:
     """Upper bounds on names from a `where` clause: `n <= 512`, `n < 513`, `512 >= n`."""
     out: dict[str, int] = {}
     todo = list(where)
     while todo:
         e = todo.pop()
-        if isinstance(e, A.Binary) and e.op == "&&":
+        if isinstance(e, H.Binary) and e.op == "&&":
             todo += [e.lhs, e.rhs]
             continue
         bound = _upper_bound(e)
@@ -187,12 +187,12 @@ def where_bounds(where: list[A.Expr]) -> dict[str, int]:
 _FLIP = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "==": "=="}
 
 
-def _upper_bound(e: A.Expr) -> tuple[str, int] | None:
-    if not isinstance(e, A.Binary):
+def _upper_bound(e: H.Expr) -> tuple[str, int] | None:
+    if not isinstance(e, H.Binary):
         return None
-    if isinstance(e.lhs, A.Name) and isinstance(e.rhs, A.IntLit):
+    if isinstance(e.lhs, H.Name) and isinstance(e.rhs, H.IntLit):
         name, op, value = e.lhs.name, e.op, e.rhs.value
-    elif isinstance(e.rhs, A.Name) and isinstance(e.lhs, A.IntLit) and e.op in _FLIP:
+    elif isinstance(e.rhs, H.Name) and isinstance(e.lhs, H.IntLit) and e.op in _FLIP:
         name, op, value = e.rhs.name, _FLIP[e.op], e.lhs.value  # `512 >= n` is `n <= 512`
     else:
         return None
@@ -252,59 +252,59 @@ class _Placer(StmtVisitor):
         return False
 
     # ---- walk -----------------------------------------------------------------------
-    def _block(self, block: A.Block, topo: str | None) -> None:
+    def _block(self, block: H.Block, topo: str | None) -> None:
         for s in block.stmts:
             self._stmt(s, topo)
 
-    def _stmt(self, s: A.Stmt, topo: str | None) -> None:
+    def _stmt(self, s: H.Stmt, topo: str | None) -> None:
         self.visit(s, topo)
 
-    def visit_binding(self, s: A.Let | A.Assign, topo: str | None) -> None:
+    def visit_binding(self, s: H.Let | H.Assign, topo: str | None) -> None:
         self._expr(s.value, topo)
 
-    def visit_expr_stmt(self, s: A.ExprStmt, topo: str | None) -> None:
+    def visit_expr_stmt(self, s: H.ExprStmt, topo: str | None) -> None:
         self._expr(s.expr, topo)
 
-    def visit_return(self, s: A.Return, topo: str | None) -> None:
+    def visit_return(self, s: H.Return, topo: str | None) -> None:
         if s.value is not None:
             self._expr(s.value, topo)
 
-    def visit_for(self, s: A.For, topo: str | None) -> None:
+    def visit_for(self, s: H.For, topo: str | None) -> None:
         self._expr(s.start, topo)
         self._expr(s.end, topo)
         self._block(s.body, topo)
 
-    def visit_if(self, s: A.If, topo: str | None) -> None:
+    def visit_if(self, s: H.If, topo: str | None) -> None:
         self._expr(s.cond, topo)
         self._block(s.then, topo)
         if s.orelse:
             self._block(s.orelse, topo)
 
-    def visit_spawn(self, s: A.Spawn, topo: str | None) -> None:
+    def visit_spawn(self, s: H.Spawn, topo: str | None) -> None:
         if self._topology_known(s.topology, s.span):
             self._block(s.body, s.topology)  # the block's code runs on its own topology
 
-    def _expr(self, e: A.Expr, topo: str | None) -> None:
+    def _expr(self, e: H.Expr, topo: str | None) -> None:
         for child in children(e):
             self._expr(child, topo)
-        if isinstance(e, A.Transfer):
+        if isinstance(e, H.Transfer):
             self._transfer(e, topo)
-        elif isinstance(e, A.TensorNew):
+        elif isinstance(e, H.TensorNew):
             self._tensor_new(e)
-        elif isinstance(e, A.Call):
+        elif isinstance(e, H.Call):
             self._call(e, topo)
             if makes_buffer(e):
                 self._call_result(e)
 
     # ---- routing and capacity ------------------------------------------------------------
-    def _transfer(self, e: A.Transfer, topo: str | None) -> None:
+    def _transfer(self, e: H.Transfer, topo: str | None) -> None:
         kind = "transfer_async" if e.is_async else "transfer"
         src_t = _tensor(e.src.ty)
         if src_t is None:
             return
         src, dst = self._space(src_t.space, e), self._space(e.space, e)
         node = NodePlacement(kind, src, dst or e.space, routed=False)
-        self.out.nodes[id(e)] = node
+        self.out.nodes[e.nid] = node
         if src is None or dst is None:
             return
         hops = self.machine.route(topo, src, dst)
@@ -319,34 +319,34 @@ class _Placer(StmtVisitor):
             self._tile(e, k, h.dst, size, final=k == len(hops) - 1, label=kind)
             for k, h in enumerate(hops)
         ]
-        self.tiles[id(e)] = [t for t in tiles if t is not None]
+        self.tiles[e.nid] = [t for t in tiles if t is not None]
 
-    def _tensor_new(self, e: A.TensorNew) -> None:
+    def _tensor_new(self, e: H.TensorNew) -> None:
         home = self._space(e.ty.space, e)
         node = NodePlacement("new", None, home or e.ty.space, routed=home is not None)
-        self.out.nodes[id(e)] = node
+        self.out.nodes[e.nid] = node
         if home is None:
             return
         size = self._size(e.ty)
         node.bytes = size.bytes
         self._capacity(e, e.ty, size, [home])
         tile = self._tile(e, -1, home, size, final=True, label="new tensor")
-        self.tiles[id(e)] = [tile] if tile is not None else []
+        self.tiles[e.nid] = [tile] if tile is not None else []
 
-    def _call_result(self, e: A.Call) -> None:
+    def _call_result(self, e: H.Call) -> None:
         """A returned tensor (or token) lands in a buffer of the caller's: allocate it like a
         transfer's destination, so a result kept across loop iterations gets its own slot."""
         placed = e.ty.inner if isinstance(e.ty, T.TokenT) else e.ty
         space = self.machine.space(placed.space)
         if space is None:
             return
-        self.out.nodes[id(e)] = NodePlacement("call", None, space, routed=True)
+        self.out.nodes[e.nid] = NodePlacement("call", None, space, routed=True)
         size = self._size(placed)
-        self.out.nodes[id(e)].bytes = size.bytes
+        self.out.nodes[e.nid].bytes = size.bytes
         tile = self._tile(e, -1, space, size, final=True, label=f"result of `{e.callee}`")
-        self.tiles[id(e)] = [tile] if tile is not None else []
+        self.tiles[e.nid] = [tile] if tile is not None else []
 
-    def _space(self, name: str, e: A.Expr) -> str | None:
+    def _space(self, name: str, e: H.Expr) -> str | None:
         space = self.machine.space(name)
         if space is None:
             self.sink.emit(
@@ -357,7 +357,7 @@ class _Placer(StmtVisitor):
             )
         return space
 
-    def _no_route(self, e: A.Transfer, topo: str | None, src: str, dst: str) -> None:
+    def _no_route(self, e: H.Transfer, topo: str | None, src: str, dst: str) -> None:
         where = f"`Topology::{topo}`" if topo else "any topology (host code)"
         topos = [self.machine.topologies[topo]] if topo else self.machine.topologies.values()
         edges = [h for t in topos for h in t.edges]
@@ -384,7 +384,7 @@ class _Placer(StmtVisitor):
                 unbounded.append(d)
         return _Size(None if unbounded else n, unbounded, used)
 
-    def _capacity(self, e: A.Expr, t: T.TensorT, size: _Size, spaces: list[str]) -> None:
+    def _capacity(self, e: H.Expr, t: T.TensorT, size: _Size, spaces: list[str]) -> None:
         bounded = [self.machine.memories[s] for s in spaces if self.machine.memories[s].capacity]
         if size.bytes is None and bounded:
             self._unverified(e, t, size, bounded[0])
@@ -393,7 +393,7 @@ class _Placer(StmtVisitor):
             if size.bytes is not None and size.bytes > mem.capacity:
                 self._too_big(e, t, size, mem)
 
-    def _unverified(self, e: A.Expr, t: T.TensorT, size: _Size, mem: Memory) -> None:
+    def _unverified(self, e: H.Expr, t: T.TensorT, size: _Size, mem: Memory) -> None:
         dims = ", ".join(f"`{d}`" for d in size.unbounded)
         self.sink.emit(
             "W1029",
@@ -403,7 +403,7 @@ class _Placer(StmtVisitor):
             help=f"bound it on the function: `where {size.unbounded[0]} <= ...`",
         )
 
-    def _too_big(self, e: A.Expr, t: T.TensorT, size: _Size, mem: Memory) -> None:
+    def _too_big(self, e: H.Expr, t: T.TensorT, size: _Size, mem: Memory) -> None:
         at_bound = f" at its bound ({', '.join(size.used)})" if size.used else ""
         self.sink.emit(
             "E6009",
@@ -414,17 +414,17 @@ class _Placer(StmtVisitor):
         )
 
     def _tile(
-        self, e: A.Expr, hop: int, space: str, size: _Size, final: bool, label: str
+        self, e: H.Expr, hop: int, space: str, size: _Size, final: bool, label: str
     ) -> Tile | None:
         mem = self.machine.memories[space]
         if mem.managed == "cached" or not (mem.granule or mem.capacity):
             return None  # a cache, or a space of no bounded size: nothing to allocate
         granule = max(mem.granule, 1)
         slot = None if size.bytes is None else -(-size.bytes // granule) * granule
-        return Tile(id(e), hop, space, slot, final, e.span, label)
+        return Tile(e.nid, hop, space, slot, final, e.span, label)
 
     # ---- visibility --------------------------------------------------------------------
-    def _call(self, e: A.Call, topo: str | None) -> None:
+    def _call(self, e: H.Call, topo: str | None) -> None:
         if e.callee == "assert" and e.callee not in self.functions:
             for side in _compared_tensors(e.args[0] if e.args else None):
                 self._visible(side, topo, "`assert`")
@@ -434,7 +434,7 @@ class _Placer(StmtVisitor):
             for a in e.args:
                 self._visible(a, topo, f"`{e.callee}`")
 
-    def _visible(self, a: A.Expr, topo: str | None, what: str) -> None:
+    def _visible(self, a: H.Expr, topo: str | None, what: str) -> None:
         t = _tensor(a.ty)
         if t is None:
             return
@@ -465,9 +465,9 @@ def _tensor(ty: T.Type | None) -> T.TensorT | None:
     return t if isinstance(t, T.TensorT) else None
 
 
-def _compared_tensors(e: A.Expr | None) -> list[A.Expr]:
+def _compared_tensors(e: H.Expr | None) -> list[H.Expr]:
     """Tensor sides of the comparisons in an `assert` condition (`buf == v`)."""
-    if not isinstance(e, A.Binary):
+    if not isinstance(e, H.Binary):
         return []
     if e.op in ("&&", "||"):
         return _compared_tensors(e.lhs) + _compared_tensors(e.rhs)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from vxc.checks.machine import Machine
 from vxc.checks.placement import FnPlacement, NodePlacement, check_placement
 from vxc.diagnostics import DiagnosticSink
-from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.hir.program import Function
 
 
@@ -32,10 +32,10 @@ class TargetPlan:
     machine: Machine
     functions: dict[str, FnPlacement] = field(default_factory=dict)
 
-    def node(self, fn: str, node: A.Expr) -> NodePlacement | None:
+    def node(self, fn: str, node: H.Expr) -> NodePlacement | None:
         """What `node` (a transfer, new tensor or call of instance `fn`) does here."""
         placed = self.functions.get(fn)
-        return placed.nodes.get(id(node)) if placed is not None else None
+        return placed.nodes.get(node.nid) if placed is not None else None
 
 
 def plan_target(

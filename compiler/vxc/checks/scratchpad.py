@@ -154,7 +154,7 @@ class Allocator:
     ):
         self.fn, self.cfg, self.tiles, self.memories, self.sink = fn, cfg, tiles, memories, sink
         self.born: list[list[Tile]] = [
-            [t for node in instr.makes for t in tiles.get(id(node), [])] for instr in cfg.instrs
+            [t for node in instr.makes for t in tiles.get(node.nid, [])] for instr in cfg.instrs
         ]
         self.groups = self._groups()
         self.var_bytes: dict[tuple[int, str], int] = {}
@@ -167,7 +167,7 @@ class Allocator:
         for instr in self.cfg.instrs:
             for d in instr.defs:
                 if instr.source is not None:
-                    uf.union(("v", d), ("n", id(instr.source)))
+                    uf.union(("v", d), ("n", instr.source.nid))
                 if instr.flow is not None:
                     uf.union(("v", d), ("v", instr.flow))
         return uf
@@ -231,7 +231,7 @@ class Allocator:
     def _life(self, birth: int, t: Tile) -> _Life:
         instr = self.cfg.instrs[birth]
         into = None
-        if instr.source is not None and id(instr.source) == t.node and instr.defs:
+        if instr.source is not None and instr.source.nid == t.node and instr.defs:
             into = next(iter(instr.defs))
             if not t.final and not self._is_token(into):
                 into = None  # a blocking route's staging buffer is free once it completes

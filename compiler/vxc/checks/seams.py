@@ -19,7 +19,7 @@ from vxc.checks.machine import Machine
 from vxc.checks.placement import FnPlacement
 from vxc.checks.solver import CONST, TAG_BITS, TOP, VAL_BITS, Solver, format_model
 from vxc.diagnostics import DiagnosticSink
-from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
 from vxc.hir.visit import StmtVisitor
@@ -102,7 +102,7 @@ class SeamChecker(StmtVisitor):
         )
 
     # ---- statements ------------------------------------------------------------------
-    def _block(self, block: A.Block, pc: z3.BoolRef) -> z3.BoolRef | None:
+    def _block(self, block: H.Block, pc: z3.BoolRef) -> z3.BoolRef | None:
         """Walk a block under path condition `pc`. Returns the condition under which it
         completes (after `if c { return; }` the rest runs under `!c`), None if it never does."""
         for s in block.stmts:
@@ -111,35 +111,35 @@ class SeamChecker(StmtVisitor):
                 return None
         return pc
 
-    def _stmt(self, s: A.Stmt, pc: z3.BoolRef) -> z3.BoolRef | None:
+    def _stmt(self, s: H.Stmt, pc: z3.BoolRef) -> z3.BoolRef | None:
         """The path condition after `s` (None: no path gets past it)."""
         return self.visit(s, pc)
 
-    def visit_binding(self, s: A.Let | A.Assign, pc: z3.BoolRef) -> z3.BoolRef:
+    def visit_binding(self, s: H.Let | H.Assign, pc: z3.BoolRef) -> z3.BoolRef:
         self._define(s.vid, s.value, pc)
         return pc
 
-    def visit_expr_stmt(self, s: A.ExprStmt, pc: z3.BoolRef) -> z3.BoolRef:
+    def visit_expr_stmt(self, s: H.ExprStmt, pc: z3.BoolRef) -> z3.BoolRef:
         self._effects(s.expr, pc)
         return pc
 
-    def visit_return(self, s: A.Return, pc: z3.BoolRef) -> None:
+    def visit_return(self, s: H.Return, pc: z3.BoolRef) -> None:
         if s.value is not None:
             self._effects(s.value, pc)
             self._read_as_tensor(s.value, self.fn.ret, pc, returned=True)
         return None
 
-    def visit_if(self, s: A.If, pc: z3.BoolRef) -> z3.BoolRef | None:
+    def visit_if(self, s: H.If, pc: z3.BoolRef) -> z3.BoolRef | None:
         return self._if(s, pc)
 
-    def visit_for(self, s: A.For, pc: z3.BoolRef) -> z3.BoolRef:
+    def visit_for(self, s: H.For, pc: z3.BoolRef) -> z3.BoolRef:
         self._for(s, pc)
         return pc
 
-    def visit_spawn(self, s: A.Spawn, pc: z3.BoolRef) -> z3.BoolRef | None:
+    def visit_spawn(self, s: H.Spawn, pc: z3.BoolRef) -> z3.BoolRef | None:
         return self._block(s.body, pc)
 
-    def _define(self, vid: int, value: A.Expr, pc: z3.BoolRef) -> None:
+    def _define(self, vid: int, value: H.Expr, pc: z3.BoolRef) -> None:
         ty = self.fn.vars[vid].ty
         self._effects(value, pc)
         self._read_as_tensor(value, ty, pc)
@@ -151,7 +151,7 @@ class SeamChecker(StmtVisitor):
             self.bufs[vid] = self._buf(value, pc, read=False)
 
     def _read_as_tensor(
-        self, value: A.Expr, want: T.Type, pc: z3.BoolRef, returned: bool = False
+        self, value: H.Expr, want: T.Type, pc: z3.BoolRef, returned: bool = False
     ) -> None:
         """A token bound or returned where its tensor is expected (`let x: Tensor<..> =
         tok;`, `return tok;` from a tensor-returning function) reads its buffer. A returned
@@ -169,7 +169,7 @@ class SeamChecker(StmtVisitor):
     def _restore(self, snap: tuple[dict, dict, dict]) -> None:
         self.bufs, self.ints, self.bools = (dict(x) for x in snap)
 
-    def _if(self, s: A.If, pc: z3.BoolRef) -> z3.BoolRef | None:
+    def _if(self, s: H.If, pc: z3.BoolRef) -> z3.BoolRef | None:
         cond = self._bool(s.cond)
         entry = self._snapshot()
         then_pc = self._block(s.then, z3.And(pc, cond))
@@ -204,7 +204,7 @@ class SeamChecker(StmtVisitor):
             if vid in self.bools and self.bools[vid] is not t:
                 self.bools[vid] = z3.If(cond, t, self.bools[vid])
 
-    def _for(self, s: A.For, pc: z3.BoolRef) -> None:
+    def _for(self, s: H.For, pc: z3.BoolRef) -> None:
         lo, hi = self._int(s.start), self._int(s.end)
         entry = self._snapshot()
         # Silent passes build the loop-head state "entry, or the end of some earlier
@@ -220,7 +220,7 @@ class SeamChecker(StmtVisitor):
         # not where `if c { return; }` left the loop).
         emit, self.emit = self.emit, False
         head = entry
-        for _ in range(len(A.assigned_vars(s.body)) + 1):
+        for _ in range(len(H.assigned_vars(s.body)) + 1):
             self._restore(head)
             end_pc = self._iteration(s, pc, lo, hi)
             if end_pc is None:
@@ -239,17 +239,17 @@ class SeamChecker(StmtVisitor):
         if end_pc is not None:
             self._merge(z3.And(z3.Bool(self.solver.fresh_name("entered")), end_pc), after)
 
-    def _iteration(self, s: A.For, pc: z3.BoolRef, lo, hi) -> z3.BoolRef | None:
+    def _iteration(self, s: H.For, pc: z3.BoolRef, lo, hi) -> z3.BoolRef | None:
         """One pass over the body: the condition under which it completes, or None."""
         i = z3.Int(self.solver.fresh_name(s.var))
         self.ints[s.vid] = i
         return self._block(s.body, z3.And(pc, lo <= i, i < hi))
 
     # ---- expressions: effects and reads -------------------------------------------------
-    def _effects(self, e: A.Expr, pc: z3.BoolRef) -> None:
+    def _effects(self, e: H.Expr, pc: z3.BoolRef) -> None:
         """Check every read inside `e` (calls, intrinsics, transfers of in-flight buffers)."""
         for node in _calls(e):
-            if isinstance(node, A.Transfer):
+            if isinstance(node, H.Transfer):
                 if isinstance(node.src.ty, T.TokenT):
                     self._read(node.src, pc, None)
                 continue
@@ -265,35 +265,35 @@ class SeamChecker(StmtVisitor):
             if callee is not None:
                 self._bounds(node, callee, pc)
 
-    def _assert(self, call: A.Call, pc: z3.BoolRef) -> None:
+    def _assert(self, call: H.Call, pc: z3.BoolRef) -> None:
         cond = call.args[0]
-        if isinstance(cond, A.Binary) and cond.op == "==" and _is_tensorish(cond.lhs.ty):
+        if isinstance(cond, H.Binary) and cond.op == "==" and _is_tensorish(cond.lhs.ty):
             value = _const_int(cond.rhs)
             self._read(cond.lhs, pc, value)
 
-    def _read(self, e: A.Expr, pc: z3.BoolRef, contract: int | None) -> None:
+    def _read(self, e: H.Expr, pc: z3.BoolRef, contract: int | None) -> None:
         """The obligation of one read: the buffer is not TOP, or holds the contracted value."""
         base = _strip(e)
-        if not isinstance(base, A.Name | A.Wait | A.Transfer):
+        if not isinstance(base, H.Name | H.Wait | H.Transfer):
             return  # a fresh element or call result: published, nothing crossed a seam
         name = (
             base.name
-            if isinstance(base, A.Name)
+            if isinstance(base, H.Name)
             else "transfer_async(...)"
-            if isinstance(base, A.Transfer) and base.is_async
+            if isinstance(base, H.Transfer) and base.is_async
             else "tmp"
         )
         # One report per read (a reassigned token is a new transfer; each stale read counts);
         # the loop's second pass re-walks the same reads, and reports them once.
-        key = (e.span, base.vid if isinstance(base, A.Name) else id(base))
+        key = (e.span, base.vid if isinstance(base, H.Name) else base.nid)
         state = self._buf(base, pc, read=True)
         if (
             state.seam is None
             and contract is None
-            and (base.vid if isinstance(base, A.Name) else -1) not in self.contracts
+            and (base.vid if isinstance(base, H.Name) else -1) not in self.contracts
         ):
             return  # never crossed a relaxed seam and no value is required: nothing to prove
-        if contract is None and isinstance(base, A.Name):
+        if contract is None and isinstance(base, H.Name):
             contract = self.contracts.get(base.vid)
         if contract is None:
             contract = state.const
@@ -323,7 +323,7 @@ class SeamChecker(StmtVisitor):
             help_ = None
         self.sink.emit("E6004", msg, e.span, notes=[note], help=help_)
 
-    def _bounds(self, call: A.Call, callee: Function, pc: z3.BoolRef) -> None:
+    def _bounds(self, call: H.Call, callee: Function, pc: z3.BoolRef) -> None:
         """Each `where` bound of the callee must follow from the caller's facts (E6005)."""
         if not callee.decl.where or not self.emit:
             return
@@ -372,29 +372,29 @@ class SeamChecker(StmtVisitor):
             )
 
     # ---- values ----------------------------------------------------------------------------
-    def _buf(self, e: A.Expr, pc: z3.BoolRef, read: bool) -> BufState:
+    def _buf(self, e: H.Expr, pc: z3.BoolRef, read: bool) -> BufState:
         base = _strip(e)
-        if isinstance(base, A.Name) and base.vid >= 0:
+        if isinstance(base, H.Name) and base.vid >= 0:
             state = self.bufs.get(base.vid) or self._opaque(base.name)
             if isinstance(base.ty, T.TokenT) and read:
                 return self._stale(base.name, "token")  # not yet waited: the hop is relaxed
             return state
-        if isinstance(base, A.Transfer):
+        if isinstance(base, H.Transfer):
             if base.is_async and read:  # the result of transfer_async, read unwaited
                 return self._stale("transfer_async", "token")
             # Transferring an in-flight buffer is a read of the token, reported there
             # (`_effects`); the copy is not reported again where it is read.
             return self._route(base, self._buf(base.src, pc, read=False))
-        if isinstance(base, A.Wait):
+        if isinstance(base, H.Wait):
             return self._buf(base.token, pc, read=False)
-        if isinstance(base, A.TensorNew):
+        if isinstance(base, H.TensorNew):
             return BufState(_bv(CONST, TAG_BITS), _bv(0, VAL_BITS), None, 0)
         return self._opaque("tmp")
 
-    def _route(self, t: A.Transfer, src: BufState) -> BufState:
+    def _route(self, t: H.Transfer, src: BufState) -> BufState:
         """The buffer after the hops the target plan routed `t` over (the topology the
         code runs on: a `spawn` block's, not its function's); unrouted: no hops."""
-        node = self.placement.nodes.get(id(t))
+        node = self.placement.nodes.get(t.nid)
         for hop in node.hops if node is not None else []:
             if hop.relaxed:
                 return BufState(
@@ -405,29 +405,29 @@ class SeamChecker(StmtVisitor):
                 )
         return src
 
-    def _int(self, e: A.Expr) -> z3.ArithRef:
+    def _int(self, e: H.Expr) -> z3.ArithRef:
         match e:
-            case A.IntLit() | A.SizeLit():
+            case H.IntLit() | H.SizeLit():
                 return z3.IntVal(e.value)
-            case A.Name() if e.vid in self.ints:
+            case H.Name() if e.vid in self.ints:
                 return self.ints[e.vid]
-            case A.Unary(op="-"):
+            case H.Unary(op="-"):
                 return -self._int(e.operand)
-            case A.Binary(op="+" | "-" | "*"):
+            case H.Binary(op="+" | "-" | "*"):
                 lhs, rhs = self._int(e.lhs), self._int(e.rhs)
                 return lhs + rhs if e.op == "+" else lhs - rhs if e.op == "-" else lhs * rhs
-            case A.Binary(op="/" | "%") if isinstance(e.rhs, A.IntLit) and e.rhs.value > 0:
+            case H.Binary(op="/" | "%") if isinstance(e.rhs, H.IntLit) and e.rhs.value > 0:
                 # Division by a positive constant stays linear; Vx's `/` truncates, which
                 # z3's floor division matches for a non-negative dividend only.
                 lhs = self._int(e.lhs)
                 d = z3.IntVal(e.rhs.value)
                 q = z3.If(lhs >= 0, lhs / d, -((-lhs) / d))
                 return q if e.op == "/" else lhs - d * q
-            case A.Call(callee="instance" | "instances") if e.callee not in self.functions:
+            case H.Call(callee="instance" | "instances") if e.callee not in self.functions:
                 return INSTANCE if e.callee == "instance" else INSTANCES
-            case A.MethodCall(method="len"):
+            case H.MethodCall(method="len"):
                 base = _strip(e.obj)
-                if isinstance(base, A.Name) and base.vid >= 0:
+                if isinstance(base, H.Name) and base.vid >= 0:
                     # One length per Vec variable, so `where n <= tiles.len()` and a later
                     # `tiles.len()` talk about the same number.
                     key = ("len", base.vid)
@@ -440,19 +440,19 @@ class SeamChecker(StmtVisitor):
                 return n
         return z3.Int(self.solver.fresh_name("int"))
 
-    def _bool(self, e: A.Expr) -> z3.BoolRef:
+    def _bool(self, e: H.Expr) -> z3.BoolRef:
         match e:
-            case A.BoolLit():
+            case H.BoolLit():
                 return z3.BoolVal(e.value)
-            case A.Name() if e.vid in self.bools:
+            case H.Name() if e.vid in self.bools:
                 return self.bools[e.vid]
-            case A.Unary(op="!"):
+            case H.Unary(op="!"):
                 return z3.Not(self._bool(e.operand))
-            case A.Binary(op="&&"):
+            case H.Binary(op="&&"):
                 return z3.And(self._bool(e.lhs), self._bool(e.rhs))
-            case A.Binary(op="||"):
+            case H.Binary(op="||"):
                 return z3.Or(self._bool(e.lhs), self._bool(e.rhs))
-            case A.Binary(op="==" | "!=" | "<" | "<=" | ">" | ">=") if T.is_int(e.lhs.ty):
+            case H.Binary(op="==" | "!=" | "<" | "<=" | ">" | ">=") if T.is_int(e.lhs.ty):
                 lhs, rhs = self._int(e.lhs), self._int(e.rhs)
                 return {
                     "==": lhs == rhs,
@@ -466,8 +466,8 @@ class SeamChecker(StmtVisitor):
 
 
 # ---- helpers ------------------------------------------------------------------------------
-def _strip(e: A.Expr) -> A.Expr:
-    while isinstance(e, A.Borrow):
+def _strip(e: H.Expr) -> H.Expr:
+    while isinstance(e, H.Borrow):
         e = e.operand
     return e
 
@@ -477,43 +477,43 @@ def _is_tensorish(t: T.Type | None) -> bool:
     return isinstance(t, T.TensorT | T.TokenT)
 
 
-def _const_int(e: A.Expr) -> int | None:
-    if isinstance(e, A.IntLit):
+def _const_int(e: H.Expr) -> int | None:
+    if isinstance(e, H.IntLit):
         return e.value
-    if isinstance(e, A.FloatLit) and float(e.value).is_integer():
+    if isinstance(e, H.FloatLit) and float(e.value).is_integer():
         return int(e.value)
-    if isinstance(e, A.Unary) and e.op == "-":
+    if isinstance(e, H.Unary) and e.op == "-":
         inner = _const_int(e.operand)
         return None if inner is None else -inner
     return None
 
 
-def _calls(e: A.Expr) -> list[A.Call | A.Transfer]:
+def _calls(e: H.Expr) -> list[H.Call | H.Transfer]:
     """Calls and transfers inside `e`, innermost first (arguments are evaluated first)."""
-    out: list[A.Call | A.Transfer] = []
-    stack: list[tuple[A.Expr, bool]] = [(e, False)]
+    out: list[H.Call | H.Transfer] = []
+    stack: list[tuple[H.Expr, bool]] = [(e, False)]
     while stack:
         node, expanded = stack.pop()
         if expanded:
             out.append(node)
             continue
-        if isinstance(node, A.Call | A.Transfer):
+        if isinstance(node, H.Call | H.Transfer):
             stack.append((node, True))
-        stack.extend((c, False) for c in A.expr_children(node))
+        stack.extend((c, False) for c in H.expr_children(node))
     return out
 
 
-def _contracts(body: A.Block) -> dict[int, int]:
+def _contracts(body: H.Block) -> dict[int, int]:
     """Pre-scan (into spawn/if/loop bodies) for consumers' `assert(buf == v)`."""
     out: dict[int, int] = {}
-    for s in A.walk_stmts(body):
-        call = s.expr if isinstance(s, A.ExprStmt) else None
-        if not (isinstance(call, A.Call) and call.callee == "assert" and len(call.args) == 1):
+    for s in H.walk_stmts(body):
+        call = s.expr if isinstance(s, H.ExprStmt) else None
+        if not (isinstance(call, H.Call) and call.callee == "assert" and len(call.args) == 1):
             continue
         cond = call.args[0]
-        if isinstance(cond, A.Binary) and cond.op == "==":
+        if isinstance(cond, H.Binary) and cond.op == "==":
             lhs, value = _strip(cond.lhs), _const_int(cond.rhs)
-            if isinstance(lhs, A.Name) and value is not None:
+            if isinstance(lhs, H.Name) and value is not None:
                 out[lhs.vid] = value
     return out
 
@@ -523,16 +523,16 @@ def _signature(bufs: dict[int, BufState]) -> dict[int, tuple]:
     return {vid: (b.seam, b.const) for vid, b in bufs.items()}
 
 
-def _names(e: A.Expr, name: str) -> bool:
+def _names(e: H.Expr, name: str) -> bool:
     """Whether `e` mentions `name` (a const parameter: it has no variable id)."""
-    return any(isinstance(n, A.Name) and n.name == name for n in A.walk_expr(e))
+    return any(isinstance(n, H.Name) and n.name == name for n in H.walk_expr(e))
 
 
-def _mentions(e: A.Expr, vid: int) -> bool:
-    return any(isinstance(n, A.Name) and n.vid == vid for n in A.walk_expr(e))
+def _mentions(e: H.Expr, vid: int) -> bool:
+    return any(isinstance(n, H.Name) and n.vid == vid for n in H.walk_expr(e))
 
 
-_show = A.show_expr  # bounds and contracts as the program wrote them
+_show = H.show_expr  # bounds and contracts as the program wrote them
 
 
 def check_seams(

@@ -1,17 +1,14 @@
-"""The Vx AST: plain dataclasses, every node with a source span.
+"""The Vx AST: what the parser read, frozen; every node has a source span.
 
-The type checker annotates these nodes in place (`Expr.ty`, `Name.vid`, the
-instance name in `Call.callee`): the checked HIR of a function is its declaration's
-tree plus those fields. A helper is typed once per instance (placement or const
-generic) on its own deep copy of the parsed declaration, so instances never share
-nodes; a kernel entry (one instance) is typed on the parsed tree itself. Later passes
-key per-node facts by node identity within one instance (checks/plan.py). The tree
-serialises to protobuf generically (hir/serial.py).
+Nothing after the parser changes these nodes: the type checker builds the HIR
+(vxc/hir/nodes.py) from them, one copy per function instance, and annotates that.
+A parsed tree can therefore be shared freely (between instances, between the
+LSP's document versions). Sequences are tuples for the same reason.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from vxc.diagnostics import Span
@@ -19,221 +16,209 @@ from vxc.diagnostics import Span
 NO_SPAN = Span("<builtin>", 0, 0)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Node:
     span: Span
 
 
 # ---- syntactic types -------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class TypeExpr(Node):
     """A type as written in the source (resolved to hir.types by the typechecker)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class NamedType(TypeExpr):
     name: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class RefType(TypeExpr):
     mutable: bool
     inner: TypeExpr
 
 
-@dataclass
+@dataclass(frozen=True)
 class TensorType(TypeExpr):
     elem: TypeExpr
-    dims: list[int | str]  # literal, or a const-generic / runtime name
+    dims: tuple[int | str, ...]  # literal, or a const-generic / runtime name
 
 
-@dataclass
+@dataclass(frozen=True)
 class VecType(TypeExpr):
     elem: TypeExpr
 
 
-@dataclass
+@dataclass(frozen=True)
 class TokenType(TypeExpr):
     inner: TypeExpr
     space: str
 
 
 # ---- expressions -----------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class Expr(Node):
-    ty: Any = field(default=None, kw_only=True)  # set by hir.typecheck
+    """Base of the expression forms."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class IntLit(Expr):
     value: int
 
 
-@dataclass
-class ConstArg(IntLit):
-    """A const-generic parameter's value in an instance (`N` of `pick::<7>`): an integer of
-    the parameter's declared type, not a literal that takes its context's type."""
-
-    declared: str = "i64"
-
-
-@dataclass
+@dataclass(frozen=True)
 class FloatLit(Expr):
     value: float
 
 
-@dataclass
+@dataclass(frozen=True)
 class BoolLit(Expr):
     value: bool
 
 
-@dataclass
+@dataclass(frozen=True)
 class SizeLit(Expr):
     value: int  # bytes
 
 
-@dataclass
+@dataclass(frozen=True)
 class Name(Expr):
     name: str
-    vid: int = -1  # the variable it resolves to (hir.typecheck); -1 for const params
 
 
-@dataclass
+@dataclass(frozen=True)
 class MemPath(Expr):
     name: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class TopoPath(Expr):
     name: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Unary(Expr):
     op: str  # "-" | "!"
     operand: Expr
 
 
-@dataclass
+@dataclass(frozen=True)
 class Binary(Expr):
     op: str
     lhs: Expr
     rhs: Expr
 
 
-@dataclass
+@dataclass(frozen=True)
 class Borrow(Expr):
     mutable: bool
     operand: Expr
 
 
-@dataclass
+@dataclass(frozen=True)
 class Call(Expr):
     callee: str
-    args: list[Expr]
-    const_args: list[Expr] | None = None  # f::<128>(...)
+    args: tuple[Expr, ...]
+    const_args: tuple[Expr, ...] | None = None  # f::<128>(...)
 
 
-@dataclass
+@dataclass(frozen=True)
 class MethodCall(Expr):
     obj: Expr
     method: str
-    args: list[Expr]
+    args: tuple[Expr, ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Index(Expr):
     obj: Expr
     index: Expr
 
 
-@dataclass
+@dataclass(frozen=True)
 class Transfer(Expr):
     src: Expr
     space: str
     is_async: bool
 
 
-@dataclass
+@dataclass(frozen=True)
 class Wait(Expr):
     token: Expr
 
 
-@dataclass
+@dataclass(frozen=True)
 class TensorNew(Expr):
     elem: TypeExpr
-    dims: list[int | str]
+    dims: tuple[int | str, ...]
 
 
 # ---- statements ------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class Stmt(Node):
     """Base of the statement forms (LANGUAGE.md section 4)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Block(Node):
-    stmts: list[Stmt]
+    stmts: tuple[Stmt, ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Let(Stmt):
     name: str
     mutable: bool
     declared: TypeExpr | None
     value: Expr
-    vid: int = -1
 
 
-@dataclass
+@dataclass(frozen=True)
 class Assign(Stmt):
     name: str
     value: Expr
-    vid: int = -1
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExprStmt(Stmt):
     expr: Expr
 
 
-@dataclass
+@dataclass(frozen=True)
 class Return(Stmt):
     value: Expr | None
 
 
-@dataclass
+@dataclass(frozen=True)
 class For(Stmt):
     var: str
     start: Expr
     end: Expr
     body: Block
-    vid: int = -1
 
 
-@dataclass
+@dataclass(frozen=True)
 class If(Stmt):
     cond: Expr
     then: Block
     orelse: Block | None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Spawn(Stmt):
     topology: str
     body: Block
 
 
 # ---- items -----------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class Facet(Node):
     name: str
     kind: str  # "memory" | "topology" | "list" | "size" | "rate" | "int" | "word"
-    value: Any  # str, int, or list[str]
+    value: Any  # str, int, or tuple[str, ...]
     unit: str = ""  # for rates: "s" or "cyc"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Edge(Node):
     src: str
     dst: str
@@ -241,121 +226,52 @@ class Edge(Node):
     relaxed: bool
 
 
-@dataclass
+@dataclass(frozen=True)
 class MemoryDecl(Node):
     name: str
-    facets: list[Facet]
+    facets: tuple[Facet, ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class TopologyDecl(Node):
     name: str
-    facets: list[Facet]
-    edges: list[Edge]
+    facets: tuple[Facet, ...]
+    edges: tuple[Edge, ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Param(Node):
     name: str
     type: TypeExpr
-    vid: int = -1
 
 
-@dataclass
+@dataclass(frozen=True)
 class FnDecl(Node):
     name: str
-    const_params: list[Param]
-    params: list[Param]
+    const_params: tuple[Param, ...]
+    params: tuple[Param, ...]
     ret: TypeExpr | None
     topology: str | None
-    where: list[Expr]
+    where: tuple[Expr, ...]
     body: Block | None  # None for `extern fn`
     name_span: Span = NO_SPAN
 
 
-@dataclass
+@dataclass(frozen=True)
 class Module(Node):
-    items: list[Node]
+    items: tuple[Node, ...]
 
 
-# ---- traversal (iterative: a deep program cannot exhaust the stack) --------------------------
-def sub_blocks(s: Node) -> list[Block]:
-    """The blocks directly nested in a statement."""
-    if isinstance(s, If):
-        return [s.then] + ([s.orelse] if s.orelse else [])
-    if isinstance(s, For | Spawn):
-        return [s.body]
-    return []
-
-
-def walk_stmts(block: Block | None):
-    """Every statement in `block`, including those in nested if/for/spawn bodies."""
-    stack: list[Block] = [block] if block else []
+# ---- traversal ----------------------------------------------------------------------
+def calls(node: Node):
+    """Every call in `node` (any order): which functions a declaration calls. Iterative,
+    so a deeply nested program cannot exhaust the stack."""
+    stack: list[object] = [node]
     while stack:
-        b = stack.pop()
-        for s in b.stmts:
-            yield s
-            stack.extend(sub_blocks(s))
-
-
-def expr_children(e: Node) -> list[Expr]:
-    """The direct sub-expressions of an expression, in evaluation order."""
-    match e:
-        case Call():
-            return list(e.args)
-        case Transfer():
-            return [e.src]
-        case Wait():
-            return [e.token]
-        case Borrow() | Unary():
-            return [e.operand]
-        case Binary():
-            return [e.lhs, e.rhs]
-        case Index():
-            return [e.obj, e.index]
-        case MethodCall():
-            return [e.obj, *e.args]
-    return []
-
-
-def walk_calls(block: Block | None):
-    """Every call expression in `block`, nested statements and sub-expressions included."""
-    for s in walk_stmts(block):
-        stack = [x for x in vars(s).values() if isinstance(x, Expr)]
-        while stack:
-            e = stack.pop()
-            if isinstance(e, Call):
-                yield e
-            stack.extend(expr_children(e))
-
-
-def walk_expr(e: Expr):
-    """`e` and every sub-expression of it."""
-    stack = [e]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(expr_children(node))
-
-
-def assigned_vars(block: Block | None) -> set[int]:
-    """Variables assigned (`x = e;`, not declared) anywhere inside `block`."""
-    return {s.vid for s in walk_stmts(block) if isinstance(s, Assign)}
-
-
-def show_expr(e: Expr) -> str:
-    """A scalar expression as Vx source (for messages and the IR's `clause` attribute)."""
-    match e:
-        case Binary():
-            return f"{show_expr(e.lhs)} {e.op} {show_expr(e.rhs)}"
-        case Name():
-            return e.name
-        case IntLit() | SizeLit():
-            return str(e.value)
-        case Unary():
-            return f"{e.op}{show_expr(e.operand)}"
-        case Call():
-            return f"{e.callee}({', '.join(show_expr(a) for a in e.args)})"
-        case MethodCall():
-            return f"{show_expr(e.obj)}.{e.method}({', '.join(show_expr(a) for a in e.args)})"
-    return type(e).__name__
+        n = stack.pop()
+        if isinstance(n, Call):
+            yield n
+        if isinstance(n, tuple):
+            stack.extend(n)
+        elif isinstance(n, Node):
+            stack.extend(vars(n).values())

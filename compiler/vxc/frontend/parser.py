@@ -217,15 +217,15 @@ class _ToAst(Transformer):
 
     # items
     def start(self, meta, items):
-        return A.Module(self._s(meta), list(items))
+        return A.Module(self._s(meta), tuple(items))
 
     def memory_decl(self, meta, c):
-        return A.MemoryDecl(self._s(meta), str(c[0]), [f for f in c[1:] if f is not None])
+        return A.MemoryDecl(self._s(meta), str(c[0]), tuple(f for f in c[1:] if f is not None))
 
     def topology_decl(self, meta, c):
         body = [x for x in c[1:] if x is not None]
-        facets = [x for x in body if isinstance(x, A.Facet)]
-        edges = [x for x in body if isinstance(x, A.Edge)]
+        facets = tuple(x for x in body if isinstance(x, A.Facet))
+        edges = tuple(x for x in body if isinstance(x, A.Edge))
         return A.TopologyDecl(self._s(meta), str(c[0]), facets, edges)
 
     def edge(self, meta, c):
@@ -237,7 +237,7 @@ class _ToAst(Transformer):
         return A.Facet(self._s(meta), str(c[0]), kind, value, unit)
 
     def path_list(self, meta, c):
-        return ("list", [x.name for x in c if x is not None], "")
+        return ("list", tuple(x.name for x in c if x is not None), "")
 
     def size(self, meta, c):
         value = _int(c[0], self.file)
@@ -273,23 +273,23 @@ class _ToAst(Transformer):
         return A.FnDecl(
             self._s(meta),
             str(name),
-            generics or [],
-            params or [],
+            generics or (),
+            params or (),
             ret,
             placement.name if placement else None,
-            where or [],
+            where or (),
             body,
             _tok_span(name, self.file),
         )
 
     def generics(self, meta, c):
-        return list(c)
+        return tuple(c)
 
     def const_param(self, meta, c):
         return A.Param(self._s(meta), str(c[0]), c[1])
 
     def params(self, meta, c):
-        return list(c)
+        return tuple(c)
 
     def param(self, meta, c):
         return A.Param(self._s(meta), str(c[0]), c[1])
@@ -298,7 +298,7 @@ class _ToAst(Transformer):
         return c[0]
 
     def where_clause(self, meta, c):
-        return list(c)
+        return tuple(c)
 
     # types
     def mut_ref_type(self, meta, c):
@@ -320,7 +320,7 @@ class _ToAst(Transformer):
         return A.NamedType(self._s(meta), str(c[0]))
 
     def dims(self, meta, c):
-        return [d for d in c if d is not None]
+        return tuple(d for d in c if d is not None)
 
     def dim_int(self, meta, c):
         return _int(c[0], self.file)
@@ -330,7 +330,7 @@ class _ToAst(Transformer):
 
     # statements
     def block(self, meta, c):
-        return A.Block(self._s(meta), list(c))
+        return A.Block(self._s(meta), tuple(c))
 
     def let_stmt(self, meta, c):
         mutable = isinstance(c[0], Token) and c[0].type == "MUT"
@@ -353,7 +353,7 @@ class _ToAst(Transformer):
     def if_stmt(self, meta, c):
         orelse = c[2]
         if isinstance(orelse, A.If):  # `else if` is an else block holding one if
-            orelse = A.Block(orelse.span, [orelse])
+            orelse = A.Block(orelse.span, (orelse,))
         return A.If(self._s(meta), c[0], c[1], orelse)
 
     def spawn_stmt(self, meta, c):
@@ -394,19 +394,19 @@ class _ToAst(Transformer):
         return target.name
 
     def call(self, meta, c):
-        return A.Call(self._s(meta), self._callee(c[0]), c[1] or [])
+        return A.Call(self._s(meta), self._callee(c[0]), c[1] or ())
 
     def generic_call(self, meta, c):
-        return A.Call(self._s(meta), self._callee(c[0]), c[2] or [], c[1])
+        return A.Call(self._s(meta), self._callee(c[0]), c[2] or (), c[1])
 
     def method_call(self, meta, c):
-        return A.MethodCall(self._s(meta), c[0], str(c[1]), c[2] or [])
+        return A.MethodCall(self._s(meta), c[0], str(c[1]), c[2] or ())
 
     def index(self, meta, c):
         return A.Index(self._s(meta), c[0], c[1])
 
     def args(self, meta, c):
-        return list(c)
+        return tuple(c)
 
     type_args = args
 

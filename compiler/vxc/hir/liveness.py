@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vxc.diagnostics import Span
-from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.visit import StmtVisitor
 
@@ -37,11 +37,11 @@ class Instr:
     span: Span
     uses: frozenset[int] = frozenset()
     defs: frozenset[int] = frozenset()
-    source: A.Expr | None = None
+    source: H.Expr | None = None
     flow: int | None = None
-    makes: list[A.Expr] = field(default_factory=list)
+    makes: list[H.Expr] = field(default_factory=list)
     succ: list[int] = field(default_factory=list)
-    stmt: A.Stmt | None = None  # the statement this instruction starts (None: loop heads)
+    stmt: H.Stmt | None = None  # the statement this instruction starts (None: loop heads)
 
 
 @dataclass
@@ -60,7 +60,7 @@ class Cfg:
 class _Builder(StmtVisitor):
     def __init__(self, identity: set[int]):
         self.instrs: list[Instr] = []
-        self.identity = identity  # ids of Transfer nodes with no hop (already in place)
+        self.identity = identity  # nids of Transfer nodes with no hop (already in place)
 
     def add(self, instr: Instr, preds: list[int]) -> int:
         idx = len(self.instrs)
@@ -69,96 +69,96 @@ class _Builder(StmtVisitor):
             self.instrs[p].succ.append(idx)
         return idx
 
-    def block(self, block: A.Block, preds: list[int]) -> list[int]:
+    def block(self, block: H.Block, preds: list[int]) -> list[int]:
         for s in block.stmts:
             preds = self.stmt(s, preds)
         return preds
 
-    def stmt(self, s: A.Stmt, preds: list[int]) -> list[int]:
+    def stmt(self, s: H.Stmt, preds: list[int]) -> list[int]:
         first = len(self.instrs)
         ends = self._stmt(s, preds)
         if first < len(self.instrs):
             self.instrs[first].stmt = s
         return ends
 
-    def _stmt(self, s: A.Stmt, preds: list[int]) -> list[int]:
+    def _stmt(self, s: H.Stmt, preds: list[int]) -> list[int]:
         """Add `s`'s instructions after `preds`; returns the ones control leaves it from."""
         return self.visit(s, preds)
 
-    def visit_binding(self, s: A.Let | A.Assign, preds: list[int]) -> list[int]:
+    def visit_binding(self, s: H.Let | H.Assign, preds: list[int]) -> list[int]:
         return [self.add(self.binding(s), preds)]
 
-    def visit_expr_stmt(self, s: A.ExprStmt, preds: list[int]) -> list[int]:
+    def visit_expr_stmt(self, s: H.ExprStmt, preds: list[int]) -> list[int]:
         return [self.add(self.expr_instr(s.span, [s.expr]), preds)]
 
-    def visit_return(self, s: A.Return, preds: list[int]) -> list[int]:
+    def visit_return(self, s: H.Return, preds: list[int]) -> list[int]:
         idx = self.add(self.expr_instr(s.span, [s.value] if s.value else []), preds)
         self.instrs[idx].succ.append(-1)  # patched to Cfg.exit once the size is known
         return []
 
-    def visit_if(self, s: A.If, preds: list[int]) -> list[int]:
+    def visit_if(self, s: H.If, preds: list[int]) -> list[int]:
         cond = self.add(self.expr_instr(s.cond.span, [s.cond]), preds)
         then = self.block(s.then, [cond])
         return then + (self.block(s.orelse, [cond]) if s.orelse else [cond])
 
-    def visit_for(self, s: A.For, preds: list[int]) -> list[int]:
+    def visit_for(self, s: H.For, preds: list[int]) -> list[int]:
         rng = self.add(self.expr_instr(s.span, [s.start, s.end]), preds)
         head = self.add(Instr(s.span, defs=frozenset({s.vid})), [rng])
         for end in self.block(s.body, [head]):
             self.instrs[end].succ.append(head)  # the back edge
         return [head]
 
-    def visit_spawn(self, s: A.Spawn, preds: list[int]) -> list[int]:
+    def visit_spawn(self, s: H.Spawn, preds: list[int]) -> list[int]:
         return self.block(s.body, preds)
 
-    def binding(self, s: A.Let | A.Assign) -> Instr:
+    def binding(self, s: H.Let | H.Assign) -> Instr:
         instr = self.expr_instr(s.span, [s.value])
         instr.defs = frozenset({s.vid})
         instr.flow, instr.source = self.origin(s.value)
         return instr
 
-    def expr_instr(self, span: Span, exprs: list[A.Expr]) -> Instr:
+    def expr_instr(self, span: Span, exprs: list[H.Expr]) -> Instr:
         uses: set[int] = set()
-        makes: list[A.Expr] = []
+        makes: list[H.Expr] = []
         for e in exprs:
             _walk(e, uses, makes)
         return Instr(span, uses=frozenset(uses), makes=makes)
 
-    def origin(self, e: A.Expr) -> tuple[int | None, A.Expr | None]:
+    def origin(self, e: H.Expr) -> tuple[int | None, H.Expr | None]:
         """Where the buffer of a bound value comes from: a variable, or a node that makes it."""
-        if isinstance(e, A.Wait):
+        if isinstance(e, H.Wait):
             return self.origin(e.token)
-        if isinstance(e, A.Transfer) and id(e) in self.identity:
+        if isinstance(e, H.Transfer) and e.nid in self.identity:
             return self.origin(e.src)
-        if isinstance(e, A.Transfer | A.TensorNew) or makes_buffer(e):
+        if isinstance(e, H.Transfer | H.TensorNew) or makes_buffer(e):
             return None, e
-        if isinstance(e, A.Name) and e.vid >= 0 and e.ty is not None and e.ty.movable:
+        if isinstance(e, H.Name) and e.vid >= 0 and e.ty is not None and e.ty.movable:
             return e.vid, None
         return None, None
 
 
-def _walk(e: A.Expr | None, uses: set[int], makes: list[A.Expr]) -> None:
+def _walk(e: H.Expr | None, uses: set[int], makes: list[H.Expr]) -> None:
     """Collect variable uses and buffer-making nodes of an expression, innermost first."""
     if e is None:
         return
-    if isinstance(e, A.Name) and e.vid >= 0:
+    if isinstance(e, H.Name) and e.vid >= 0:
         uses.add(e.vid)
     for child in children(e):
         _walk(child, uses, makes)
-    if isinstance(e, A.Transfer | A.TensorNew) or makes_buffer(e):
+    if isinstance(e, H.Transfer | H.TensorNew) or makes_buffer(e):
         makes.append(e)
 
 
-def makes_buffer(e: A.Expr) -> bool:
+def makes_buffer(e: H.Expr) -> bool:
     """A call whose result is a tensor or token: the caller holds the buffer it returns."""
-    return isinstance(e, A.Call) and isinstance(e.ty, T.TensorT | T.TokenT)
+    return isinstance(e, H.Call) and isinstance(e.ty, T.TensorT | T.TokenT)
 
 
-children = A.expr_children  # one definition of an expression's operands, in ast.py
+children = H.expr_children  # one definition of an expression's operands, in ast.py
 
 
-def build_cfg(body: A.Block, identity: set[int]) -> Cfg:
-    """Flatten `body`; `identity` holds the ids of transfers that move nothing (no hop)."""
+def build_cfg(body: H.Block, identity: set[int]) -> Cfg:
+    """Flatten `body`; `identity` holds the nids of transfers that move nothing (no hop)."""
     b = _Builder(identity)
     b.add(Instr(body.span), [])  # entry: parameters are defined before it
     ends = b.block(body, [0])

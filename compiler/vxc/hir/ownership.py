@@ -16,7 +16,7 @@ lives `a` may not be moved or assigned, nor used at all under a `&mut` loan
 from __future__ import annotations
 
 from vxc.diagnostics import DiagnosticSink, Span
-from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.liveness import build_cfg
 from vxc.hir.program import Function, Var
@@ -53,7 +53,7 @@ class Ownership(StmtVisitor):
 
     def run(self) -> None:
         cfg = build_cfg(self.fn.decl.body, set())
-        self.live = {id(i.stmt): cfg.live_in[n] for n, i in enumerate(cfg.instrs) if i.stmt}
+        self.live = {i.stmt.nid: cfg.live_in[n] for n, i in enumerate(cfg.instrs) if i.stmt}
         state: State = {p.vid: frozenset({LIVE}) for p in self.fn.params}
         self.scopes = [[p.vid for p in self.fn.params]]
         state = self._block(self.fn.decl.body, state)
@@ -68,7 +68,7 @@ class Ownership(StmtVisitor):
             )
 
     # ---- statements ---------------------------------------------------------------
-    def _block(self, block: A.Block, state: State) -> State:
+    def _block(self, block: H.Block, state: State) -> State:
         self.scopes.append([])
         for s in block.stmts:
             if state is None:
@@ -83,20 +83,20 @@ class Ownership(StmtVisitor):
                 state.pop(vid, None)
         return state
 
-    def _stmt(self, s: A.Stmt, state: dict) -> State:
-        live = self.live.get(id(s))
+    def _stmt(self, s: H.Stmt, state: dict) -> State:
+        live = self.live.get(s.nid)
         if live is not None and state.get(LOANS):  # a loan ends when its holder is dead
             state[LOANS] = frozenset(ln for ln in state[LOANS] if ln[0] in live)
         return self.visit(s, state)
 
-    def visit_let(self, s: A.Let, state: dict) -> State:
+    def visit_let(self, s: H.Let, state: dict) -> State:
         self._expr(s.value, state, move=not _reads_token(self.fn.vars[s.vid].ty, s.value))
         state[s.vid] = frozenset({LIVE})
         self.scopes[-1].append(s.vid)
         self._lend(s.vid, s.value, state)
         return state
 
-    def visit_assign(self, s: A.Assign, state: dict) -> State:
+    def visit_assign(self, s: H.Assign, state: dict) -> State:
         self._expr(s.value, state, move=True)
         self._loan_conflict(s.vid, s.name, s.span, state, "assign")
         self._lend(s.vid, s.value, state)
@@ -106,7 +106,7 @@ class Ownership(StmtVisitor):
         state[s.vid] = frozenset({LIVE})
         return state
 
-    def visit_expr_stmt(self, s: A.ExprStmt, state: dict) -> State:
+    def visit_expr_stmt(self, s: H.ExprStmt, state: dict) -> State:
         self._expr(s.expr, state, move=True)
         if isinstance(s.expr.ty, T.TokenT):
             self.sink.emit(
@@ -117,28 +117,28 @@ class Ownership(StmtVisitor):
             )
         return state
 
-    def visit_return(self, s: A.Return, state: dict) -> State:
+    def visit_return(self, s: H.Return, state: dict) -> State:
         if s.value is not None:
             self._expr(s.value, state, move=not _reads_token(self.fn.ret, s.value))
         for scope in self.scopes:
             self._drop_scope(scope, state, f"it is abandoned by the `return` at line {s.span.line}")
         return None
 
-    def visit_for(self, s: A.For, state: dict) -> State:
+    def visit_for(self, s: H.For, state: dict) -> State:
         self._expr(s.start, state, move=False)
         self._expr(s.end, state, move=False)
         return self._loop(s, state)
 
-    def visit_if(self, s: A.If, state: dict) -> State:
+    def visit_if(self, s: H.If, state: dict) -> State:
         self._expr(s.cond, state, move=False)
         then = self._block(s.then, dict(state))
         other = self._block(s.orelse, dict(state)) if s.orelse else dict(state)
         return _join(then, other)
 
-    def visit_spawn(self, s: A.Spawn, state: dict) -> State:
+    def visit_spawn(self, s: H.Spawn, state: dict) -> State:
         return self._block(s.body, state)
 
-    def _loop(self, s: A.For, entry: dict) -> State:
+    def _loop(self, s: H.For, entry: dict) -> State:
         head: dict = dict(entry)
         for _ in range(64):  # statuses only grow; a handful of rounds reaches the fixed point
             body_in = dict(head)
@@ -173,42 +173,42 @@ class Ownership(StmtVisitor):
         )
 
     # ---- expressions -------------------------------------------------------------------
-    def _expr(self, e: A.Expr, state: dict, move: bool, loans_checked: bool = False) -> None:
+    def _expr(self, e: H.Expr, state: dict, move: bool, loans_checked: bool = False) -> None:
         """Walk `e`; `move` says whether a movable value in this position is consumed."""
         match e:
-            case A.Name() if e.vid >= 0:
+            case H.Name() if e.vid >= 0:
                 consume = move and e.ty is not None and e.ty.movable
                 if not loans_checked:
                     kind = "move" if consume else "read"
                     self._loan_conflict(e.vid, e.name, e.span, state, kind)
                 self._use(e, state, consume, "moved")
-            case A.Borrow():
+            case H.Borrow():
                 root = _root_var(e.operand)
                 if root is not None:
                     kind = "mut" if e.mutable else "shared"
                     self._loan_conflict(root.vid, root.name, e.span, state, kind)
                 self._expr(e.operand, state, move=False, loans_checked=root is not None)
-            case A.Index():
+            case H.Index():
                 self._expr(e.obj, state, move=False, loans_checked=loans_checked)
                 self._expr(e.index, state, move=False)
-            case A.MethodCall():
+            case H.MethodCall():
                 self._expr(e.obj, state, move=False)
-            case A.Unary():
+            case H.Unary():
                 self._expr(e.operand, state, move=False)
-            case A.Binary():
+            case H.Binary():
                 self._expr(e.lhs, state, move=False)
                 self._expr(e.rhs, state, move=False)
-            case A.Transfer():
+            case H.Transfer():
                 self._expr(e.src, state, move=not isinstance(e.src.ty, T.TokenT))
-            case A.Wait():
-                if isinstance(e.token, A.Name) and e.token.vid >= 0:
+            case H.Wait():
+                if isinstance(e.token, H.Name) and e.token.vid >= 0:
                     self._use(e.token, state, True, "waited")
                 else:
                     self._expr(e.token, state, move=True)
-            case A.Call():
+            case H.Call():
                 self._call(e, state)
 
-    def _call(self, e: A.Call, state: dict) -> None:
+    def _call(self, e: H.Call, state: dict) -> None:
         callee = self.fn_lookup(e.callee)
         borrows: dict[int, list[str]] = {}
         for i, a in enumerate(e.args):
@@ -224,8 +224,8 @@ class Ownership(StmtVisitor):
             if root is not None:
                 kind = (
                     "mut"
-                    if isinstance(a, A.Borrow) and a.mutable
-                    else ("move" if consumes and isinstance(a, A.Name) else "shared")
+                    if isinstance(a, H.Borrow) and a.mutable
+                    else ("move" if consumes and isinstance(a, H.Name) else "shared")
                 )
                 borrows.setdefault(root.vid, []).append(kind)
         for vid, kinds in borrows.items():
@@ -242,13 +242,13 @@ class Ownership(StmtVisitor):
     fn_lookup = staticmethod(lambda name: None)  # replaced per program by check_ownership
 
     # ---- loans -------------------------------------------------------------------------
-    def _lend(self, holder: int, value: A.Expr, state: dict) -> None:
+    def _lend(self, holder: int, value: H.Expr, state: dict) -> None:
         """`holder = &a` takes a loan on `a`; `holder = r` shares r's loans."""
         loans = {ln for ln in state.get(LOANS, frozenset()) if ln[0] != holder}
-        root = _root_var(value.operand) if isinstance(value, A.Borrow) else None
+        root = _root_var(value.operand) if isinstance(value, H.Borrow) else None
         if root is not None:
             loans.add((holder, root.vid, value.mutable, value.span.line))
-        elif isinstance(value, A.Name) and isinstance(value.ty, T.RefT):
+        elif isinstance(value, H.Name) and isinstance(value.ty, T.RefT):
             loans |= {(holder, o, m, ln) for h, o, m, ln in loans if h == value.vid}
         state[LOANS] = frozenset(loans)
 
@@ -277,7 +277,7 @@ class Ownership(StmtVisitor):
                 )
                 return
 
-    def _use(self, e: A.Name, state: dict, consume: bool, how: str) -> None:
+    def _use(self, e: H.Name, state: dict, consume: bool, how: str) -> None:
         statuses = state.get(e.vid, frozenset({LIVE}))
         moved = _moved(statuses)
         if moved is not None:
@@ -297,16 +297,16 @@ class Ownership(StmtVisitor):
             state[e.vid] = frozenset({f"moved@{e.span.line}:{how}"})
 
 
-def _reads_token(want: T.Type, value: A.Expr) -> bool:
+def _reads_token(want: T.Type, value: H.Expr) -> bool:
     """A token where its tensor is expected is read (E6004), not consumed: it must still
     be waited."""
     return isinstance(want, T.TensorT) and isinstance(value.ty, T.TokenT)
 
 
-def _root_var(e: A.Expr) -> A.Name | None:
-    while isinstance(e, A.Borrow | A.Index):
-        e = e.operand if isinstance(e, A.Borrow) else e.obj
-    return e if isinstance(e, A.Name) and e.vid >= 0 else None
+def _root_var(e: H.Expr) -> H.Name | None:
+    while isinstance(e, H.Borrow | H.Index):
+        e = e.operand if isinstance(e, H.Borrow) else e.obj
+    return e if isinstance(e, H.Name) and e.vid >= 0 else None
 
 
 def check_ownership(functions: dict[str, Function], sink: DiagnosticSink) -> None:

@@ -1,5 +1,5 @@
-"""The checked HIR: typed, resolved function instances (a helper once per tuple of its
-arguments' spaces and const-generic values, each with its own copy of the declaration)."""
+"""The checked program: typed, resolved function instances (a helper once per tuple of
+its arguments' spaces and const-generic values), each with its own HIR tree (hir/nodes.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from vxc.diagnostics import Span
 from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.hir.types import Type
 
 
@@ -23,7 +24,7 @@ class Var:
 @dataclass
 class Function:
     name: str  # instance name: `scale<128>` for a const-generic instance
-    decl: A.FnDecl  # this instance's own (substituted) declaration; its Exprs carry types
+    decl: H.FnDecl  # this instance's own HIR tree (const parameters substituted)
     params: list[Var]
     ret: Type
     topology: str | None

@@ -12,11 +12,12 @@ import dataclasses
 
 from vxc.diagnostics import Diagnostic, Span
 from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.hir import program as P
 from vxc.hir import types as T
 from vxc.hir import vxhir_pb2 as pb
 
-FORMAT = 2  # bump when any registered dataclass or the node layout changes shape
+FORMAT = 3  # bump when any registered dataclass or the node layout changes shape
 
 
 class CacheError(Exception):
@@ -25,7 +26,7 @@ class CacheError(Exception):
 
 def _registry() -> dict[str, type]:
     classes: list[type] = [Span, Diagnostic]
-    for module in (A, T, P):
+    for module in (A, H, T, P):
         classes += [
             c
             for c in vars(module).values()
@@ -33,7 +34,13 @@ def _registry() -> dict[str, type]:
             and dataclasses.is_dataclass(c)
             and c.__module__ == module.__name__
         ]
-    return {c.__name__: c for c in classes}
+    return {_kind(c): c for c in classes}
+
+
+def _kind(cls: type) -> str:
+    """A record's name in the cache: module and class (the AST and the HIR share form
+    names: `frontend.ast.Name` is not `hir.nodes.Name`)."""
+    return f"{cls.__module__.removeprefix('vxc.')}.{cls.__qualname__}"
 
 
 REGISTRY = _registry()
@@ -89,7 +96,7 @@ class _Nodes:
         elif isinstance(o, tuple | list | dict):
             n.kind = "tuple" if isinstance(o, tuple) else "list" if isinstance(o, list) else "dict"
         else:
-            n.kind = RECORD + type(o).__name__
+            n.kind = RECORD + _kind(type(o))
             n.names.extend(f.name for f in dataclasses.fields(o))
         n.items.extend(items)
         self.nodes.append(n)
@@ -111,7 +118,7 @@ def _children(o: object) -> list:
         return list(o)
     if isinstance(o, dict):
         return [x for kv in o.items() for x in kv]
-    if _is_record(o) and type(o).__name__ in REGISTRY:
+    if _is_record(o) and _kind(type(o)) in REGISTRY:
         return [getattr(o, f.name) for f in dataclasses.fields(o)]
     raise TypeError(f"cannot serialise {type(o).__name__} into the HIR cache")
 

@@ -8,13 +8,15 @@ any space when called from device code (visibility is checked per target).
 
 from __future__ import annotations
 
-import copy
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from vxc.diagnostics import DiagnosticSink, Span
 from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.hir import types as T
+from vxc.hir.build import HirBuilder
 from vxc.hir.program import Function, Program, Var
 from vxc.hir.visit import StmtVisitor
 
@@ -47,11 +49,13 @@ class _Error(Exception):
 
 
 class TypeChecker(StmtVisitor):
-    def __init__(self, items: list[A.Node], machine_decls: list[A.Node], sink: DiagnosticSink):
+    def __init__(
+        self, items: Sequence[A.Node], machine_decls: Sequence[A.Node], sink: DiagnosticSink
+    ):
         self.sink = sink
         self.decls = [i for i in items if isinstance(i, A.MemoryDecl | A.TopologyDecl)]
         self.homes = dict(PORTABLE_HOME)
-        for d in machine_decls + self.decls:
+        for d in [*machine_decls, *self.decls]:
             if isinstance(d, A.TopologyDecl):
                 for f in d.facets:
                     if f.name == "memory" and f.kind == "memory":
@@ -71,6 +75,7 @@ class TypeChecker(StmtVisitor):
         self.out: dict[str, Function] = {}
         self.checked: set[str] = set()  # declared names with at least one checked instance
         self.next_vid = 0
+        self.hir = HirBuilder()
 
     # ---- driver ----------------------------------------------------------------
     def run(self) -> Program:
@@ -125,9 +130,7 @@ class TypeChecker(StmtVisitor):
 
     def _called_by_others(self) -> set[str]:
         """Functions some other function calls: helpers, not kernel entries."""
-        return {
-            c.callee for d in self.fns.values() for c in A.walk_calls(d.body) if c.callee != d.name
-        }
+        return {c.callee for d in self.fns.values() for c in A.calls(d.body) if c.callee != d.name}
 
     def _function(
         self,
@@ -138,42 +141,38 @@ class TypeChecker(StmtVisitor):
         spaces: dict[int, str] | None = None,
     ) -> Function:
         self.checked.add(decl.name)
-        # Every instance (const-generic or placement) gets its own copy of the parsed
-        # declaration: typing annotates nodes in place, and two instances of one helper
-        # must not share (and overwrite) each other's types, variable ids and callees.
-        if consts:
-            decl = _substitute(decl, consts)
-        elif generic_of is not None:
-            decl = copy.deepcopy(decl)
-        self.cur_topology = decl.topology
-        home = self.homes.get(decl.topology, "VMEM") if decl.topology else HOST_SPACE
-        arg_space = DEVICE_ARG_SPACE if decl.topology else HOST_SPACE
-        fn = Function(name, decl, [], T.VOID, decl.topology, home, generic_of=generic_of)
+        # Every instance (kernel entry, placement, const-generic) is typed on its own HIR
+        # tree: two instances of one helper never share a node, a type or a variable id.
+        hir = self.hir.function(decl, consts)
+        self.cur_topology = hir.topology
+        home = self.homes.get(hir.topology, "VMEM") if hir.topology else HOST_SPACE
+        arg_space = DEVICE_ARG_SPACE if hir.topology else HOST_SPACE
+        fn = Function(name, hir, [], T.VOID, hir.topology, home, generic_of=generic_of)
         self.out[name] = fn
         self.fn = fn
         errors_before = self.sink.errors_emitted
         scope = _Scope({}, None)
-        for cp in decl.const_params if not consts else []:
+        for cp in hir.const_params:  # empty in an instance (hir/build.py)
             # The generic body: a const parameter is a value of its declared type (usable in
-            # types and bounds by name); instances see its value (`_substitute`).
+            # types and bounds by name); an instance sees its value (a `ConstArg`).
             if cp.name in scope.names:
                 self.sink.emit("E0102", f"parameter `{cp.name}` is declared twice", cp.span)
             cp.vid = self._bind(scope, cp.name, self._const_type(cp), False, cp.span, "const")
-        for i, p in enumerate(decl.params):
+        for i, p in enumerate(hir.params):
             if p.name in scope.names:
                 self.sink.emit("E0102", f"parameter `{p.name}` is declared twice", p.span)
             ty = self._type(p.type, (spaces or {}).get(i, arg_space))
             p.vid = self._bind(scope, p.name, ty, False, p.span, "param")
             fn.params.append(fn.vars[p.vid])
-        fn.ret = self._type(decl.ret, arg_space) if decl.ret else T.VOID
+        fn.ret = self._type(hir.ret, arg_space) if hir.ret else T.VOID
         self.home = home
-        for w in decl.where:
+        for w in hir.where:
             try:
                 self._expect_bool(self._expr(w, scope, want=None), w)
             except _Error:  # reported; the next clause and the body are still checked
                 pass
-        if decl.body is not None:
-            self._block(decl.body, _Scope({}, scope))
+        if hir.body is not None:
+            self._block(hir.body, _Scope({}, scope))
         fn.ok = self.sink.errors_emitted == errors_before
         return fn
 
@@ -214,7 +213,7 @@ class TypeChecker(StmtVisitor):
         )
         return T.I32
 
-    def _const_type(self, cp: A.Param) -> T.Type:
+    def _const_type(self, cp: H.Param) -> T.Type:
         """A const parameter's declared type: an integer (it sizes dims and bounds)."""
         ty = T.Scalar(_named_scalar(cp.type)) if _named_scalar(cp.type) else None
         if ty is not None and T.is_int(ty):
@@ -256,17 +255,17 @@ class TypeChecker(StmtVisitor):
         return "f32"
 
     # ---- statements ---------------------------------------------------------------------
-    def _block(self, block: A.Block, scope: _Scope) -> None:
+    def _block(self, block: H.Block, scope: _Scope) -> None:
         for s in block.stmts:
             try:
                 self._stmt(s, scope)
             except _Error:
                 continue
 
-    def _stmt(self, s: A.Stmt, scope: _Scope) -> None:
+    def _stmt(self, s: H.Stmt, scope: _Scope) -> None:
         self.visit(s, scope)
 
-    def visit_let(self, s: A.Let, scope: _Scope) -> None:
+    def visit_let(self, s: H.Let, scope: _Scope) -> None:
         want = self._type(s.declared, self.home) if s.declared else None
         ty = self._expr(s.value, scope, want)
         if want is not None:
@@ -274,7 +273,7 @@ class TypeChecker(StmtVisitor):
             ty = want
         s.vid = self._bind(scope, s.name, ty, s.mutable, s.span, "let")
 
-    def visit_assign(self, s: A.Assign, scope: _Scope) -> None:
+    def visit_assign(self, s: H.Assign, scope: _Scope) -> None:
         vid = self._resolve(s.name, scope, s.span)
         var = self.fn.vars[vid]
         s.vid = vid
@@ -289,10 +288,10 @@ class TypeChecker(StmtVisitor):
         if ty != var.ty and not _literal_fits(s.value, var.ty):
             self._mismatch(var.ty, ty, s.value, f"assignment to `{s.name}`")
 
-    def visit_expr_stmt(self, s: A.ExprStmt, scope: _Scope) -> None:
+    def visit_expr_stmt(self, s: H.ExprStmt, scope: _Scope) -> None:
         self._expr(s.expr, scope, None)
 
-    def visit_return(self, s: A.Return, scope: _Scope) -> None:
+    def visit_return(self, s: H.Return, scope: _Scope) -> None:
         if s.value is None:
             if self.fn.ret != T.VOID:
                 self._mismatch(self.fn.ret, T.VOID, s, "this return")
@@ -304,7 +303,7 @@ class TypeChecker(StmtVisitor):
                 "the return value",
             )
 
-    def visit_for(self, s: A.For, scope: _Scope) -> None:
+    def visit_for(self, s: H.For, scope: _Scope) -> None:
         lo = self._expr(s.start, scope, None)
         hi = self._expr(s.end, scope, lo if not _is_literal(s.start) else None)
         if _is_literal(s.start) and T.is_int(hi):
@@ -316,63 +315,63 @@ class TypeChecker(StmtVisitor):
         s.vid = self._bind(inner, s.var, lo if T.is_int(lo) else T.I64, False, s.span, "for")
         self._block(s.body, inner)
 
-    def visit_if(self, s: A.If, scope: _Scope) -> None:
+    def visit_if(self, s: H.If, scope: _Scope) -> None:
         self._expect_bool(self._expr(s.cond, scope, T.BOOL), s.cond)
         self._block(s.then, _Scope({}, scope))
         if s.orelse:
             self._block(s.orelse, _Scope({}, scope))
 
-    def visit_spawn(self, s: A.Spawn, scope: _Scope) -> None:
+    def visit_spawn(self, s: H.Spawn, scope: _Scope) -> None:
         saved = self.home
         self.home = self.homes.get(s.topology, "VMEM")
         self._block(s.body, _Scope({}, scope))
         self.home = saved
 
     # ---- expressions ------------------------------------------------------------------------
-    def _expr(self, e: A.Expr, scope: _Scope, want: T.Type | None) -> T.Type:
+    def _expr(self, e: H.Expr, scope: _Scope, want: T.Type | None) -> T.Type:
         e.ty = self._infer(e, scope, want)
         return e.ty
 
-    def _infer(self, e: A.Expr, scope: _Scope, want: T.Type | None) -> T.Type:
+    def _infer(self, e: H.Expr, scope: _Scope, want: T.Type | None) -> T.Type:
         match e:
-            case A.ConstArg():
+            case H.ConstArg():
                 return T.Scalar(e.declared)
-            case A.IntLit():
+            case H.IntLit():
                 return want if want is not None and T.is_int(want) else T.I32
-            case A.FloatLit():
+            case H.FloatLit():
                 return want if want is not None and T.is_float(want) else T.F32
-            case A.SizeLit():
+            case H.SizeLit():
                 return T.I64
-            case A.BoolLit():
+            case H.BoolLit():
                 return T.BOOL
-            case A.MemPath():
+            case H.MemPath():
                 return T.SpaceT("Memory")
-            case A.TopoPath():
+            case H.TopoPath():
                 return T.SpaceT("Topology")
-            case A.Name():
+            case H.Name():
                 vid = self._resolve(e.name, scope, e.span)
                 e.vid = vid
                 return self.fn.vars[vid].ty
-            case A.Unary(op="-"):
+            case H.Unary(op="-"):
                 t = self._expr(e.operand, scope, want)
                 if not (T.is_int(t) or T.is_float(t)):
                     self._mismatch(T.I32, t, e.operand, "negation")
                 return t
-            case A.Unary():
+            case H.Unary():
                 self._expect_bool(self._expr(e.operand, scope, T.BOOL), e.operand)
                 return T.BOOL
-            case A.Binary():
+            case H.Binary():
                 return self._binary(e, scope, want)
-            case A.Borrow():
+            case H.Borrow():
                 inner = self._expr(e.operand, scope, None)
                 if e.mutable:
                     self._mutable_place(e)
                 if isinstance(inner, T.RefT):  # &tiles[i] of an already borrowed element
                     return T.RefT(e.mutable, inner.inner)
                 return T.RefT(e.mutable, inner)
-            case A.Index():
+            case H.Index():
                 return self._index(e, scope)
-            case A.MethodCall():
+            case H.MethodCall():
                 obj = T.deref(self._expr(e.obj, scope, None))
                 if e.method == "len" and isinstance(obj, T.VecT) and not e.args:
                     return T.I64
@@ -383,9 +382,9 @@ class TypeChecker(StmtVisitor):
                     notes=["`Vec` has one method, `len()`"],
                 )
                 raise _Error
-            case A.Transfer():
+            case H.Transfer():
                 return self._transfer(e, scope)
-            case A.Wait():
+            case H.Wait():
                 t = self._expr(e.token, scope, None)
                 if isinstance(t, T.TokenT):
                     return t.inner
@@ -396,20 +395,20 @@ class TypeChecker(StmtVisitor):
                     help="`wait` takes the result of `transfer_async`",
                 )
                 raise _Error
-            case A.TensorNew():
+            case H.TensorNew():
                 self._dims_in_scope(e, scope)
                 return self._tensor(T.TensorT(self._elem(e.elem), tuple(e.dims), self.home), e.span)
-            case A.Call():
+            case H.Call():
                 return self._call(e, scope)
         raise AssertionError(f"unhandled expression {type(e).__name__}")
 
-    def _mutable_place(self, e: A.Borrow) -> None:
+    def _mutable_place(self, e: H.Borrow) -> None:
         """`&mut x` needs `let mut x`, or `x: &mut T` (reborrowed); `&mut v[i]` needs `v`
         to be such a place too (Rust's E0596)."""
         root = e.operand
-        while isinstance(root, A.Index):
+        while isinstance(root, H.Index):
             root = root.obj
-        if not isinstance(root, A.Name) or root.vid < 0:
+        if not isinstance(root, H.Name) or root.vid < 0:
             return  # a temporary: `&mut Tensor<f32>([4, 4])`
         var = self.fn.vars[root.vid]
         what = f"`{var.name}`" if root is e.operand else f"an element of `{var.name}`"
@@ -434,7 +433,7 @@ class TypeChecker(StmtVisitor):
                 else f"move it into a mutable binding first: `let mut {var.name} = {var.name};`",
             )
 
-    def _dims_in_scope(self, e: A.TensorNew, scope: _Scope) -> None:
+    def _dims_in_scope(self, e: H.TensorNew, scope: _Scope) -> None:
         """A named dimension of a new tensor is a runtime value: a variable in scope or a
         const parameter, never an undeclared name (it was taken as a runtime dimension)."""
         consts = {p.name for p in self.fn.decl.const_params}
@@ -449,7 +448,7 @@ class TypeChecker(StmtVisitor):
             raise _Error
         return vid
 
-    def _binary(self, e: A.Binary, scope: _Scope, want: T.Type | None) -> T.Type:
+    def _binary(self, e: H.Binary, scope: _Scope, want: T.Type | None) -> T.Type:
         if e.op in ("&&", "||"):
             for side in (e.lhs, e.rhs):
                 self._expect_bool(self._expr(side, scope, T.BOOL), side)
@@ -466,7 +465,7 @@ class TypeChecker(StmtVisitor):
             self._mismatch(lt, rt, e, f"operator `{e.op}`")
         return lt if arith else T.BOOL
 
-    def _index(self, e: A.Index, scope: _Scope) -> T.Type:
+    def _index(self, e: H.Index, scope: _Scope) -> T.Type:
         obj = self._expr(e.obj, scope, None)
         idx = self._expr(e.index, scope, T.I64)
         if not T.is_int(idx):
@@ -482,7 +481,7 @@ class TypeChecker(StmtVisitor):
         )
         raise _Error
 
-    def _transfer(self, e: A.Transfer, scope: _Scope) -> T.Type:
+    def _transfer(self, e: H.Transfer, scope: _Scope) -> T.Type:
         src = T.deref(self._expr(e.src, scope, None))
         if isinstance(src, T.TokenT):
             src = src.inner  # transferring an in-flight buffer reads it: E6004 in checks
@@ -493,7 +492,7 @@ class TypeChecker(StmtVisitor):
         placed = replace(src, space=e.space)
         return T.TokenT(placed, e.space) if e.is_async else placed
 
-    def _call(self, e: A.Call, scope: _Scope) -> T.Type:
+    def _call(self, e: H.Call, scope: _Scope) -> T.Type:
         decl = self.fns.get(e.callee)
         if decl is None and e.callee in INTRINSICS:
             return self._intrinsic(e, scope)
@@ -529,7 +528,7 @@ class TypeChecker(StmtVisitor):
         return inst.ret
 
     def _instance(
-        self, decl: A.FnDecl, e: A.Call, scope: _Scope, arg_types: list[T.Type]
+        self, decl: A.FnDecl, e: H.Call, scope: _Scope, arg_types: list[T.Type]
     ) -> Function:
         """The function a call runs: const generics and the tensors' placements fixed.
 
@@ -547,7 +546,7 @@ class TypeChecker(StmtVisitor):
             self.fn, self.home, self.cur_topology = saved
         return self.out[name]
 
-    def _consts(self, decl: A.FnDecl, e: A.Call, arg_types: list[T.Type]) -> dict[str, int]:
+    def _consts(self, decl: A.FnDecl, e: H.Call, arg_types: list[T.Type]) -> dict[str, int]:
         consts: dict[str, int] = {}
         for cp, ca in zip(decl.const_params, e.const_args or [], strict=False):
             value = _const_value(ca)
@@ -582,7 +581,7 @@ class TypeChecker(StmtVisitor):
                 raise _Error
         return consts
 
-    def _intrinsic(self, e: A.Call, scope: _Scope) -> T.Type:
+    def _intrinsic(self, e: H.Call, scope: _Scope) -> T.Type:
         if e.callee in LAUNCH_INTRINSICS:
             if e.args:
                 self.sink.emit(
@@ -641,13 +640,13 @@ class TypeChecker(StmtVisitor):
         return T.VOID
 
     # ---- helpers --------------------------------------------------------------------------------
-    def _coerce(self, want: T.Type, got: T.Type, e: A.Node, what: str) -> None:
+    def _coerce(self, want: T.Type, got: T.Type, e: H.Node, what: str) -> None:
         if not _compatible(want, got):
             if (
                 isinstance(want, T.TensorT)
                 and isinstance(got, T.RefT)
                 and isinstance(got.inner, T.TensorT)
-                and isinstance(e, A.Index)
+                and isinstance(e, H.Index)
             ):
                 self.sink.emit(
                     "E0304",
@@ -658,14 +657,14 @@ class TypeChecker(StmtVisitor):
                 return
             self._mismatch(want, got, e, what)
 
-    def _mismatch(self, want: T.Type, got: T.Type, e: A.Node, what: str) -> None:
+    def _mismatch(self, want: T.Type, got: T.Type, e: H.Node, what: str) -> None:
         self.sink.emit(
             "E0201",
             f"mismatched types in {what}: expected `{want.show()}`, found `{got.show()}`",
             e.span,
         )
 
-    def _expect_bool(self, t: T.Type, e: A.Node) -> None:
+    def _expect_bool(self, t: T.Type, e: H.Node) -> None:
         if t != T.BOOL:
             self._mismatch(T.BOOL, t, e, "a condition")
 
@@ -710,18 +709,18 @@ def _unplaced(t: T.Type) -> str:
     return re.sub(r" @ \w+", "", t.show())
 
 
-def _is_literal(e: A.Expr, floats: bool = True) -> bool:
+def _is_literal(e: H.Expr, floats: bool = True) -> bool:
     """A literal that takes its context's type (a const parameter's value does not)."""
-    kinds = (A.IntLit, A.FloatLit) if floats else (A.IntLit,)
-    return isinstance(e, kinds) and not isinstance(e, A.ConstArg)
+    kinds = (H.IntLit, H.FloatLit) if floats else (H.IntLit,)
+    return isinstance(e, kinds) and not isinstance(e, H.ConstArg)
 
 
-def _const_value(e: A.Expr) -> int | None:
+def _const_value(e: H.Expr) -> int | None:
     """The value of a const argument: an integer literal, possibly negated."""
-    if isinstance(e, A.Unary) and e.op == "-":
+    if isinstance(e, H.Unary) and e.op == "-":
         inner = _const_value(e.operand)
         return None if inner is None else -inner
-    return e.value if isinstance(e, A.IntLit) else None
+    return e.value if isinstance(e, H.IntLit) else None
 
 
 def _named_scalar(t: A.TypeExpr) -> str | None:
@@ -743,21 +742,21 @@ def _type_text(t: A.TypeExpr) -> str:
     return type(t).__name__
 
 
-def _int_literal_expr(e: A.Expr) -> bool:
+def _int_literal_expr(e: H.Expr) -> bool:
     """An integer expression made of literals only: it takes the type its context needs."""
     match e:
-        case A.ConstArg():
+        case H.ConstArg():
             return False
-        case A.IntLit():
+        case H.IntLit():
             return True
-        case A.Unary(op="-"):
+        case H.Unary(op="-"):
             return _int_literal_expr(e.operand)
-        case A.Binary(op="+" | "-" | "*" | "/" | "%"):
+        case H.Binary(op="+" | "-" | "*" | "/" | "%"):
             return _int_literal_expr(e.lhs) and _int_literal_expr(e.rhs)
     return False
 
 
-def _literal_fits(e: A.Expr, ty: T.Type) -> bool:
+def _literal_fits(e: H.Expr, ty: T.Type) -> bool:
     return _is_literal(e, floats=False) and T.is_int(ty)
 
 
@@ -777,30 +776,7 @@ def _unify_dims(pt: A.TypeExpr, at: T.Type, names: set[str], out: dict[str, int]
                 out.setdefault(d, actual)
 
 
-def _substitute(decl: A.FnDecl, consts: dict[str, int]) -> A.FnDecl:
-    """A copy of a const-generic function with its parameters replaced by values (each of
-    its parameter's declared type)."""
-    types = {c.name: _named_scalar(c.type) or "i64" for c in decl.const_params}
-    new = copy.deepcopy(decl)
-    stack: list[object] = [new]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, A.TensorType | A.TensorNew):
-            node.dims = [consts.get(d, d) if isinstance(d, str) else d for d in node.dims]
-        for name, value in vars(node).items() if hasattr(node, "__dict__") else ():
-            if isinstance(value, A.Name) and value.name in consts:
-                setattr(node, name, A.ConstArg(value.span, consts[value.name], types[value.name]))
-            elif isinstance(value, list):
-                for i, v in enumerate(value):
-                    if isinstance(v, A.Name) and v.name in consts:
-                        value[i] = A.ConstArg(v.span, consts[v.name], types[v.name])
-                    elif isinstance(v, A.Node):
-                        stack.append(v)
-            elif isinstance(value, A.Node):
-                stack.append(value)
-    new.const_params = []
-    return new
-
-
-def typecheck(items: list[A.Node], machine_decls: list[A.Node], sink: DiagnosticSink) -> Program:
+def typecheck(
+    items: Sequence[A.Node], machine_decls: Sequence[A.Node], sink: DiagnosticSink
+) -> Program:
     return TypeChecker(items, machine_decls, sink).run()

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 
 
 class StmtVisitor:
@@ -24,44 +24,44 @@ class StmtVisitor:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._DISPATCH = {
-            A.Let: cls.visit_let,
-            A.Assign: cls.visit_assign,
-            A.ExprStmt: cls.visit_expr_stmt,
-            A.Return: cls.visit_return,
-            A.For: cls.visit_for,
-            A.If: cls.visit_if,
-            A.Spawn: cls.visit_spawn,
+            H.Let: cls.visit_let,
+            H.Assign: cls.visit_assign,
+            H.ExprStmt: cls.visit_expr_stmt,
+            H.Return: cls.visit_return,
+            H.For: cls.visit_for,
+            H.If: cls.visit_if,
+            H.Spawn: cls.visit_spawn,
         }
 
-    def visit(self, s: A.Stmt, *args: Any) -> Any:
+    def visit(self, s: H.Stmt, *args: Any) -> Any:
         method = self._DISPATCH.get(type(s))
         if method is None:
             return self.visit_other(s, *args)
         return method(self, s, *args)
 
-    def visit_let(self, s: A.Let, *args: Any) -> Any:
+    def visit_let(self, s: H.Let, *args: Any) -> Any:
         return self.visit_binding(s, *args)
 
-    def visit_assign(self, s: A.Assign, *args: Any) -> Any:
+    def visit_assign(self, s: H.Assign, *args: Any) -> Any:
         return self.visit_binding(s, *args)
 
-    def visit_binding(self, s: A.Let | A.Assign, *args: Any) -> Any:
+    def visit_binding(self, s: H.Let | H.Assign, *args: Any) -> Any:
         return self.visit_other(s, *args)
 
-    def visit_expr_stmt(self, s: A.ExprStmt, *args: Any) -> Any:
+    def visit_expr_stmt(self, s: H.ExprStmt, *args: Any) -> Any:
         return self.visit_other(s, *args)
 
-    def visit_return(self, s: A.Return, *args: Any) -> Any:
+    def visit_return(self, s: H.Return, *args: Any) -> Any:
         return self.visit_other(s, *args)
 
-    def visit_for(self, s: A.For, *args: Any) -> Any:
+    def visit_for(self, s: H.For, *args: Any) -> Any:
         return self.visit_other(s, *args)
 
-    def visit_if(self, s: A.If, *args: Any) -> Any:
+    def visit_if(self, s: H.If, *args: Any) -> Any:
         return self.visit_other(s, *args)
 
-    def visit_spawn(self, s: A.Spawn, *args: Any) -> Any:
+    def visit_spawn(self, s: H.Spawn, *args: Any) -> Any:
         return self.visit_other(s, *args)
 
-    def visit_other(self, s: A.Stmt, *args: Any) -> Any:
+    def visit_other(self, s: H.Stmt, *args: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not handle `{type(s).__name__}`")

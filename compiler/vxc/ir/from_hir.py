@@ -25,7 +25,7 @@ from jaxlib.mlir.dialects import arith, func, memref, scf
 
 from vxc.elements import BY_NAME
 from vxc.errors import Unsupported
-from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
 from vxc.ir import builders as B
@@ -66,8 +66,8 @@ _CMPF = {"==": _F.OEQ, "!=": _F.UNE, "<": _F.OLT, "<=": _F.OLE, ">": _F.OGT, ">=
 _CMPI_S = {"==": _I.eq, "!=": _I.ne, "<": _I.slt, "<=": _I.sle, ">": _I.sgt, ">=": _I.sge}
 _CMPI_U = {"==": _I.eq, "!=": _I.ne, "<": _I.ult, "<=": _I.ule, ">": _I.ugt, ">=": _I.uge}
 
-StmtRule = Callable[["Lowering", _Ctx, A.Stmt], None]
-ExprRule = Callable[["Lowering", _Ctx, A.Expr], "ir.Value | None"]
+StmtRule = Callable[["Lowering", _Ctx, H.Stmt], None]
+ExprRule = Callable[["Lowering", _Ctx, H.Expr], "ir.Value | None"]
 STMT_RULES: dict[type, StmtRule] = {}
 EXPR_RULES: dict[type, ExprRule] = {}
 INTRINSIC_RULES: dict[str, ExprRule] = {}  # calls of `matmul_acc`, `assert`, ...
@@ -160,23 +160,23 @@ class Lowering:
                 for w in fn.decl.where:
                     cond = self.expr(ctx, w)
                     with location(w.span):
-                        B.require(cond, clause=A.show_expr(w))
+                        B.require(cond, clause=H.show_expr(w))
             self.tail(ctx, list(fn.decl.body.stmts), results, func.ReturnOp)
 
-    def tail(self, ctx: _Ctx, stmts: list[A.Stmt], results: list[ir.Type], finish) -> None:
+    def tail(self, ctx: _Ctx, stmts: list[H.Stmt], results: list[ir.Type], finish) -> None:
         """Lower the rest of a function body; `finish(values)` ends it (func.return, or
         scf.yield inside a guard). An `if` with a `return` in a branch becomes an scf.if
         yielding the function's results, with the statements after it copied into the
         branch that falls through: `if n == 0 { return z; } rest` is
         `return (n == 0 ? z : rest)`."""
         for i, s in enumerate(stmts):
-            if isinstance(s, A.Return):
+            if isinstance(s, H.Return):
                 values = [] if s.value is None else [self.expr(ctx, s.value)]
                 self._check_return(ctx, s, values)
                 with location(s.span):
                     finish(values)
                 return
-            if isinstance(s, A.If) and _returns(s):
+            if isinstance(s, H.If) and _returns(s):
                 rest = stmts[i + 1 :]
                 cond = self.expr(ctx, s.cond)
                 with location(s.span):
@@ -198,7 +198,7 @@ class Lowering:
             raise LoweringError("a function with a result reached its end")
         finish([])
 
-    def _check_return(self, ctx: _Ctx, s: A.Return, values: list[ir.Value]) -> None:
+    def _check_return(self, ctx: _Ctx, s: H.Return, values: list[ir.Value]) -> None:
         """The IR returns a value of the function's result type. A tensor that lives in
         another space of the target (a tile returned from VMEM, SMEM or a topology's own
         space, where the result is HBM or host memory) would need a move the program
@@ -215,10 +215,10 @@ class Lowering:
             )
 
     # ---- statements ---------------------------------------------------------------------------
-    def block(self, ctx: _Ctx, block: A.Block) -> bool:
+    def block(self, ctx: _Ctx, block: H.Block) -> bool:
         """Lower statements; True when the block ended in a `return`."""
         for s in block.stmts:
-            if isinstance(s, A.Return):
+            if isinstance(s, H.Return):
                 vals = [] if s.value is None else [self.expr(ctx, s.value)]
                 self._check_return(ctx, s, vals)
                 with location(s.span):
@@ -227,7 +227,7 @@ class Lowering:
             self.stmt(ctx, s)
         return False
 
-    def stmt(self, ctx: _Ctx, s: A.Stmt) -> None:
+    def stmt(self, ctx: _Ctx, s: H.Stmt) -> None:
         rule = STMT_RULES.get(type(s))
         if rule is None:
             raise LoweringError(
@@ -248,7 +248,7 @@ class Lowering:
                 return source
         return arith.IndexCastOp(ir.IndexType.get(), v).result
 
-    def expr(self, ctx: _Ctx, e: A.Expr) -> ir.Value | None:
+    def expr(self, ctx: _Ctx, e: H.Expr) -> ir.Value | None:
         rule = EXPR_RULES.get(type(e))
         if rule is None:
             raise LoweringError(
@@ -257,7 +257,7 @@ class Lowering:
         with location(e.span):
             return rule(self, ctx, e)
 
-    def unary(self, ctx: _Ctx, e: A.Unary) -> ir.Value:
+    def unary(self, ctx: _Ctx, e: H.Unary) -> ir.Value:
         v = self.expr(ctx, e.operand)
         if e.op == "!":
             true = arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result
@@ -267,7 +267,7 @@ class Lowering:
         zero = arith.ConstantOp(v.type, 0).result
         return arith.SubIOp(zero, v).result
 
-    def binary(self, ctx: _Ctx, e: A.Binary) -> ir.Value:
+    def binary(self, ctx: _Ctx, e: H.Binary) -> ir.Value:
         lhs, rhs = self.expr(ctx, e.lhs), self.expr(ctx, e.rhs)
         fl = T.is_float(e.lhs.ty)
         unsigned = isinstance(e.lhs.ty, T.Scalar) and e.lhs.ty.name.startswith("u")
@@ -298,14 +298,14 @@ class Lowering:
             return arith.CmpFOp(_CMPF[e.op], lhs, rhs).result
         return arith.CmpIOp((_CMPI_U if unsigned else _CMPI_S)[e.op], lhs, rhs).result
 
-    def _ops(self, ctx: _Ctx, e: A.Expr) -> list[dict[str, object]]:
+    def _ops(self, ctx: _Ctx, e: H.Expr) -> list[dict[str, object]]:
         """The attributes of the vx ops `e` lowers to, from the target plan."""
-        node = ctx.placement.nodes.get(id(e)) if ctx.placement is not None else None
+        node = ctx.placement.nodes.get(e.nid) if ctx.placement is not None else None
         if node is None:
             raise LoweringError(f"`{type(e).__name__}` at line {e.span.line} has no placement")
         return node.ops
 
-    def transfer(self, ctx: _Ctx, e: A.Transfer) -> ir.Value:
+    def transfer(self, ctx: _Ctx, e: H.Transfer) -> ir.Value:
         value = self.expr(ctx, e.src)
         ops = self._ops(ctx, e)
         for i, attrs in enumerate(ops):
@@ -314,7 +314,7 @@ class Lowering:
             value = build(value, **attrs).result
         return value
 
-    def zeros(self, ctx: _Ctx, e: A.TensorNew) -> ir.Value:
+    def zeros(self, ctx: _Ctx, e: H.TensorNew) -> ir.Value:
         (attrs,) = self._ops(ctx, e)
         t = self.ty(e.ty)
         if not ir.MemRefType(t).has_static_shape:
@@ -325,7 +325,7 @@ class Lowering:
             )
         return B.zeros(t, **attrs).result
 
-    def call(self, ctx: _Ctx, e: A.Call) -> ir.Value | None:
+    def call(self, ctx: _Ctx, e: H.Call) -> ir.Value | None:
         program = ctx.checked.analysis.program
         callee = program.functions.get(e.callee)
         if callee is None:  # an intrinsic (a declared function of that name shadows it)
@@ -342,7 +342,7 @@ class Lowering:
             args.append(v)
         results = [] if callee.ret == T.VOID else [self.ty(callee.ret)]
         op = func.CallOp(results, ir.FlatSymbolRefAttr.get(symbol(callee.name)), args)
-        node = ctx.placement.nodes.get(id(e)) if ctx.placement is not None else None
+        node = ctx.placement.nodes.get(e.nid) if ctx.placement is not None else None
         # The scratchpad slot the caller receives the result in, when the plan gave one.
         for name, value in (node.ops[0] if node is not None and node.ops else {}).items():
             op.attributes[name] = (
@@ -354,29 +354,29 @@ class Lowering:
 
 
 # ---- statement rules ---------------------------------------------------------------------
-@_rule(STMT_RULES, A.Let, A.Assign)
-def _let(lo: Lowering, ctx: _Ctx, s: A.Let | A.Assign) -> None:
+@_rule(STMT_RULES, H.Let, H.Assign)
+def _let(lo: Lowering, ctx: _Ctx, s: H.Let | H.Assign) -> None:
     ctx.env[s.vid] = lo.expr(ctx, s.value)
 
 
-@_rule(STMT_RULES, A.ExprStmt)
-def _expr_stmt(lo: Lowering, ctx: _Ctx, s: A.ExprStmt) -> None:
+@_rule(STMT_RULES, H.ExprStmt)
+def _expr_stmt(lo: Lowering, ctx: _Ctx, s: H.ExprStmt) -> None:
     lo.expr(ctx, s.expr)
 
 
-@_rule(STMT_RULES, A.Spawn)
-def _spawn(lo: Lowering, ctx: _Ctx, s: A.Spawn) -> None:
+@_rule(STMT_RULES, H.Spawn)
+def _spawn(lo: Lowering, ctx: _Ctx, s: H.Spawn) -> None:
     # One host thread plays every core on cpu; device backends place the block.
     if lo.block(ctx, s.body):
         raise LoweringError("`return` inside `spawn` is not lowered")
 
 
-@_rule(STMT_RULES, A.For)
-def _for(lo: Lowering, ctx: _Ctx, s: A.For) -> None:
+@_rule(STMT_RULES, H.For)
+def _for(lo: Lowering, ctx: _Ctx, s: H.For) -> None:
     start = lo.index(lo.expr(ctx, s.start))
     end = lo.index(lo.expr(ctx, s.end))
     one = arith.ConstantOp(ir.IndexType.get(), 1).result
-    carried = sorted(v for v in A.assigned_vars(s.body) if v in ctx.env)
+    carried = sorted(v for v in H.assigned_vars(s.body) if v in ctx.env)
     loop = scf.ForOp(start, end, one, [ctx.env[v] for v in carried])
     with ir.InsertionPoint(loop.body):
         iv = loop.induction_variable
@@ -390,12 +390,12 @@ def _for(lo: Lowering, ctx: _Ctx, s: A.For) -> None:
         ctx.env[v] = res
 
 
-@_rule(STMT_RULES, A.If)
-def _if(lo: Lowering, ctx: _Ctx, s: A.If) -> None:
+@_rule(STMT_RULES, H.If)
+def _if(lo: Lowering, ctx: _Ctx, s: H.If) -> None:
     cond = lo.expr(ctx, s.cond)
     carried = [
         v
-        for v in A.assigned_vars(s.then) | (A.assigned_vars(s.orelse) if s.orelse else set())
+        for v in H.assigned_vars(s.then) | (H.assigned_vars(s.orelse) if s.orelse else set())
         if v in ctx.env
     ]
     op = scf.IfOp(cond, [ctx.env[v].type for v in carried], has_else=True)
@@ -412,70 +412,70 @@ def _if(lo: Lowering, ctx: _Ctx, s: A.If) -> None:
 
 
 # ---- expression rules --------------------------------------------------------------------
-@_rule(EXPR_RULES, A.IntLit, A.ConstArg, A.SizeLit, A.FloatLit)
-def _number(lo: Lowering, ctx: _Ctx, e: A.Expr) -> ir.Value:
+@_rule(EXPR_RULES, H.IntLit, H.ConstArg, H.SizeLit, H.FloatLit)
+def _number(lo: Lowering, ctx: _Ctx, e: H.Expr) -> ir.Value:
     return arith.ConstantOp(lo.ty(e.ty), e.value).result
 
 
-@_rule(EXPR_RULES, A.BoolLit)
-def _bool(lo: Lowering, ctx: _Ctx, e: A.BoolLit) -> ir.Value:
+@_rule(EXPR_RULES, H.BoolLit)
+def _bool(lo: Lowering, ctx: _Ctx, e: H.BoolLit) -> ir.Value:
     return arith.ConstantOp(ir.IntegerType.get_signless(1), int(e.value)).result
 
 
-@_rule(EXPR_RULES, A.Name)
-def _name(lo: Lowering, ctx: _Ctx, e: A.Name) -> ir.Value:
+@_rule(EXPR_RULES, H.Name)
+def _name(lo: Lowering, ctx: _Ctx, e: H.Name) -> ir.Value:
     return ctx.env[e.vid]
 
 
-@_rule(EXPR_RULES, A.Borrow)
-def _borrow(lo: Lowering, ctx: _Ctx, e: A.Borrow) -> ir.Value:
+@_rule(EXPR_RULES, H.Borrow)
+def _borrow(lo: Lowering, ctx: _Ctx, e: H.Borrow) -> ir.Value:
     return lo.expr(ctx, e.operand)  # a reference is the tensor itself in the IR
 
 
-@_rule(EXPR_RULES, A.Index)
-def _index(lo: Lowering, ctx: _Ctx, e: A.Index) -> ir.Value:
+@_rule(EXPR_RULES, H.Index)
+def _index(lo: Lowering, ctx: _Ctx, e: H.Index) -> ir.Value:
     vec = lo.expr(ctx, e.obj)
     return B.element(vec, lo.index(lo.expr(ctx, e.index))).result
 
 
-@_rule(EXPR_RULES, A.MethodCall)
-def _method(lo: Lowering, ctx: _Ctx, e: A.MethodCall) -> ir.Value:
+@_rule(EXPR_RULES, H.MethodCall)
+def _method(lo: Lowering, ctx: _Ctx, e: H.MethodCall) -> ir.Value:
     if e.method != "len":
         raise LoweringError(f"method `{e.method}` at line {e.span.line} is not lowered")
     n = B.len_(lo.expr(ctx, e.obj)).result
     return arith.IndexCastOp(lo.ty(T.I64), n).result
 
 
-@_rule(EXPR_RULES, A.Wait)
-def _wait(lo: Lowering, ctx: _Ctx, e: A.Wait) -> ir.Value:
+@_rule(EXPR_RULES, H.Wait)
+def _wait(lo: Lowering, ctx: _Ctx, e: H.Wait) -> ir.Value:
     return B.wait(lo.expr(ctx, e.token)).result
 
 
-EXPR_RULES[A.Unary] = Lowering.unary
-EXPR_RULES[A.Binary] = Lowering.binary
-EXPR_RULES[A.Transfer] = Lowering.transfer
-EXPR_RULES[A.TensorNew] = Lowering.zeros
-EXPR_RULES[A.Call] = Lowering.call
+EXPR_RULES[H.Unary] = Lowering.unary
+EXPR_RULES[H.Binary] = Lowering.binary
+EXPR_RULES[H.Transfer] = Lowering.transfer
+EXPR_RULES[H.TensorNew] = Lowering.zeros
+EXPR_RULES[H.Call] = Lowering.call
 
 
 # ---- intrinsic rules (calls no declaration shadows) --------------------------------------
 @_rule(INTRINSIC_RULES, "matmul_acc")
-def _matmul_acc(lo: Lowering, ctx: _Ctx, e: A.Call) -> None:
+def _matmul_acc(lo: Lowering, ctx: _Ctx, e: H.Call) -> None:
     B.matmul_acc(*(lo.expr(ctx, a) for a in e.args))
 
 
 @_rule(INTRINSIC_RULES, "assert")
-def _assert(lo: Lowering, ctx: _Ctx, e: A.Call) -> None:
+def _assert(lo: Lowering, ctx: _Ctx, e: H.Call) -> None:
     return None  # proved at compile time (seams, bounds); not re-checked at run time
 
 
 @_rule(INTRINSIC_RULES, "instance")
-def _instance(lo: Lowering, ctx: _Ctx, e: A.Call) -> ir.Value:
+def _instance(lo: Lowering, ctx: _Ctx, e: H.Call) -> ir.Value:
     return B.instance().result  # the launch grid, LANGUAGE.md section 4.1
 
 
 @_rule(INTRINSIC_RULES, "instances")
-def _instances(lo: Lowering, ctx: _Ctx, e: A.Call) -> ir.Value:
+def _instances(lo: Lowering, ctx: _Ctx, e: H.Call) -> ir.Value:
     return B.instances().result
 
 
@@ -490,21 +490,21 @@ def _called(functions: dict[str, Function]) -> set[str]:
     return {
         c.callee
         for fn in functions.values()
-        for c in A.walk_calls(fn.decl.body)
+        for c in H.walk_calls(fn.decl.body)
         if c.callee != fn.name
     }
 
 
-def _returns(s: A.If) -> bool:
+def _returns(s: H.If) -> bool:
     """Whether a branch of `s` returns (outside loops and spawns, which stay unsupported)."""
     stack = [s]
     while stack:
         node = stack.pop()
         for body in (node.then, node.orelse):
             for st in body.stmts if body else []:
-                if isinstance(st, A.Return):
+                if isinstance(st, H.Return):
                     return True
-                if isinstance(st, A.If):
+                if isinstance(st, H.If):
                     stack.append(st)
     return False
 

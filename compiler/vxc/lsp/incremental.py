@@ -29,7 +29,7 @@ from functools import lru_cache
 
 from vxc import api
 from vxc.diagnostics import Diagnostic, Span
-from vxc.frontend import ast as A
+from vxc.hir import nodes as H
 from vxc.hir.types import Type
 from vxc.worker.action import HirCache
 
@@ -311,16 +311,16 @@ def _size(s: Span) -> tuple[int, int]:
     return ((s.end_line or s.line) - s.line, (s.end_column or s.column + 1) - s.column)
 
 
-def _names(decl: A.FnDecl):
-    for s in A.walk_stmts(decl.body):
+def _names(decl: H.FnDecl):
+    for s in H.walk_stmts(decl.body):
         for x in vars(s).values():
-            if isinstance(x, A.Expr):
-                for e in A.walk_expr(x):
-                    if isinstance(e, A.Name):
+            if isinstance(x, H.Expr):
+                for e in H.walk_expr(x):
+                    if isinstance(e, H.Name):
                         yield e
     for w in decl.where:
-        for e in A.walk_expr(w):
-            if isinstance(e, A.Name):
+        for e in H.walk_expr(w):
+            if isinstance(e, H.Name):
                 yield e
 
 
