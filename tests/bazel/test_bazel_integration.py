@@ -212,8 +212,11 @@ def test_examples_workspace_consumes_the_rules_in_workspace_mode(ws):
     try:
         p = ex.run("test", "//...", "--symlink_prefix=/")
         out = p.stdout + p.stderr
+        # `(cached) PASSED`: this workspace's output root outlives a run on one machine,
+        # and a test whose inputs did not change (the C test links a byte-identical
+        # object) keeps its earlier pass.
         for t in ("matmul_test", "matmul_cc_test", "matmul_py_test"):
-            assert re.search(rf"//hello:{t} +PASSED", out), out[-3000:]
+            assert re.search(rf"//hello:{t} +(\(cached\) )?PASSED", out), out[-3000:]
         assert "3 tests pass" in out
     finally:
         ex.shutdown()
