@@ -82,7 +82,7 @@ class HirBuilder:
 
     def function(self, decl: A.FnDecl, consts: Mapping[str, int] | None = None) -> H.FnDecl:
         """The HIR of `decl`, its const parameters replaced by `consts` when given."""
-        types = {c.name: _scalar(c.type) or "i64" for c in decl.const_params}
+        types = {c.name: scalar_name(c.type) or "i64" for c in decl.const_params}
         sub = _Consts(dict(consts or {}), types)
         nid = self._nid()
         return H.FnDecl(
@@ -122,5 +122,6 @@ class HirBuilder:
         return v
 
 
-def _scalar(t: A.TypeExpr) -> str | None:
+def scalar_name(t: A.TypeExpr) -> str | None:
+    """The scalar a type names (`i64`), or None for any other type."""
     return t.name if isinstance(t, A.NamedType) and t.name in SCALARS else None

@@ -16,7 +16,7 @@ from vxc.diagnostics import DiagnosticSink, Span
 from vxc.frontend import ast as A
 from vxc.hir import nodes as H
 from vxc.hir import types as T
-from vxc.hir.build import HirBuilder
+from vxc.hir.build import HirBuilder, scalar_name
 from vxc.hir.program import Function, Program, Var
 from vxc.hir.visit import StmtVisitor
 
@@ -215,7 +215,7 @@ class TypeChecker(StmtVisitor):
 
     def _const_type(self, cp: H.Param) -> T.Type:
         """A const parameter's declared type: an integer (it sizes dims and bounds)."""
-        ty = T.Scalar(_named_scalar(cp.type)) if _named_scalar(cp.type) else None
+        ty = T.Scalar(scalar_name(cp.type)) if scalar_name(cp.type) else None
         if ty is not None and T.is_int(ty):
             return ty
         shown = ty.show() if ty is not None else _type_text(cp.type)
@@ -567,7 +567,7 @@ class TypeChecker(StmtVisitor):
             raise _Error
         args = dict(zip((c.name for c in decl.const_params), e.const_args or [], strict=False))
         for cp in decl.const_params:
-            ty = _named_scalar(cp.type)
+            ty = scalar_name(cp.type)
             if ty is None or not T.is_int(T.Scalar(ty)):
                 raise _Error  # E0206 at the declaration (its generic body is always checked)
             lo, hi = T.int_range(ty)
@@ -721,10 +721,6 @@ def _const_value(e: H.Expr) -> int | None:
         inner = _const_value(e.operand)
         return None if inner is None else -inner
     return e.value if isinstance(e, H.IntLit) else None
-
-
-def _named_scalar(t: A.TypeExpr) -> str | None:
-    return t.name if isinstance(t, A.NamedType) and t.name in T.SCALARS else None
 
 
 def _type_text(t: A.TypeExpr) -> str:
