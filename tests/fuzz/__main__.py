@@ -165,11 +165,13 @@ def run(
 
 def _print_progress(done, stages, errors, hangs, t0) -> None:
     rate = done / (time.perf_counter() - t0)
+    mismatches = sum(e[2].startswith("check≢build") for e in errors)
     st = " ".join(
         f"{s}={stages.get(s, 0)}" for s in ("parsed", "analysed", "checked_clean", "built")
     )
     print(
-        f"[{done}] {rate:.1f}/s {st} internal_errors={len(errors)} hangs={len(hangs)}",
+        f"[{done}] {rate:.1f}/s {st} internal_errors={len(errors) - mismatches} "
+        f"check_build_mismatches={mismatches} hangs={len(hangs)}",
         flush=True,
     )
 

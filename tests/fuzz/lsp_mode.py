@@ -338,6 +338,13 @@ class Messages:
 # ---- a session ----------------------------------------------------------------------
 
 
+def _exception_first(log: str) -> str:
+    """A logged traceback with its last line (the exception) first, so a shortened
+    detail still names it."""
+    lines = log.strip().splitlines()
+    return " / ".join([lines[-1], *lines[:-1]]) if lines else ""
+
+
 def _answer(server: Server, rid, timeout: float):
     return server.wait_for(
         lambda m: isinstance(m, dict) and "id" in m and "method" not in m and m["id"] == rid,
@@ -416,7 +423,7 @@ def session(rng: random.Random, steps: int, report: Report, deadline: float) -> 
                     finding(
                         "no-diagnostics" if got is None else "died",
                         step.shown,
-                        "; ".join(server.logs[-2:]),
+                        "; ".join(_exception_first(x) for x in server.logs[-2:]),
                     )
             probe = msgs.rid()
             server.send(
@@ -439,9 +446,8 @@ def session(rng: random.Random, steps: int, report: Report, deadline: float) -> 
                 )
                 return
             for line in server.logs:
-                if "internal error" in line:  # the exception's own line, then the frames
-                    lines = line.strip().splitlines()
-                    finding("internal", step.shown, " / ".join([lines[-1], *lines[:-1]]))
+                if "internal error" in line:
+                    finding("internal", step.shown, _exception_first(line))
             server.logs.clear()
         server.send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
         if _answer(server, 2, deadline) is None:
