@@ -130,6 +130,9 @@ def run(
                 done += 1
                 stages.update(st)
                 stages["inputs"] += 1
+                for r in refused:  # the first input of each kind of refusal, to read
+                    if r not in refusals:
+                        _save(save, "refusal", idx, how, data, r, machine)
                 refusals.update(refused)
                 if err:
                     errors.append((idx, how, err))

@@ -9,7 +9,7 @@ import queue
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,6 +22,7 @@ class Finding:
     kind: str
     sent: str
     detail: str
+    context: list[str] = field(default_factory=list)  # what was sent before it, in order
 
 
 class Child:

@@ -367,8 +367,10 @@ def session(rng: random.Random, steps: int, report: Report, deadline: float) -> 
     report.sessions += 1
     msgs = Messages(rng)
 
+    sent: list[str] = []  # the session so far: a finding's context, to reproduce it
+
     def finding(kind: str, shown: str, detail: str) -> None:
-        report.findings.append(Finding(kind, shown, detail[:600]))
+        report.findings.append(Finding(kind, shown, detail[:600], sent[-8:]))
 
     try:
         server.send(
@@ -387,6 +389,8 @@ def session(rng: random.Random, steps: int, report: Report, deadline: float) -> 
         server.send(first.body)
         for i in range(steps):
             step = first if i == 0 else msgs.step()
+            raw = step.body if isinstance(step.body, bytes) else _json(step.body)
+            sent.append(((step.headers or b"") + raw).decode("latin-1")[:4000])
             if i:
                 report.messages += 1
                 server.send(
