@@ -11,6 +11,9 @@ compiles an artifact with libtpu against TPU topology descriptions, and
 
 from __future__ import annotations
 
+import posixpath
+import re
+
 from jaxlib.mlir import ir
 from jaxlib.mlir.passmanager import PassManager
 
@@ -66,11 +69,21 @@ def mosaic_kernels(module: ir.Module, instances: int = 0) -> list[Kernel]:
         # Ops keep their .vx locations when the vx module has them (libtpu's errors then
         # name the source line); otherwise the re-parse gives each op its line in the
         # Mosaic text, which is the artifact's .tpu.mosaic.mlir.
-        debug = k.module.operation.get_asm(enable_debug_info=True)
+        debug = portable_locations(k.module.operation.get_asm(enable_debug_info=True))
         k.module = parse_mosaic(debug if 'loc("' in debug else mosaic_text(k), ctx)
         with ctx:
             PassManager.parse("builtin.module(cse)").run(k.module.operation)
     return kernels
+
+
+_FILE_LOC = re.compile(r'loc\("([^"]*)":')
+
+
+def portable_locations(asm: str) -> str:
+    """File locations reduced to the file's name: the export embeds them, and the same
+    source must give the same bytes however its path was spelled (relative, absolute,
+    another working directory). libtpu's errors still name file:line:col."""
+    return _FILE_LOC.sub(lambda m: f'loc("{posixpath.basename(m.group(1))}":', asm)
 
 
 def mosaic_text(kernel: Kernel) -> str:
