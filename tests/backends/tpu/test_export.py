@@ -87,3 +87,11 @@ def test_libtpu_and_xla_print_nothing_on_a_clean_build(tmp_path):
     assert r.returncode == 0, r.stderr
     log = [ln for ln in r.stderr.splitlines() if re.match(r"[IWE]\d{4} ", ln)]
     assert not log, "\n".join(log)
+
+
+def test_cli_aot_build_with_more_instances_than_the_default_length(tmp_path):
+    grid = ROOT / "kernels" / "stream_grid.vx"
+    args = ["build", str(grid), "--target", "tpu", "--tpu-instances", "5", "--tpu-aot", "v5e"]
+    r = _vxc([*args, "-o", str(tmp_path)], ROOT)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "stream_grid.tpu.jax_export").exists()
