@@ -7,8 +7,13 @@ topology, in its own process (libtpu reads `LIBTPU_INIT_ARGS` once per process),
 `--xla_jf_dump_to=DIR --xla_jf_dump_llo_text=true`. The final LLO bundles of the kernel
 are read from the dump: a bundle's nesting (`>` marks) tells the loop it sits in, so
 - steady state = bundles in the innermost loop body (one tile, or one grid step),
-- fixed cost = bundles outside every loop (set-up, the last tile's drain, exit checks).
-Fewer is better; both are static counts of the schedule, not cycles.
+- fixed cost = the bundles one call of n tiles executes beyond n x steady state: set-up,
+  per-instance prologue and epilogue, exit work. Executed bundles are the bundles at each
+  loop depth times that loop's trip count, which each implementation's structure gives
+  (`TRIPS`: vxc's stream peels its last tile out of the loop, so its loop runs n - 1
+  times; a Pallas grid runs n steps).
+Fewer is better; both are counts of the static schedule, not cycles (a DMA wait's
+bundle may stall).
 """
 
 from __future__ import annotations
@@ -35,14 +40,28 @@ class Case:
     instances: int
     dtype: str
     twins: tuple[str, ...]  # functions of pallas_twins
+    precision: str = "f32"  # vxc's --tpu-matmul-precision; the twins use the same
 
 
+# f32 matmuls are compared at both precisions, like with like: vxc's default (exact to
+# f32 rounding) against Pallas's `precision=HIGHEST`, and the one-pass form against
+# Pallas's default.
 CASES = {
-    "stream": Case("stream (f32)", "kernels/stream.vx", 0, "float32",
+    "stream": Case("stream (f32, exact)", "kernels/stream.vx", 0, "float32",
                    ("stream_blockspec", "stream_manual")),
+    "stream-bf16pass": Case("stream (f32, one bf16 pass)", "kernels/stream.vx", 0, "float32",
+                            ("stream_blockspec", "stream_manual"), "bf16"),
     "stream_grid": Case("stream_grid, 2 instances (bf16)", "kernels/stream_grid.vx", 2,
                         "bfloat16", ("stream_grid_2d",)),
 }  # fmt: skip
+
+# Trip counts of each loop depth for n tiles and p instances, per implementation.
+TRIPS = {
+    ("stream", "vxc"): lambda n, p: (n - 1,),
+    ("stream_grid", "vxc"): lambda n, p: (p, n - p),  # p instances, n/p - 1 tiles each
+    ("stream_grid", "stream_grid_2d"): lambda n, p: (n,),  # the 2-D grid is one loop
+}
+TRIPS_DEFAULT = lambda n, p: (n,)  # noqa: E731 - a Pallas grid or fori_loop over the tiles
 
 TWIN_NAMES = {
     "stream_blockspec": "Pallas grid + BlockSpec",
@@ -65,7 +84,8 @@ def compile_one(case: Case, impl: str, topo: str, tiles: int) -> None:
 
         src = api.Source(case.source, (ROOT / case.source).read_bytes())
         checked = api.check_target(api.analyze([src]), "tpu")
-        (kernel,) = mosaic_kernels(lower_program(checked), case.instances)
+        module = lower_program(checked.analysis.program, checked.plan)
+        (kernel,) = mosaic_kernels(module, case.instances, case.precision)
         compile_export(export_kernel(kernel), kernel, topo, tiles)
         return
     import jax
@@ -77,6 +97,8 @@ def compile_one(case: Case, impl: str, topo: str, tiles: int) -> None:
     fn = getattr(pallas_twins, impl)
     if case.instances:
         fn = functools.partial(fn, instances=case.instances)
+    if case.dtype == "float32" and case.precision == "f32":
+        fn = functools.partial(fn, precision=jax.lax.Precision.HIGHEST)
     dev = topology(topo).devices[0]
     sh = jax.sharding.SingleDeviceSharding(dev)
     dt = jnp.dtype(case.dtype)
@@ -87,7 +109,7 @@ def compile_one(case: Case, impl: str, topo: str, tiles: int) -> None:
     jax.jit(fn).trace(*specs).lower().compile()
 
 
-def schedule(dump: Path) -> dict[str, int]:
+def schedule(dump: Path, trips: tuple[int, ...], tiles: int) -> dict[str, int]:
     """Steady-state and fixed bundles of the kernel's final LLO schedule in `dump`."""
     files = [
         f
@@ -102,16 +124,22 @@ def schedule(dump: Path) -> dict[str, int]:
         if m:
             depth[len(m.group(1))] += 1
     inner = max(depth)
-    return {"steady": depth[inner] if inner else 0, "fixed": depth[0], "total": sum(depth.values())}
+    if len(trips) != inner:
+        raise SystemExit(f"{dump}: loops nest {inner} deep, the trip table says {len(trips)}")
+    executed = depth[0] + sum(depth[d + 1] * t for d, t in enumerate(trips))
+    steady = depth[inner]
+    return {"steady": steady, "fixed": executed - tiles * steady, "executed": executed}
 
 
 def measure(case_key: str, impl: str, topo: str, tiles: int) -> dict[str, int]:
+    case = CASES[case_key]
+    loops = TRIPS.get((case.source[8:-3], impl), TRIPS_DEFAULT)(tiles, max(1, case.instances))
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TPU_SKIP_MDS_QUERY="1",
                    LIBTPU_INIT_ARGS=f"--xla_jf_dump_to={d} --xla_jf_dump_llo_text=true")  # fmt: skip
         cmd = [sys.executable, __file__, "--one", case_key, impl, topo, str(tiles)]
         subprocess.run(cmd, env=env, check=True, timeout=600)
-        return schedule(Path(d))
+        return schedule(Path(d), loops, tiles)
 
 
 def main() -> None:
@@ -126,7 +154,7 @@ def main() -> None:
         return
     topos = args.topo.split(",")
     print(f"libtpu final schedule, {args.tiles} tiles of 128x128: steady-state bundles per")
-    print("tile (innermost loop body) / fixed bundles (outside every loop)\n")
+    print("tile (innermost loop body) / fixed bundles per call (executed beyond n x steady)\n")
     print("| kernel | " + " | ".join(topos) + " |")
     print("|---|" + "---|" * len(topos))
     for key, case in CASES.items():
@@ -135,7 +163,7 @@ def main() -> None:
             for topo in topos:
                 s = measure(key, impl, topo, args.tiles)
                 cells.append(f"{s['steady']} / {s['fixed']}")
-            label = f"vxc `{key}`" if impl == "vxc" else TWIN_NAMES[impl]
+            label = f"vxc `{case.source[8:-3]}`" if impl == "vxc" else TWIN_NAMES[impl]
             print(f"| {label}, {case.name} | " + " | ".join(cells) + " |", flush=True)
 
 

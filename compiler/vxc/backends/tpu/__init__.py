@@ -42,24 +42,27 @@ def emit(
     module: ir.Module, target: Target, options: TpuOptions, stem: str, emit: str
 ) -> dict[str, bytes]:
     """The backend entry point (`BACKEND.emit`, called by `vxc.backends.emit_target`)."""
-    instances = options.tpu_instances
+    instances, precision = options.tpu_instances, options.tpu_matmul_precision
     if emit == "target-ir":
-        kernels = mosaic_kernels(module, instances)
+        kernels = mosaic_kernels(module, instances, precision)
         return {
             f"{_base(stem, k, kernels)}.tpu.mosaic.mlir": mosaic_text(k).encode() for k in kernels
         }
-    return compile_module(module, stem, aot=options.aot_topologies, instances=instances)
+    return compile_module(
+        module, stem, aot=options.aot_topologies, instances=instances, precision=precision
+    )
 
 
 BACKEND = Backend("tpu", TpuOptions, emit, RULES, REFUSALS)
 
 
-def mosaic_kernels(module: ir.Module, instances: int = 0) -> list[Kernel]:
+def mosaic_kernels(module: ir.Module, instances: int = 0, precision: str = "f32") -> list[Kernel]:
     """Verified vx module -> one Mosaic module per kernel (verified with the tpu dialect),
-    for a launch of `instances` (0: a plain call)."""
+    for a launch of `instances` (0: a plain call); f32 matmuls at `precision`
+    (`TpuOptions.tpu_matmul_precision`)."""
     check_module(module)
     ctx = mosaic_context()
-    kernels = lower_module(module, ctx, instances)
+    kernels = lower_module(module, ctx, instances, precision)
     if not kernels:
         raise TpuError("E7003", "tpu backend: the module defines no kernel function")
     for k in kernels:
@@ -94,14 +97,19 @@ def _base(stem: str, k: Kernel, kernels: list[Kernel]) -> str:
 
 
 def compile_module(
-    module: ir.Module, stem: str, *, aot: tuple[str, ...] = (), instances: int = 0
+    module: ir.Module,
+    stem: str,
+    *,
+    aot: tuple[str, ...] = (),
+    instances: int = 0,
+    precision: str = "f32",
 ) -> dict[str, bytes]:
     """Build the artifact files: per kernel the Mosaic text and the serialized export,
     plus one manifest. `aot` names topologies libtpu must compile the export for."""
     from vxc.backends.tpu.artifact import manifest
     from vxc.backends.tpu.export import export_kernel
 
-    kernels = mosaic_kernels(module, instances)
+    kernels = mosaic_kernels(module, instances, precision)
     out: dict[str, bytes] = {}
     files: dict[str, dict[str, str]] = {}
     for k in kernels:
