@@ -13,7 +13,7 @@ import re
 from functools import cache
 
 from vxc.backends.tpu.env import prepare
-from vxc.backends.tpu.errors import LibtpuRejected, TpuError
+from vxc.backends.tpu.errors import LibtpuRejected, fail
 
 # Short names -> the topology libtpu describes (chips per host 2x2, one chip used).
 TOPOLOGIES = {"v5e": "v5e:2x2", "v6e": "v6e:2x2", "v5p": "v5p:2x2x1", "v4": "v4:2x2x1"}
@@ -69,6 +69,8 @@ def lengths_for(kernel, prefer: int) -> dict[str, int]:
     """Vec lengths, each as near `prefer` as the kernel's export constraints allow (z3 over
     the constraints `jax.export` will check at the call). A build whose constraints no
     lengths satisfy could never be called: that is an error naming them."""
+    if not kernel.symbols:
+        return {}
     import z3
 
     syms = {s: z3.Int(s) for s in kernel.symbols}
@@ -77,12 +79,13 @@ def lengths_for(kernel, prefer: int) -> dict[str, int]:
         opt.add(v >= 1)
     for c in kernel.constraints:
         opt.add(_z3_constraint(c, syms))
-    opt.minimize(z3.Sum([z3.If(v >= prefer, v - prefer, prefer - v) for v in syms.values()] or [0]))
+    opt.minimize(z3.Sum([z3.If(v >= prefer, v - prefer, prefer - v) for v in syms.values()]))
     if opt.check() != z3.sat:
-        raise TpuError(
-            f"tpu backend: kernel `{kernel.name}` can never be called with this launch grid: "
-            f"no Vec lengths satisfy {', '.join(kernel.constraints)}"
-            f" (--tpu-instances {kernel.instances})"
+        raise fail(
+            "E7009",
+            None,
+            f"kernel `{kernel.name}` can never be called with this launch grid: no Vec "
+            f"lengths satisfy {', '.join(kernel.constraints)} (--tpu-instances {kernel.instances})",
         )
     model = opt.model()
     return {s: model.eval(v, model_completion=True).as_long() for s, v in syms.items()}
@@ -107,17 +110,17 @@ def _z3_constraint(text: str, syms: dict):
             return -term(n.operand)
         if isinstance(n, ast.BinOp) and type(n.op) in ops:
             return ops[type(n.op)](term(n.left), term(n.right))
-        raise TpuError(f"tpu backend: cannot read the export constraint `{text}`")
+        raise fail("E7009", None, f"cannot read the export constraint `{text}`")
 
     tree = ast.parse(text, mode="eval").body
     if not (isinstance(tree, ast.Compare) and len(tree.ops) == 1):
-        raise TpuError(f"tpu backend: cannot read the export constraint `{text}`")
+        raise fail("E7009", None, f"cannot read the export constraint `{text}`")
     lhs, rhs = term(tree.left), term(tree.comparators[0])
     if isinstance(tree.ops[0], ast.Eq):
         return lhs == rhs
     if isinstance(tree.ops[0], ast.GtE):
         return lhs >= rhs
-    raise TpuError(f"tpu backend: cannot read the export constraint `{text}`")
+    raise fail("E7009", None, f"cannot read the export constraint `{text}`")
 
 
 def specialised_mosaic(compiled) -> list[str]:
