@@ -24,7 +24,8 @@ Two kinds of failure:
 **Refusals** (the policy, docs/PERFORMANCE.md "Fuzzing"). A backend may refuse a valid
 program it cannot lower — a documented backend limitation, not a bug. A *coded*
 refusal is a build error diagnostic whose code is in ``CODES`` (so docs/CODES.md and
-``vxc explain`` document it) and is not one of the checks' own codes
+``vxc explain`` document it) and is not one of the checks' own codes (the E70xx of
+issue 19's backend contract)
 (``REFUSAL_CODES``: the table's codes that no front-half module emits); it is allowed
 and counted as ``refused:<target>:<code>``. An *uncoded* refusal is a bare
 ``Unsupported`` escaping ``api.build``: once the tree has coded refusals (issue 19;
@@ -100,7 +101,7 @@ def load_corpus() -> list[bytes]:
 def backend_imports(target: str) -> bool:
     """Whether `target`'s backend module exists in this checkout (the tpu and nvidia
     backends land separately); the fuzzer builds artifacts for exactly those."""
-    name = f"vxc.backends.{TARGETS[target].backend}"
+    name = f"vxc.backends.{TARGETS[target].family}"
     try:
         return importlib.util.find_spec(name) is not None
     except ImportError:
@@ -172,6 +173,7 @@ def classify_build(target: str, result, outcome: Outcome) -> None:
             f"[{target}] the build reports {', '.join(owned)} that the clean check did not: "
             f"{first.message[:200]}"
         )
+    outcome.stages.add(f"refused:{target}")
     for d in errors:
         outcome.stages.add(f"refused:{target}:{d.code}")
 
