@@ -136,6 +136,8 @@ def _validate(diags, sources: list) -> None:
         if d.code not in CODES:
             raise BadDiagnostic(f"unknown diagnostic code {d.code!r}: {d.message}")
         s = d.span
+        if s.line == 0 and d.code in REFUSAL_CODES:
+            continue  # a refusal of the whole module: line 0, no source line (api.build)
         if s.file in lines and not 1 <= s.line <= lines[s.file]:
             raise BadDiagnostic(f"{d.code} span line {s.line} outside {s.file}: {d.message}")
 
@@ -178,8 +180,10 @@ def classify_build(target: str, result, outcome: Outcome) -> None:
         outcome.stages.add(f"refused:{target}:{d.code}")
 
 
-def _build_one(loaded, target: str, strict: bool, outcome: Outcome, sources) -> None:
-    emit = _build_emit(target)
+def _build_one(
+    loaded, target: str, strict: bool, outcome: Outcome, sources, emit: str | None = None
+) -> None:
+    emit = emit or _build_emit(target)
     try:
         result = api.build(loaded, target, emit, cpu="x86-64-v3")
     except USER_ERRORS as e:
