@@ -396,3 +396,19 @@ def test_undeclared_name_as_a_dimension_is_e0101():
     no_internal_error(src)
     (d,) = diags(src)
     assert (d.code, d.span.line) == ("E0101", 2) and "`visible`" in d.message
+
+
+# Found by the grown fuzzer (check ≡ build, after the backend contract): a kernel
+# parameter whose element type has no TPU form (bool, i64) was refused with E7004 at
+# line 0, the span of a whole-module refusal, instead of at the parameter's function.
+@pytest.mark.parametrize("elem", ["bool", "i64"])
+def test_tpu_refusal_of_a_parameters_element_type_has_its_functions_span(elem):
+    src = (
+        f"fn f(tiles: &Vec<Tensor<{elem}, [128, 128]>>) -> void on Topology::TensorCore {{\n"
+        "  let a = transfer(tiles[0], Memory::VMEM);\n}\n"
+    ).encode()
+    no_internal_error(src)
+    analysis = api.analyze([api.Source("p.vx", src)])
+    d = refusal(api.build(analysis, "tpu", "artifact"), "E7004")
+    assert d.span.line == 1, d
+    assert "element type" in d.message

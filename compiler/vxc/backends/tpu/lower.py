@@ -246,7 +246,7 @@ class FunctionLowering(Walk):
             if shape and shape[0] is None:
                 symbol = f"{name}_len"
                 self.placeholders[i] = PLACEHOLDER_TOP - len(self.placeholders)
-            self.inputs.append(Param(name, mosaic_element(t.element_type), shape, symbol))
+            self.inputs.append(Param(name, mosaic_element(t.element_type, f), shape, symbol))
         block = f.regions[0].blocks[0]
         ret = list(block.operations)[-1]
         self.ret_values = list(ret.operands)
@@ -271,7 +271,7 @@ class FunctionLowering(Walk):
             self.out_params.append(
                 Param(
                     f"result{k}" if len(self.ret_values) > 1 else "result",
-                    mosaic_element(t.element_type),
+                    mosaic_element(t.element_type, ret),
                     stack + tuple(t.shape),
                 )
             )

@@ -23,11 +23,13 @@ SUBLANES = 8  # of 32-bit words
 ELEMENTS = {"f32": "f32", "bf16": "bf16", "f16": "f16", "i32": "i32", "i8": "i8", "i16": "i16"}
 
 
-def mosaic_element(t: ir.Type) -> str:
+def mosaic_element(t: ir.Type, op: ir.Operation | None = None) -> str:
+    """The Mosaic element type of `t`; a refusal at `op` (the function, for a parameter
+    or a result) when it has none."""
     name = str(t)
     if name not in ELEMENTS:
         raise fail(
-            "E7004", None, f"element type {name} has no TPU form (supported: {sorted(ELEMENTS)})"
+            "E7004", op, f"element type {name} has no TPU form (supported: {sorted(ELEMENTS)})"
         )
     return ELEMENTS[name]
 
