@@ -9,11 +9,11 @@ transfer, naming the value and the limit.
 
 from __future__ import annotations
 
-from vxc.checks.placement import FnPlacement
 from vxc.diagnostics import DiagnosticSink
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
+from vxc.plan.placement import FnPlacement
 from vxc.targets import DmaLimits
 
 _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2}
