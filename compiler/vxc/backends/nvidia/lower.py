@@ -1,7 +1,11 @@
 """vx module -> PTX kernels for sm_90a / sm_100a.
 
-Lowering is a registry of rules keyed by op name (`RULES["vx.transfer"] = fn`); each
-rule reads its operands' lowered values and emits through the typed PTX builder.
+Lowering is a registry of rules keyed by op name (`RULES["vx.transfer"] = fn`) on the
+shared walk (vxc/backends/walk.py); each rule reads its operands' lowered values and
+emits through the typed PTX builder. What differs between sm_90a and sm_100a is read
+from the target's `NvidiaArch` record, never from its name. A form the backend does
+not lower is a coded refusal (`NvidiaError`, E70xx) at the op's span; any other
+exception is a compiler bug and surfaces as one.
 
 The kernel is one CTA per instance (`gridDim.x` = instances, `instance()` =
 `blockIdx.x`) of 128 threads: one warpgroup, so wgmma has its issuing unit and the 4

@@ -1,4 +1,6 @@
-"""The only per-architecture part: the matrix unit and where it accumulates.
+"""The per-architecture code: the matrix unit and where it accumulates. The per-arch
+facts (sm, accumulator space, MMA family, N limit, SASS) are the target's `NvidiaArch`
+record (vxc/targets.py); `MMA[arch.mma]` is the class that emits its instructions.
 
 - `Hopper` (sm_90a): `wgmma.mma_async` by the one warpgroup of the CTA, accumulator
   in registers (a 128-row tile is two m64 halves), `fence` / `commit_group` /
