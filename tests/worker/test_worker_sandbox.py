@@ -135,6 +135,8 @@ def _reads(layout: Layout) -> dict[str, tuple[list[str], str]]:
         ("passwd-up", UP + "etc/passwd", "outside the sandbox"),
         ("secret", secret, "outside the sandbox"),
         ("dotdot", "k/../" + UP + secret.lstrip("/"), "outside the sandbox"),
+        # `out/escape/..` is `outside/`, whatever normpath says
+        ("abs-dotdot", f"{layout.root}/out/escape/../secret.txt", "outside the sandbox"),
         ("link-out", "k/link.vx", "not an input"),
         ("unlisted", "k/unlisted.vx", "not an input"),
     ]:

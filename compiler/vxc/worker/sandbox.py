@@ -57,10 +57,10 @@ class Sandbox:
         """`path` relative to the root, normalised, or PathRefused."""
         if "\0" in path:
             raise PathRefused(NUL)
+        if ".." in path.split(os.sep):  # before normpath, which would fold it away
+            raise PathRefused(DOTDOT)
         if os.path.isabs(path):
             path = self._under_root(os.path.normpath(path))
-        if ".." in path.split(os.sep):
-            raise PathRefused(DOTDOT)
         return os.path.normpath(path)
 
     def _under_root(self, path: str) -> str:
