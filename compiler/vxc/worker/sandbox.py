@@ -73,13 +73,21 @@ class Sandbox:
 
     @cached_property
     def _listed(self) -> frozenset[str]:
-        # Built on the first read, not per request: Bazel lists every tool file too.
+        # Built on the first read, not per request: Bazel lists every tool file too
+        # (its exec paths are normal already, so this is the set that matches).
+        return frozenset(self.inputs or ())
+
+    @cached_property
+    def _listed_normalised(self) -> frozenset[str]:
         return frozenset(os.path.normpath(p) for p in self.inputs or ())
+
+    def _is_listed(self, rel: str) -> bool:
+        return rel in self._listed or rel in self._listed_normalised
 
     def input(self, path: str) -> str:
         """Where to open the input `path`."""
         rel = self._relative(path)
-        if self.inputs is not None and rel not in self._listed:
+        if self.inputs is not None and not self._is_listed(rel):
             raise PathRefused(UNLISTED)
         return os.path.join(self.root, rel)
 
