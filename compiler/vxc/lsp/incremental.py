@@ -31,6 +31,7 @@ from vxc import api
 from vxc.diagnostics import Diagnostic, Span
 from vxc.hir import nodes as H
 from vxc.hir.types import Type
+from vxc.lsp.document import as_saved
 from vxc.worker.action import HirCache
 
 # Comments and braces decide where items start; an item starts at a line whose first
@@ -230,7 +231,11 @@ class IncrementalChecker:
         text = lead + "".join(
             it.text if i in keep else "\n" * it.text.count("\n") for i, it in enumerate(items)
         )
-        analysis = api.analyze([api.Source(path, text.encode())])
+        try:
+            data = text.encode()
+        except UnicodeEncodeError:  # a lone surrogate: checked as an editor saves it
+            data = as_saved(text).encode()
+        analysis = api.analyze([api.Source(path, data)])
         checked = api.check_target(analysis, self.target) if analysis.program else None
         ranges = [(items[i].line, items[i].line + items[i].nlines - 1) for i in members]
         return Unit(path, ranges, analysis, checked)
