@@ -205,7 +205,7 @@ class VxLanguageServer(LanguageServer):
         path = to_fs_path(uri) or uri
         t0 = time.perf_counter()
         try:
-            result = self.checker.check(path, doc.text)
+            result = self.checker.check(path, doc.lines)
         except Exception as e:  # a compiler bug must not take the editor's server down
             self.window_log_message(
                 T.LogMessageParams(
@@ -347,6 +347,7 @@ def make_server(target: str = "cpu") -> VxLanguageServer:
     def _close(ls: VxLanguageServer, params: T.DidCloseTextDocumentParams) -> None:
         ls.docs.pop(params.text_document.uri, None)
         ls.results.pop(params.text_document.uri, None)
+        ls.checker.forget(to_fs_path(params.text_document.uri) or params.text_document.uri)
         ls.text_document_publish_diagnostics(
             T.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
         )
