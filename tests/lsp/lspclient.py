@@ -50,11 +50,13 @@ class Session:
         self.client.initialized(T.InitializedParams())
         return result
 
-    async def begin(self, uri: str, text: str, *args: str, init: dict | None = None):
+    async def begin(
+        self, uri: str, text: str, *args: str, init: dict | None = None, timeout: float = 240
+    ):
         """Start the server, open `text` and return its first diagnostics."""
         await self.start(*args, init=init)
         self.open(uri, text)
-        return await self.diagnostics(uri, 1, timeout=240)
+        return await self.diagnostics(uri, 1, timeout=timeout)
 
     def open(self, uri: str, text: str, version: int = 1) -> None:
         self.client.text_document_did_open(
