@@ -65,6 +65,9 @@ def test_a_huge_content_length_is_refused_and_the_server_keeps_serving(server):
     msg = _error(server, None, -32600)
     assert "99999999999999" in msg and str(MAX_MESSAGE_BYTES) in msg
     _still_serving(server)
+    server.send(b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n")  # past int()'s digit limit
+    assert "99999999999999999999..." in _error(server, None, -32600)
+    _still_serving(server, "alive-1")
     # A frame just over the limit whose body really is that long is skipped whole.
     body = b'{"jsonrpc": "2.0", "id": 2, "method": "x", "params": "' + b"a" * MAX_MESSAGE_BYTES
     server.send(server.frame(body + b'"}'))
@@ -91,6 +94,8 @@ def test_malformed_messages_get_json_rpc_errors(server):
     _error(s, 4, -32600)
     s.message({"jsonrpc": "2.0", "id": [5], "method": "shutdown"})
     _error(s, None, -32600)
+    s.message({"jsonrpc": "2.0", "id": 55})  # neither a request nor a response
+    _error(s, 55, -32600)
     # Framing errors: the frame's end is unknown, so what follows up to the next
     # Content-Length header is skipped.
     s.send(b"Content-Type: text/plain\r\n\r\n{}")  # no Content-Length

@@ -133,15 +133,17 @@ def _length(headers: list[bytes]) -> int | Refusal:
             if not value.isdigit():
                 shown = value[:40].decode("ascii", "replace")
                 return Refusal(PARSE_ERROR, f"Parse error: Content-Length `{shown}` is no length")
-            length = int(value)
+            # more digits than any allowed length has: too big (and no int() of 8 000 digits)
+            length = int(value) if len(value) <= 12 else MAX_MESSAGE_BYTES + 1
+            if length > MAX_MESSAGE_BYTES:
+                shown = value.decode() if len(value) <= 20 else f"{value[:20].decode()}..."
+                return Refusal(
+                    INVALID_REQUEST,
+                    f"Invalid Request: a message of {shown} bytes is over the server's limit "
+                    f"of {MAX_MESSAGE_BYTES} bytes; it was skipped",
+                )
     if length is None:
         return Refusal(PARSE_ERROR, "Parse error: a frame without a Content-Length header")
-    if length > MAX_MESSAGE_BYTES:
-        return Refusal(
-            INVALID_REQUEST,
-            f"Invalid Request: a message of {length} bytes is over the server's limit of "
-            f"{MAX_MESSAGE_BYTES} bytes; it was skipped",
-        )
     return length
 
 
@@ -171,5 +173,9 @@ def envelope(data) -> Refusal | None:
                 msg_id,
             )
     elif not has_id or ("result" not in data and "error" not in data):
-        return Refusal(INVALID_REQUEST, "Invalid Request: neither a method nor a response")
+        return Refusal(
+            INVALID_REQUEST,
+            "Invalid Request: neither a method nor a response",
+            msg_id if valid_id(msg_id) else None,
+        )
     return None
