@@ -144,6 +144,11 @@ def test_requests_before_initialize_and_after_shutdown_are_refused():
     finally:
         if s.proc.poll() is None:
             s.proc.kill()
+    # `exit` without shutdown: status 1 (LSP), and the server is gone.
+    s = RawServer()
+    s.initialize()
+    s.notify("exit", None)
+    assert s.proc.wait(30) == 1
 
 
 def test_lone_surrogates_are_checked_as_the_editor_saves_them(server):

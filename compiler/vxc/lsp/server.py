@@ -80,6 +80,7 @@ class VxLanguageServer(LanguageServer):
         self.results: dict[str, inc.DocumentResult] = {}
         self.last_check_ms = 0.0
         self.initialized = False  # an initialize request was handled
+        self.exit_code = 0  # the process's status once the loop ends
 
     @property
     def encoding(self) -> str:
@@ -103,8 +104,10 @@ class VxLanguageServer(LanguageServer):
             asyncio.run(self._serve(reader))
         except BrokenPipeError:
             log.error("the client's end of the connection closed")
-        except (KeyboardInterrupt, SystemExit):  # `exit` ends the server this way
+        except KeyboardInterrupt:
             pass
+        except SystemExit as e:  # `exit`: 0 after shutdown, else 1 (LSP)
+            self.exit_code = e.code if isinstance(e.code, int) else 1
         finally:
             self.shutdown()
 
@@ -410,5 +413,6 @@ def make_server(target: str = "cpu") -> VxLanguageServer:
 
 def serve(target: str = "cpu") -> int:
     logging.basicConfig(level=logging.WARNING, format="vxc lsp: %(message)s")
-    make_server(target).start_io()
-    return 0
+    server = make_server(target)
+    server.start_io()
+    return server.exit_code
