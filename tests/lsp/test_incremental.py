@@ -154,3 +154,21 @@ def test_items_of_an_edited_document_are_its_items(seed: int):
         r = checker.check("e.vx", text)
         assert r.items == split_items(text)
         assert r.diagnostics == _full("e.vx", text, "cpu"), text
+
+
+def test_a_brace_opened_and_closed_rechecks_nothing_it_swallowed():
+    """An unclosed `{` makes the rest of the document one item (as for the parser); the
+    `}` that closes it brings the functions back, and their units with them: they were
+    kept (as many as the document had), not re-checked."""
+    text = _many(30)
+    checker = IncrementalChecker("cpu", 4)
+    checker.check("b.vx", text)
+    at = text.index("fn stream10(")
+    body = text.index("{\n", at) + 2
+    opened = text[:body] + "{\n" + text[body:]
+    r = checker.check("b.vx", opened)
+    assert len(r.items) == 11 and [d.code for d in r.diagnostics] == ["E0002"]
+    closed = text[:body] + "{ }\n" + text[body:]
+    r = checker.check("b.vx", closed)
+    assert len(r.items) == 30 and r.rechecked == 1  # stream10 itself
+    assert r.diagnostics == _full("b.vx", closed, "cpu")

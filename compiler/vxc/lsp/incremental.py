@@ -16,8 +16,10 @@ the edit that are unchanged (found by identity, as the server edits its copy in 
 document.py) keep their items, only the edited lines are cut again, and each component
 is looked up among the document's own units of the previous version (a table as big
 as the document, so no cache size to fall off: a fixed-size LRU of 4 096 entries made
-every keystroke in a 4 200-function document a full re-check). A few units dropped by
-recent versions are kept for an edit that is typed back or undone.
+every keystroke in a 4 200-function document a full re-check). Units that recent
+versions dropped are kept too, as many as the document has had at most: an edit typed
+back or undone finds them, and so does the `}` that closes a `{` which, while open,
+made the rest of the document one item.
 
 The merged result is what `vxc check` reports for the whole document (tests compare
 them): a syntax error anywhere is the only diagnostic (the first one, as the parser
@@ -48,7 +50,7 @@ _FN_NAME = re.compile(r"\bfn\s+([A-Za-z_]\w*)")
 _TRIVIA = re.compile(r"\s+|//[^\n]*|/\*[\s\S]*?\*/")
 _LINE_REF = re.compile(r"\bline (\d+)\b")
 
-RECENT_UNITS = 256  # units dropped by earlier versions, kept for an edit undone
+RECENT_UNITS = 256  # dropped units kept at least, for a document that had fewer
 
 
 @dataclass(frozen=True)
@@ -404,12 +406,14 @@ class IncrementalChecker:
             raise api.Unsupported(f"unknown target `{target}` (targets: {', '.join(api.TARGETS)})")
         self.target = target
         self.versions: dict[str, _Version] = {}
-        self.recent: OrderedDict[tuple, Unit] = OrderedDict()
+        self.spare: dict[str, OrderedDict[tuple, Unit]] = {}  # per document: dropped units
+        self.peak: dict[str, int] = {}  # per document: the most units a version had
         self.recent_units = recent_units
 
     def forget(self, path: str) -> None:
         """The document was closed."""
-        self.versions.pop(path, None)
+        for table in (self.versions, self.spare, self.peak):
+            table.pop(path, None)
 
     def check(self, path: str, text) -> DocumentResult:
         """Check `text` (a str, or the document's lines as document.py keeps them)."""
@@ -427,6 +431,8 @@ class IncrementalChecker:
         else:
             decls = [i for i, it in enumerate(items) if it.kind == "decl"]
         edited = self._edited(last, comps, edit, decls)
+        if last is not None:
+            self.peak[path] = max(self.peak.get(path, 0), len(last.units))
         result = DocumentResult([], items)
         version = (self._all if edited is None else self._some)(
             path, lines, items, comps, decls, last, edit, edited, result
@@ -447,7 +453,7 @@ class IncrementalChecker:
         version = _Version(lines, items, comps, decls, keys, units, placed, loud)
         for key in last.keys if last else []:
             if key not in version.by_key:
-                self._remember(key, by_key[key])
+                self._remember(path, key, by_key[key])
         return version
 
     def _some(self, path, lines, items, comps, decls, last, edit, edited, result) -> _Version:
@@ -457,7 +463,7 @@ class IncrementalChecker:
         for g in edited:
             keys[g], units[g], placed[g] = self._unit(path, items, groups[g], decls, {}, result)
             if keys[g] != last.keys[g]:
-                self._remember(last.keys[g], last.units[g])
+                self._remember(path, last.keys[g], last.units[g])
         if edit.lines:
             tail = edit.tail
             moved_decl = bool(decls and decls[-1] >= tail)
@@ -472,7 +478,7 @@ class IncrementalChecker:
         """A group's key, unit (cached, or checked now) and placement."""
         members = sorted([*comp, *decls]) if decls else comp
         key = (path, self.target, *(items[i].text for i in members))
-        unit = by_key.get(key) or self.recent.pop(key, None)
+        unit = by_key.get(key) or self.spare.get(path, {}).pop(key, None)
         if unit is None:
             unit = self._check_unit(path, items, members)
             result.rechecked += 1
@@ -489,10 +495,14 @@ class IncrementalChecker:
         of = comps.group_of
         return {of[i] for i in range(edit.head, edit.tail) if i in of}
 
-    def _remember(self, key: tuple, unit: Unit) -> None:
-        self.recent[key] = unit
-        while len(self.recent) > self.recent_units:
-            self.recent.popitem(last=False)
+    def _remember(self, path: str, key: tuple, unit: Unit) -> None:
+        """Keep a unit a version dropped, the oldest going first once the document's
+        spares outnumber the most units it has had (or `recent_units`)."""
+        spare = self.spare.setdefault(path, OrderedDict())
+        spare[key] = unit
+        bound = max(self.recent_units, self.peak.get(path, 0))
+        while len(spare) > bound:
+            spare.popitem(last=False)
 
     def _check_unit(self, path: str, items: list[Item], members: list[int]) -> Unit:
         text = "".join(items[i].text for i in members)
