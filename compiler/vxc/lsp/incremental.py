@@ -221,15 +221,18 @@ class Components:
         by_name: dict[str, list[int]] = {}
         for i in fns:
             by_name.setdefault(items[i].name, []).append(i)
+        names = frozenset(by_name)  # a set: `idents & names` walks the item's few names
         for i in fns:
-            # `idents & by_name.keys()` would copy all the names for every item
-            for name in [n for n in items[i].idents if n in by_name]:
-                for j in by_name[name]:
+            for name in items[i].idents & names:
+                same = by_name[name]
+                if len(same) == 1 and same[0] == i:
+                    continue  # its own name: most functions name no other
+                for j in same:
                     parent[find(i)] = find(j)
         groups: dict[int, list[int]] = {}
         for i in fns:
             groups.setdefault(find(i), []).append(i)
-        return Components(sorted(groups.values()), frozenset(by_name))
+        return Components(sorted(groups.values()), names)
 
     @cached_property
     def group_of(self) -> dict[int, int]:
@@ -238,7 +241,7 @@ class Components:
 
     def links(self, it: Item) -> tuple[str, str, frozenset[str]]:
         """What decides an item's place in the groups."""
-        return it.kind, it.name, frozenset(n for n in it.idents if n in self.names)
+        return it.kind, it.name, it.idents & self.names
 
     def still(self, old: list[Item], items: list[Item], edit: Edit) -> bool:
         """Whether these groups (of `old`) are the groups of `items` too: the edit replaced
@@ -477,12 +480,12 @@ class IncrementalChecker:
     def _unit(self, path, items, comp, decls, by_key, result) -> tuple[tuple, Unit, Placed]:
         """A group's key, unit (cached, or checked now) and placement."""
         members = sorted([*comp, *decls]) if decls else comp
-        key = (path, self.target, *(items[i].text for i in members))
+        key = (path, self.target, *[items[i].text for i in members])
         unit = by_key.get(key) or self.spare.get(path, {}).pop(key, None)
         if unit is None:
             unit = self._check_unit(path, items, members)
             result.rechecked += 1
-        return key, unit, unit.place(tuple(items[i].line for i in members), members)
+        return key, unit, unit.place(tuple([items[i].line for i in members]), members)
 
     @staticmethod
     def _edited(last: _Version | None, comps: Components, edit: Edit | None, decls) -> set | None:
