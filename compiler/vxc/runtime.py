@@ -66,7 +66,7 @@ _MEANING = {
     "VX_ERR_INDEX": "a Vec index was out of range (is the Vec empty?)",
     "VX_ERR_ALLOC": "the scratch arena could not be allocated",
     "VX_ERR_CAPACITY": "a dynamically shaped tensor does not fit its scratchpad slot",
-    "VX_ERR_SHAPE": "matmul_acc operand shapes disagree at run time",
+    "VX_ERR_SHAPE": "matmul_acc operand shapes disagree at run time, or a length is negative",
 }
 
 

@@ -15,7 +15,7 @@ STATUS = {
     "VX_ERR_INDEX": 1,  # vx.element index outside the Vec
     "VX_ERR_ALLOC": 2,  # the per-call scratch arena could not be allocated
     "VX_ERR_CAPACITY": 3,  # a dynamically shaped tensor does not fit its ring slot
-    "VX_ERR_SHAPE": 4,  # dynamically shaped matmul_acc operands disagree
+    "VX_ERR_SHAPE": 4,  # dynamically shaped matmul_acc operands disagree, or a length is < 0
     "VX_ERR_LAUNCH": 5,  # K_launch: instance count < 1 or thread count < 0
     "VX_ERR_NULL": 6,  # a null output pointer, or a null input that holds elements
     "VX_ERR_WHERE": 7,  # the launch breaks the kernel's `where` clause (e.g. too many instances)
