@@ -134,6 +134,8 @@ class SeamChecker(StmtVisitor):
     def _bind_param(self, vid: int, name: str, ty: T.Type) -> None:
         if T.is_int(ty):
             self.ints[vid] = z3.Int(name)
+            lo, hi = T.int_range(ty.name)
+            self.assume.append(z3.And(lo <= self.ints[vid], self.ints[vid] <= hi))
         elif ty == T.BOOL:
             self.bools[vid] = z3.Bool(name)
         else:
@@ -480,10 +482,11 @@ class SeamChecker(StmtVisitor):
             case H.Name() if e.vid in self.ints:
                 return self.ints[e.vid]
             case H.Unary(op="-"):
-                return -self._int(e.operand)
+                return _wrap(-self._int(e.operand), e.ty)
             case H.Binary(op="+" | "-" | "*"):
                 lhs, rhs = self._int(e.lhs), self._int(e.rhs)
-                return lhs + rhs if e.op == "+" else lhs - rhs if e.op == "-" else lhs * rhs
+                exact = lhs + rhs if e.op == "+" else lhs - rhs if e.op == "-" else lhs * rhs
+                return _wrap(exact, e.ty)
             case H.Binary(op="/" | "%") if isinstance(e.rhs, H.IntLit) and e.rhs.value > 0:
                 # Division by a positive constant stays linear; Vx's `/` truncates, which
                 # z3's floor division matches for a non-negative dividend only.
@@ -534,6 +537,16 @@ class SeamChecker(StmtVisitor):
 
 
 # ---- helpers ------------------------------------------------------------------------------
+def _wrap(exact: z3.ArithRef, ty: T.Type | None) -> z3.ArithRef:
+    """The value of `exact` in `ty`: Vx integer arithmetic wraps (two's complement, modulo
+    2^bits, on every target: docs/DESIGN.md), so the model wraps too, or a proof about
+    `x + 1` would assume the mathematical integer that the machine does not compute."""
+    if ty is None or not T.is_int(ty):
+        return exact
+    lo, hi = T.int_range(ty.name)
+    return lo + (exact - lo) % (hi - lo + 1)
+
+
 def _strip(e: H.Expr) -> H.Expr:
     while isinstance(e, H.Borrow):
         e = e.operand
