@@ -232,6 +232,7 @@ def build(
     cpu: str = "native",
     tpu_aot: str = "none",
     tpu_instances: int = 0,
+    tpu_matmul_precision: str = "f32",
     link: str = "cc",
 ) -> BuildResult:
     """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files).
@@ -250,7 +251,13 @@ def build(
     result = BuildResult(checked.diagnostics, stats={"check_s": t1 - t0})
     if not checked.ok:
         return result
-    options = {"cpu": cpu, "tpu_aot": tpu_aot, "tpu_instances": tpu_instances, "link": link}
+    options = {
+        "cpu": cpu,
+        "tpu_aot": tpu_aot,
+        "tpu_instances": tpu_instances,
+        "tpu_matmul_precision": tpu_matmul_precision,
+        "link": link,
+    }
     try:
         result.outputs.update(_emit(checked, emit, options))
     except Refusal as e:

@@ -104,6 +104,11 @@ class CpuOptions:
     )
 
 
+# What an f32 `matmul_acc` computes on the TPU's MXU (docs/TPU.md, "Precision"): Mosaic's
+# fp32 contract precision (exact to f32 rounding, the default) or one bf16 pass.
+TPU_MATMUL_PRECISIONS: tuple[str, ...] = ("f32", "bf16")
+
+
 @dataclass(frozen=True)
 class TpuOptions:
     """tpu builds: the TPU topologies libtpu compiles the artifact for during the build
@@ -128,6 +133,17 @@ class TpuOptions:
             "default 0, a plain call",
             type=int,
             metavar="N",
+        ),
+    )
+
+    tpu_matmul_precision: str = field(
+        default="f32",
+        metadata=_flag(
+            "--tpu-matmul-precision",
+            "tpu target: what an f32 matmul_acc computes: f32 (default; exact to f32 "
+            "rounding like the cpu, several MXU passes) or bf16 (one MXU pass: inputs "
+            "rounded to bf16, products summed in f32; faster, about 3 significant digits)",
+            choices=TPU_MATMUL_PRECISIONS,
         ),
     )
 
