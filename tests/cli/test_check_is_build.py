@@ -87,6 +87,19 @@ CASES = {
         None,
         "E0403",
     ),
+    "where_negative_length": (
+        TOKEN_READ.format(
+            where="where instances() <= 4, tiles.len() < 0",
+            read="matmul_acc(&mut acc, &wv, &wv);",
+        ),
+        None,
+        "E0403",
+    ),
+    "where_i8_out_of_range": (
+        "fn f(x: i8) -> void where x > 200 { }\n",
+        None,
+        "E0403",
+    ),
     # The read is on a path the solver proves infeasible: no E6004, still never a tensor.
     "token_read_on_an_infeasible_path": (
         TOKEN_READ.format(

@@ -79,25 +79,28 @@ class SeamChecker(StmtVisitor):
         self.assume.extend(launch_facts())
         for p in self.fn.params:
             self._bind_param(p.vid, p.name, p.ty)
-        for w in self.fn.decl.where:
-            self.assume.append(self._bool(w))
-        if self.fn.decl.where and not self.fn.generic_of:
+        clauses = [self._bool(w) for w in self.fn.decl.where]
+        self.assume.extend(clauses)
+        if clauses and not self.fn.generic_of:
             # (an instance's clauses have its const arguments substituted: a false one is
             # its caller's E6005, at the call that chose them)
-            self._satisfiable_where()
+            self._satisfiable_where(clauses)
         self._block(self.fn.decl.body, z3.BoolVal(True))
 
-    def _satisfiable_where(self) -> None:
+    def _satisfiable_where(self, clauses: list[z3.BoolRef]) -> None:
         """E0403: `where` clauses no launch satisfies. Under them every obligation of the
         body would hold vacuously (a token read in flight would pass), and no launch could
         ever run the function: the clauses themselves are the error."""
         what = f"whether `{self.fn.decl.name}`'s `where` clauses can hold"
         if self._model(self.assume, self.fn.decl.where[0].span, what) is not None:
             return
+        # The facts without the clauses (launch, parameter ranges, lengths >= 0), to name a
+        # clause that is false on its own.
+        facts = [a for a in self.assume if not any(a is c for c in clauses)]
         alone = [
             w
-            for w in self.fn.decl.where
-            if self._model([*launch_facts(), self._bool(w)], w.span) is None
+            for w, c in zip(self.fn.decl.where, clauses, strict=True)
+            if self._model([*facts, c], w.span) is None
         ]
         at = alone[0] if alone else self.fn.decl.where[0]
         shown = ", ".join(f"`{_show(w)}`" for w in self.fn.decl.where)
