@@ -341,18 +341,3 @@ def test_minimiser_keeps_the_failure_and_drops_the_rest():
     assert minimise.failure_class(a) == minimise.failure_class(b)
     assert minimise.failure_class(a) != minimise.failure_class(a.replace("cpu", "tpu"))
     assert minimise.failure_class(None) is None
-
-
-def test_a_refusal_of_the_whole_module_may_sit_at_line_zero():
-    """api.build places a refusal without an op (no kernel to build) at line 0 of the
-    first source; a check's diagnostic there is still outside the input."""
-    from vxc import api
-    from vxc.diagnostics import Diagnostic, Span
-
-    src = [api.Source(vxfuzz.FILE, b"fn f() -> void { }\n")]
-    at0 = Span(vxfuzz.FILE, 0, 0)
-    if vxfuzz.REFUSAL_CODES:
-        code = min(vxfuzz.REFUSAL_CODES)
-        vxfuzz._validate([Diagnostic(code, "no kernel", at0)], src)
-    with pytest.raises(vxfuzz.BadDiagnostic):
-        vxfuzz._validate([Diagnostic("E6009", "too big", at0)], src)

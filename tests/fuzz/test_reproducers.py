@@ -145,7 +145,7 @@ def test_huge_tensor_dims_are_e6009_with_a_readable_size():
 
 
 def test_human_size_is_exact_past_float_range():
-    from vxc.checks.scratchpad import human_size
+    from vxc.plan.scratchpad import human_size
 
     assert human_size(1536) == "1.5 KiB"
     assert human_size(123456789) == "117.7 MiB"
@@ -399,16 +399,30 @@ def test_undeclared_name_as_a_dimension_is_e0101():
 
 
 # Found by the grown fuzzer (check ≡ build, after the backend contract): a kernel
-# parameter whose element type has no TPU form (bool, i64) was refused with E7004 at
-# line 0, the span of a whole-module refusal, instead of at the parameter's function.
+# parameter whose element type has no TPU form (bool, i64) was refused with E7004
+# without a span (placed like a whole-program refusal), not at the parameter's function.
 @pytest.mark.parametrize("elem", ["bool", "i64"])
 def test_tpu_refusal_of_a_parameters_element_type_has_its_functions_span(elem):
     src = (
+        "// a kernel whose tiles the TPU cannot hold\n\n"
         f"fn f(tiles: &Vec<Tensor<{elem}, [128, 128]>>) -> void on Topology::TensorCore {{\n"
         "  let a = transfer(tiles[0], Memory::VMEM);\n}\n"
     ).encode()
     no_internal_error(src)
     analysis = api.analyze([api.Source("p.vx", src)])
     d = refusal(api.build(analysis, "tpu", "artifact"), "E7004")
-    assert d.span.line == 1, d
+    assert d.span.line == 3, d
     assert "element type" in d.message
+
+
+# Found by the fuzzer once backend refusals became diagnostics (seed 7): a program with
+# no function at all is refused by the tpu backend as a whole ("no kernel function"),
+# and that refusal has no op to point at; it was placed at line 0, outside the input.
+@pytest.mark.parametrize("target", ["tpu", "b200", "h100"])
+def test_a_program_without_a_kernel_is_refused_at_its_first_line(target):
+    src = b"// nothing to build\nMemory Near { within: Memory::HBM, capacity: 1 MB }\n"
+    no_internal_error(src)
+    analysis = api.analyze([api.Source(vxfuzz.FILE, src)])
+    d = refusal(api.build(analysis, target, "target-ir"), "E7003")
+    assert (d.span.file, d.span.line, d.span.column) == (vxfuzz.FILE, 1, 1)
+    assert "no kernel" in d.message
