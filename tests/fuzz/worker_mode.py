@@ -113,6 +113,22 @@ class Scene:
         (sb / "secret-flags.txt").write_text("@../secret.txt\n")
         return Scene(root, sb)
 
+    def files(self) -> list[str]:
+        """Every file in the sandbox, as Bazel lists an action's inputs (exec paths
+        relative to the sandbox), but the planted symlink out of it: a listed input may
+        be a symlink (Bazel's sandbox is made of them) and is read; an unlisted one not."""
+        out = []
+        for dirpath, _, filenames in os.walk(self.sandbox):
+            paths = [Path(dirpath) / f for f in filenames]
+            out += [str(p.relative_to(self.sandbox)) for p in paths if not p.is_symlink()]
+        return sorted(out)
+
+    def request(self, args: list[str], rid: int, inputs: list[str]) -> WorkRequest:
+        req = WorkRequest(arguments=args, request_id=rid, sandbox_dir=str(self.sandbox))
+        for path in inputs:
+            req.inputs.append(Input(path=path, digest=b"\x00" * 32))
+        return req
+
     def outside_state(self) -> set[str]:
         """Every path under the execroot that is not in the sandbox (what a request
         must never create or change), with sizes."""
@@ -244,23 +260,25 @@ def stale_steps(rng: random.Random, scene: Scene, rid: int) -> list[Step]:
              "--out-dir", f"out/m{rid}", "--emit", "vx-mlir"]  # fmt: skip
     good = (scene.sandbox / "k" / "stream.vx").read_bytes()
     how = rng.randrange(3)
+    last = list(build)  # the build after the change
     if how == 0:
         change, extra = (lambda: src.write_text("fn f() -> i32 { return x; }\n")), []
     elif how == 1:
         change, extra = (lambda: None), []
-        build[build.index(name)] = "k/bad.vx"
+        last[last.index(name)] = "k/bad.vx"
     else:
         tiny = scene.sandbox / "k" / f"tiny{rid}.vx"
         tiny.write_text("Memory VMEM { within: Memory::CPU_DRAM, capacity: 1 KB }\n")
         change, extra = (lambda: None), ["--machine", f"k/{tiny.name}"]
+    listed = [name, "k/bad.vx", f"out/m{rid}.vxhir", *extra[1:]]
     mk = lambda args, i, exp, before=None: Step(  # noqa: E731
-        _frame(WorkRequest(arguments=args, request_id=i, sandbox_dir=str(scene.sandbox))),
+        _frame(scene.request(args, i, listed)),
         f"stale#{how} {args[:6]}", 1, i, before=before, expect_exit=exp,
     )  # fmt: skip
     return [
         mk(hir, rid, 0, before=lambda: src.write_bytes(good)),
         mk(build, rid + 1, 0),
-        mk(build + extra, rid + 2, 1, before=change),
+        mk(last + extra, rid + 2, 1, before=change),
     ]
 
 
@@ -282,14 +300,14 @@ def make_step(rng: random.Random, scene: Scene, rid: int) -> Step:
             args = mutate_args(rng, args, str(scene.root / "outside"))
     if any(not a.isascii() and not _utf8(a) for a in args):  # protobuf strings are UTF-8
         args = [a.encode("utf-8", "surrogateescape").decode("latin-1") for a in args]
-    req = WorkRequest(arguments=args, request_id=rid, sandbox_dir=str(scene.sandbox))
+    req = scene.request(args, rid, scene.files() if rng.random() < 0.9 else [])
     if rng.random() < 0.1:
         req.sandbox_dir = rng.choice(["", "relative/sb", "/nonexistent", str(scene.root)])
     if rng.random() < 0.1:
         req.verbosity = rng.choice([1, 10, -1])
     if rng.random() < 0.1:
         path = rng.choice([h for h in HOSTILE + GOOD_SRC if _utf8(h)])
-        req.inputs.append(Input(path=path, digest=b"\x00" * 4))
+        req.inputs.append(Input(path=path, digest=b"\x00" * 4))  # a hostile listed input
     data = _frame(req)
     shown = repr([a[:60] for a in args])[:400] + f" sandbox={req.sandbox_dir[-20:]!r}"
     if rng.random() < 0.1:  # cancel it at once (maybe before it runs)
