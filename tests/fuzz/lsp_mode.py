@@ -173,8 +173,12 @@ class Messages:
         self.next_id = 100
         self.text: str | None = None  # the client's copy, while the fuzzer can follow it
 
-    def rid(self):
+    def rid(self, valid: bool = False):
+        """A request id: an integer or a string, or (not `valid`) a fraction, which LSP's
+        `integer | string` does not allow: an error answer then, with that id or null."""
         self.next_id += 1
+        if valid:
+            return self.next_id
         return self.rng.choice([self.next_id] * 4 + [f"s{self.next_id}", self.next_id + 0.5])
 
     def open(self) -> Step:
@@ -269,8 +273,8 @@ class Messages:
             _json(msg),
             f"{method} {json.dumps(params)[:200]}",
             request_id=rid,
-            bad_params=bad and not unknown,
-            bad_request=unknown,
+            bad_params=bad and not unknown and not isinstance(rid, float),
+            bad_request=unknown or isinstance(rid, float),
         )
 
     def junk(self) -> Step:
@@ -349,8 +353,15 @@ def _exception_first(log: str) -> str:
 
 
 def _answer(server: Server, rid, timeout: float):
+    """The answer to request `rid`; to an invalid id (a fraction), an error with it or null."""
+    invalid = isinstance(rid, float)
     return server.wait_for(
-        lambda m: isinstance(m, dict) and "id" in m and "method" not in m and m["id"] == rid,
+        lambda m: (
+            isinstance(m, dict)
+            and "id" in m
+            and "method" not in m
+            and (m["id"] == rid or (invalid and m["id"] is None and "error" in m))
+        ),
         timeout,
     )
 
@@ -432,7 +443,7 @@ def session(rng: random.Random, steps: int, report: Report, deadline: float) -> 
                         step.shown,
                         "; ".join(_exception_first(x) for x in server.logs[-2:]),
                     )
-            probe = msgs.rid()
+            probe = msgs.rid(valid=True)
             server.send(
                 {
                     "jsonrpc": "2.0",

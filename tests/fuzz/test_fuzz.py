@@ -26,22 +26,17 @@ WORKER_COUNT = 150  # requests: ~10 s
 LSP_COUNT = 40  # messages: ~30 s, most of it server start-up and the deadline of a lost one
 DEADLINE = 10.0  # seconds for an answer (a lost one costs this; a check takes ~0.1 s)
 
-# Open defects of issue 25 that the fuzzer finds on main today, each being fixed on its
-# own branch (`robust`, `worker`, `lsp`): (mode, finding kind, a regex over the
-# detail). A finding that matches none fails the suite; delete an entry when its fix
-# merges (the runs below warn about entries nothing matched).
+# Open defects the fuzzer finds on main, each being fixed elsewhere: (mode, finding
+# kind, a regex over the detail). A finding that matches none fails the suite; delete an
+# entry when its fix merges (the runs below warn about entries nothing matched). Issue
+# 25's worker, LSP and machine-facet defects are fixed on main (0 findings in 1 000
+# worker requests, 150 LSP messages and 3 000 compile inputs after the merge).
 KNOWN_OPEN = [
-    # a --machine granule past its space's capacity, or too big for the IR's integers:
-    # checked clean, then the vx verifier or the IR builder fails (issue 25, item 1)
-    ("compile", "check≢build", r"ring end offset|bad_cast"),
-    ("worker", "sandbox-read", r""),  # paths, `..`, @flagfiles resolve anywhere
-    ("worker", "sandbox-write", r""),  # --out / --out-dir write anywhere
-    ("worker", "stale", r"exit 0, expected 1"),  # the memory cache keyed by the .vxhir alone
-    ("lsp", "internal", r"UnicodeEncodeError"),  # a lone surrogate in the text
-    ("lsp", "no-diagnostics", r"UnicodeEncodeError"),
-    ("lsp", "died", r"MemoryError"),  # Content-Length: 99999999999999
-    ("lsp", "no-answer", r"JsonRpcInvalidParams|json"),  # malformed params: no -32602
-    ("lsp", "protocol", r"malformed params answered"),
+    # The undecided `where` of tests/golden/cases/E6015_nonlinear_where.vx: after some
+    # hundred inputs in one process, one target's check was clean and its build (the
+    # same check again) said E6015; z3's answer at the resource limit depends on what
+    # the process asked before (see the fuzz branch's report).
+    ("compile", "check≢build", r"E6015"),
 ]
 
 
