@@ -46,21 +46,11 @@ def _child(seed: int, start: int, count: int, conn, build: bool, strict: bool) -
     stream = itertools.islice(vxfuzz.inputs(seed), start, start + count)
     for i, case in enumerate(stream, start):
         conn.send(("start", i, case.how, case.data, case.machine))
-        t0, c0 = time.perf_counter(), _cpu()
+        t0, c0 = time.perf_counter(), vxfuzz.cpu_seconds()
         out = vxfuzz.run_input(case.data, build, case.machine, strict)
-        wall, cpu = time.perf_counter() - t0, _cpu() - c0
+        wall, cpu = time.perf_counter() - t0, vxfuzz.cpu_seconds() - c0
         conn.send(("done", i, sorted(out.stages), out.error, wall, cpu, out.refusals))
     conn.send(("end",))
-
-
-def _cpu() -> float:
-    import resource
-
-    me, kids = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def run(

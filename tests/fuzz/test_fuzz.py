@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import random
 import re
-import time
 from collections import Counter
 
 import forms
@@ -66,9 +65,9 @@ def test_fuzz_fixed_seed_no_internal_errors():
     errors = []
     slowest = 0.0
     for i, case in enumerate(itertools.islice(vxfuzz.inputs(SUITE_SEED), SUITE_COUNT)):
-        t0 = time.perf_counter()
+        c0 = vxfuzz.cpu_seconds()
         out = vxfuzz.run_input(case.data, machine=case.machine)
-        slowest = max(slowest, time.perf_counter() - t0)
+        slowest = max(slowest, vxfuzz.cpu_seconds() - c0)
         stages.update(out.stages)
         stages["machine"] += case.machine is not None
         if out.error:
@@ -80,7 +79,10 @@ def test_fuzz_fixed_seed_no_internal_errors():
     assert stages["built"] >= SUITE_COUNT // 20, stages
     assert all(stages[f"built:{t}"] > 0 for t in vxfuzz.TARGETS), stages
     assert stages["machine"] >= SUITE_COUNT // 10, stages
-    assert slowest < 20, slowest  # the benchmark holds inputs to 5 s on a quiet machine
+    # CPU seconds (the compiler's and its tools'), as the benchmark counts a hang, so a
+    # loaded CI machine does not fail it; the slowest is tests/golden's E6015 case, whose
+    # undecided z3 query runs once per target (about 2 s each on a loaded machine).
+    assert slowest < 20, slowest
 
 
 @pytest.mark.slow

@@ -261,6 +261,15 @@ def run_input(
     return outcome
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the linker): what a hang is
+    measured in, so a machine shared with other jobs does not count its load."""
+    import resource
+
+    me, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _describe(e: BaseException) -> str:
     frames = traceback.extract_tb(e.__traceback__)[-4:]
     where = "; ".join(f"{_short(f.filename)}:{f.lineno} in {f.name}" for f in frames)
