@@ -84,10 +84,14 @@ def compiler_version() -> str:
     return f"{vxc.__version__}+{h.hexdigest()[:12]}"
 
 
-def _key(sources: list[Source], machine: Source | None) -> str:
+def sources_key(sources: list[Source], machine: Source | None) -> str:
+    """The digest of everything an Analysis depends on: the compiler, each source's
+    display path and bytes, and the machine model, tagged as such (`--src m.vx` and
+    `--machine m.vx` are different programs). A .vxhir records it; the worker keys
+    its memory cache by it."""
     h = hashlib.sha256(compiler_version().encode())
-    for s in [*sources, *([machine] if machine else [])]:
-        h.update(b"\0" + s.path.encode() + b"\0" + hashlib.sha256(s.data).digest())
+    for role, s in [*((b"src", s) for s in sources), *([(b"machine", machine)] if machine else [])]:
+        h.update(b"\0" + role + b"\0" + s.path.encode() + b"\0" + hashlib.sha256(s.data).digest())
     return h.hexdigest()
 
 
@@ -132,7 +136,7 @@ class Analysis:
     def from_bytes(data: bytes, sources: list[Source], machine: Source | None = None) -> Analysis:
         from vxc.hir import serial
 
-        key = _key(sources, machine)
+        key = sources_key(sources, machine)
         try:
             hir = serial.load(data, key, compiler_version())
         except serial.CacheError as e:
@@ -154,7 +158,10 @@ def analyze(sources: list[Source], machine: Source | None = None) -> Analysis:
         check_ownership(program.functions, sink)
     diags = sorted(sink.items, key=Diagnostic.sort_key)
     return Analysis(
-        _key(sources, machine), list(sources), machine, CheckedHir(program, diags, machine_decls)
+        sources_key(sources, machine),
+        list(sources),
+        machine,
+        CheckedHir(program, diags, machine_decls),
     )
 
 
