@@ -192,3 +192,27 @@ def test_a_rule_sees_only_its_backends_rule_surface(monkeypatch):
     src = api.Source("kernels/stream.vx", (ROOT / "kernels" / "stream.vx").read_bytes())
     with pytest.raises(AttributeError, match=r"may not use `run`: it is not in the rule surface"):
         api.build(api.analyze([src]), "cpu", emit="target-ir")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_member_a_rule_uses_is_in_its_rule_surface(family):
+    """Read statically from each backend's rules (the functions in its RULES table): a
+    member a rule reads off its context must be in the backend's rule_surface, or the
+    rule fails the first time a kernel reaches it."""
+    import ast
+    import importlib
+
+    lowering = importlib.import_module(f"vxc.backends.{family}.lower").FunctionLowering
+    names = {getattr(r, "__name__", "") for r in lowering.rules.values()} | {"_arith"}
+    path = ROOT / "compiler" / "vxc" / "backends" / family / "lower.py"
+    used = set()
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if isinstance(fn, ast.FunctionDef) and fn.name in names and fn.args.args:
+            ctx = fn.args.args[0].arg
+            used |= {
+                n.attr
+                for n in ast.walk(fn)
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                and n.value.id == ctx
+            }  # fmt: skip
+    assert used - lowering.rule_surface - {"lower_block"} == set()

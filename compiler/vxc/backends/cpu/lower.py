@@ -284,7 +284,7 @@ class FunctionLowering(Walk):
     rule_surface = frozenset(
         {"values", "get", "bind_flat", "region_values", "b", "allocas", "mod", "fn", "sig",
          "plan", "counters", "exit", "instance", "instances", "guard", "nbytes", "memcpy",
-         "at", "slot", "_copy_in"}
+         "at", "slot", "_copy_in", "require"}
     )  # fmt: skip
 
     def __init__(self, mod: ModuleLowering, func: ir.Operation):
