@@ -71,8 +71,9 @@ TARGETS: dict[str, Target] = {
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
 
 # What `vxc build --emit` (and the Bazel rules' `emit`) may ask for: the vx dialect
-# module, the target's own IR, or the target's artifact files.
-EMITS: tuple[str, ...] = ("vx-mlir", "target-ir", "artifact")
+# module, the target's own IR, the target's artifact files, or the cost report
+# (`vxc report`'s table and roofline SVG).
+EMITS: tuple[str, ...] = ("vx-mlir", "target-ir", "artifact", "report")
 
 # Host CPU levels of cpu artifacts (`--cpu`, //vx_rules:cpu): this machine, or a named
 # x86-64 psABI level that gives the same object on every build machine.
