@@ -501,6 +501,8 @@ def _intensity(r: KernelReport) -> str:
 def _roofline(r: KernelReport) -> str:
     if not r.peak_flops:
         return "- (the machine model declares no `peak_gflops`)"
+    if not r.cost.flops:
+        return "- (no FLOPs counted: not a point of the roofline)"
     bw = f", {r.memory} {byte_rate(r.bandwidth)}" if r.bandwidth else ", no bandwidth declared"
     share = 100 * r.attainable / r.peak_flops
     return (

@@ -112,7 +112,7 @@ def _roof(a: _Axes, r: KernelReport) -> list[str]:
             11,
             fill=RIDGE,
         ),
-        _text(RIGHT - 4, yp - 8, f"peak {flop_rate(peak)} (dense bf16)", 12, "end", fill=ROOF),
+        _text(RIGHT - 4, yp - 8, f"peak {flop_rate(peak)} (peak_gflops)", 12, "end", fill=ROOF),
         _text((xr + RIGHT) / 2, BOTTOM - 24, "compute-bound", 11, "middle", fill="#b9770e"),
         _text((sx + xr) / 2, BOTTOM - 24, "memory-bound", 11, "middle", fill=ROOF),
     ]
@@ -139,13 +139,16 @@ def _points(a: _Axes, reports: list[KernelReport]) -> list[str]:
         )
         dy = 22 + 30 * k  # labels step down so that neighbouring points do not collide
         share = 100 * r.attainable / r.peak_flops
-        out.append(_text(x + 9, y + dy - 12, r.kernel, 13, font_weight="bold", fill=POINT))
+        # Right of the point in the left half of the plot, left of it in the right half.
+        lx, anchor = (x + 9, "start") if x < (LEFT + RIGHT) / 2 else (x - 9, "end")
+        out.append(_text(lx, y + dy - 12, r.kernel, 13, anchor, font_weight="bold", fill=POINT))
         out.append(
             _text(
-                x + 9,
+                lx,
                 y + dy + 2,
                 f"{_sig_ai(r.intensity)} FLOP/B, ≤ {flop_rate(r.attainable)} ({share:.0f} % of peak)",
                 11,
+                anchor,
             )
         )
     return out
@@ -160,26 +163,21 @@ def _legend(reports: list[KernelReport]) -> list[str]:
     x, y = RIGHT + 24, TOP + 4
     out = [_text(x, y, "kernels (per instance)", 13, font_weight="bold")]
     for r in reports:
-        y += 24
+        y += 30
         out.append(_text(x, y, r.kernel, 12, font_weight="bold", fill=POINT))
         lines = [
             f"{r.cost.flops:,} FLOP".replace(",", " "),
             f"{r.memory_bytes:,} B of {r.memory}".replace(",", " "),
-            f"intensity {_sig_ai(r.intensity)} FLOP/B" if r.intensity else f"no {r.memory} traffic",
+            f"intensity {_sig_ai(r.intensity)} FLOP/B" if r.intensity else "not plotted: no FLOPs",
             f"{r.bound_by}-bound",
         ]
+        if r.elements:
+            lines.append(f"{'/'.join(r.elements)} matmul operands")
         if r.seconds is not None:
             lines.append(f"launch ≥ {seconds(r.seconds)}")
         for line in lines:
             y += 16
             out.append(_text(x + 8, y, line, 11))
-        if any(e != "bf16" for e in r.elements):
-            y += 16
-            out.append(
-                _text(x + 8, y, f"{'/'.join(r.elements)} operands: the bf16", 11, fill="#777777")
-            )
-            y += 14
-            out.append(_text(x + 8, y, "peak is an upper bound", 11, fill="#777777"))
         if r.cost.bound:
             y += 16
             out.append(_text(x + 8, y, "(upper bound: runtime branch)", 11))
@@ -199,8 +197,8 @@ def roofline_svg(reports: list[KernelReport], source: str) -> bytes:
         _text(
             LEFT,
             54,
-            f"{r0.memory} {byte_rate(r0.bandwidth)}, peak {flop_rate(r0.peak_flops)} dense bf16 "
-            f"(machine model); {sizes}; {r0.instances} instance(s)",
+            f"machine model: {r0.memory} {byte_rate(r0.bandwidth)}, peak {flop_rate(r0.peak_flops)}; "
+            f"{sizes}; {r0.instances} instance(s)",
             12,
             fill="#555555",
         ),
