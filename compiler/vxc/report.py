@@ -28,7 +28,7 @@ from vxc.checks.plan import TargetPlan, has_body
 from vxc.checks.scratchpad import human_size as human
 from vxc.hir import nodes as H
 from vxc.hir import types as T
-from vxc.hir.program import Function
+from vxc.hir.program import Function, called_functions
 
 DEFAULT_SIZE = 1024  # every runtime size the command line does not give
 MAX_ITERATIONS = 1 << 20  # loop iterations walked one by one before the report gives up
@@ -143,8 +143,7 @@ class KernelReport:
 
 
 def _tensor(ty: T.Type | None) -> T.TensorT | None:
-    while isinstance(ty, T.RefT):
-        ty = ty.inner
+    ty = _deref(ty)
     if isinstance(ty, T.TokenT):
         return ty.inner
     return ty if isinstance(ty, T.TensorT) else None
@@ -153,12 +152,7 @@ def _tensor(ty: T.Type | None) -> T.TensorT | None:
 def entries(functions: dict[str, Function]) -> list[str]:
     """The kernel entries (functions with a body that no other function calls), in
     declaration order: what a launch runs and the report has a row for."""
-    called = {
-        c.callee
-        for fn in functions.values()
-        for c in H.walk_calls(fn.decl.body)
-        if c.callee != fn.name
-    }
+    called = called_functions(functions)
     return [n for n, fn in functions.items() if has_body(fn) and n not in called]
 
 
@@ -175,7 +169,7 @@ class _Walk:
         fn = self.functions[name]
         env: dict[object, int] = {}
         for p in fn.params:
-            if isinstance(p.ty, T.VecT) or isinstance(_deref(p.ty), T.VecT):
+            if isinstance(_deref(p.ty), T.VecT):
                 env[("len", p.vid)] = self.sizes.get(f"{p.name}.len()")
             elif isinstance(p.ty, T.Scalar) and _is_int(p.ty):
                 env[p.vid] = self.sizes.get(p.name)
@@ -352,7 +346,7 @@ def _binary(op: str, a: int | None, b: int | None) -> int | None:
     return f() if f else None
 
 
-def _deref(ty: T.Type) -> T.Type:
+def _deref(ty: T.Type | None) -> T.Type | None:
     while isinstance(ty, T.RefT):
         ty = ty.inner
     return ty

@@ -51,3 +51,14 @@ class CheckedHir:
     program: Program | None
     diagnostics: list
     machine_decls: list[A.Node]
+
+
+def called_functions(functions: dict[str, Function]) -> set[str]:
+    """Names of the function instances some other function calls: helpers. The others
+    with a body are kernel entries (the IR's `vx.launch`, a row of `vxc report`)."""
+    return {
+        c.callee
+        for fn in functions.values()
+        for c in H.walk_calls(fn.decl.body)
+        if c.callee != fn.name
+    }

@@ -27,7 +27,7 @@ from vxc.elements import BY_NAME
 from vxc.errors import Unsupported
 from vxc.hir import nodes as H
 from vxc.hir import types as T
-from vxc.hir.program import Function
+from vxc.hir.program import Function, called_functions
 from vxc.ir import builders as B
 from vxc.ir import types as IT
 from vxc.ir.context import make_context
@@ -114,7 +114,7 @@ class Lowering:
             module = ir.Module.create()
             module.operation.attributes["vx.target"] = ir.StringAttr.get(self.checked.target)
             functions = self.checked.analysis.program.functions
-            self.helpers = _called(functions)
+            self.helpers = called_functions(functions)
             with ir.InsertionPoint(module.body):
                 for fn in functions.values():
                     if fn.generic_of is None and fn.decl.const_params:
@@ -483,16 +483,6 @@ def _space_name(t: ir.Type) -> str:
     from vxc.ir import types as IT
 
     return IT.space_of(t) or str(t)
-
-
-def _called(functions: dict[str, Function]) -> set[str]:
-    """Names of the functions some other function calls."""
-    return {
-        c.callee
-        for fn in functions.values()
-        for c in H.walk_calls(fn.decl.body)
-        if c.callee != fn.name
-    }
 
 
 def _returns(s: H.If) -> bool:
