@@ -86,6 +86,7 @@ class Sizes:
 
 @dataclass
 class RingRow:
+    function: str  # the kernel, or a helper instance it calls (which has its own rings)
     ring: int
     space: str
     slots: int
@@ -164,6 +165,7 @@ class _Walk:
     ):
         self.plan, self.functions, self.sizes, self.instances = plan, functions, sizes, instances
         self.elements: set[str] = set()
+        self.helpers: dict[str, None] = {}  # helper instances called, in first-call order
 
     def entry(self, name: str) -> Cost:
         fn = self.functions[name]
@@ -288,6 +290,7 @@ class _Walk:
                 inner[p.vid] = known
             elif ("len", _vid(a)) in env:
                 inner[("len", p.vid)] = env[("len", _vid(a))]
+        self.helpers.setdefault(e.callee)
         cost.add(self.function(e.callee, inner))
 
     def matmul(self, e: H.Call, cost: Cost) -> None:
@@ -386,8 +389,9 @@ def kernel_reports(
         peak = topo_peaks.get(fn.topology or "", 0) or max(topo_peaks.values(), default=0)
         touched = sum(b for k, b in cost.edges.items() if memory in k.split(" -> "))
         rings = [
-            RingRow(r.id, r.space, r.slots, r.slot_bytes, len(r.tiles))
-            for r in plan.functions[name].rings
+            RingRow(f, r.id, r.space, r.slots, r.slot_bytes, len(r.tiles))
+            for f in [name, *walk.helpers]
+            for r in plan.functions[f].rings
         ]
         out.append(
             KernelReport(
@@ -450,7 +454,10 @@ def render(reports: list[KernelReport], source: str) -> str:
 def _render_one(r: KernelReport, source: str) -> str:
     sizes = ", ".join(f"{k} = {v}" for k, v in r.sizes.items()) or "none"
     grid = f"{r.instances} instance" + ("s" if r.instances != 1 else "")
-    rows = [f"{r.kernel} ({source}) on {r.target}: per instance of {grid}; runtime sizes: {sizes}"]
+    rows = [
+        f"{r.kernel} ({source}) on {r.target}: per instance (a launch of {grid}); "
+        f"runtime sizes: {sizes}"
+    ]
     upper = " (upper bound: an `if` on a runtime value counted as its costlier branch)"
     rows.append(
         "  edge                  transfers            bytes" + (upper if r.cost.bound else "")
@@ -476,13 +483,18 @@ def _render_one(r: KernelReport, source: str) -> str:
         rows.append(f"  time bound          {seconds(r.seconds)} for the launch")
     for ring in r.rings:
         rows.append(
-            f"  ring #{ring.ring:<13} {ring.space}: {ring.slots} slot"
+            f"  {_ring_name(r.kernel, ring):<19} {ring.space}: {ring.slots} slot"
             + ("s" if ring.slots != 1 else "")
             + f" in flight x {human(ring.slot_bytes)} ({ring.tiles} tile"
             + ("s" if ring.tiles != 1 else "")
             + ")"
         )
     return "\n".join(rows) + "\n"
+
+
+def _ring_name(kernel: str, ring: RingRow) -> str:
+    where = "" if ring.function == kernel else f" of {ring.function}"
+    return f"ring #{ring.ring}{where}"
 
 
 def _intensity(r: KernelReport) -> str:

@@ -192,3 +192,30 @@ def test_a_program_with_errors_reports_its_diagnostics_and_no_files():
     result = _report("k.vx", "b200", bad)
     assert not result.ok and [d.code for d in result.diagnostics] == ["E6009"]
     assert result.outputs == {}
+
+
+HELPER = b"""
+fn load2(x: &Tensor<f32, [128, 128]>, w: &Tensor<f32, [128, 128]>, acc: &mut Tensor<f32, [128, 128]>) on Topology::TensorCore {
+  let xv = transfer(x, Memory::VMEM);
+  let wv = transfer(w, Memory::VMEM);
+  matmul_acc(acc, &xv, &wv);
+}
+fn outer(xs: &Vec<Tensor<f32, [128, 128]>>, w: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]> on Topology::TensorCore {
+  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+  for i in 0..xs.len() {
+    load2(&xs[i], w, &mut acc);
+  }
+  return transfer(acc, Memory::HBM);
+}
+"""
+
+
+def test_a_helper_call_counts_the_helper_body_and_lists_its_rings():
+    result = _report("h.vx", "tpu", HELPER, sizes={"xs.len()": 3})
+    (r,) = result.reports  # load2 is a helper, not a kernel entry
+    assert r.kernel == "outer" and r.cost.moves["HBM -> VMEM"] == 6 and r.cost.matmuls == 3
+    assert [ring.function for ring in r.rings] == ["outer"] + ["load2<HBM, HBM, ACC>"] * 2
+    assert (
+        "ring #1 of load2<HBM, HBM, ACC> VMEM: 1 slot in flight x 64 KiB"
+        in result.outputs["h.tpu.report.txt"].decode()
+    )
