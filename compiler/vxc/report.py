@@ -175,14 +175,16 @@ class _Walk:
                 env[("len", p.vid)] = self.sizes.get(f"{p.name}.len()")
             elif isinstance(p.ty, T.Scalar) and _is_int(p.ty):
                 env[p.vid] = self.sizes.get(p.name)
-        return self.function(name, env)
-
-    def function(self, name: str, env: dict[object, int]) -> Cost:
-        cost = Cost()
         try:
-            self.block(name, self.functions[name].decl.body, env, cost)
+            return self.function(name, env)
         except _Unknown as e:
             raise ReportError(f"`{name}`: cannot count: {e}") from None
+
+    def function(self, name: str, env: dict[object, int]) -> Cost:
+        """A function body's cost; _Unknown propagates, so that a loop around a call
+        whose cost depends on the loop variable walks it per iteration."""
+        cost = Cost()
+        self.block(name, self.functions[name].decl.body, env, cost)
         return cost
 
     def block(self, fn: str, block: H.Block | None, env: dict, cost: Cost) -> None:
@@ -226,9 +228,12 @@ class _Walk:
         try:
             self.block(fn, s.body, dict(inner), body)
             cost.add(body, trips)
-        except _Unknown:
+        except _Unknown as e:
             if trips > MAX_ITERATIONS:
-                raise
+                raise _Unknown(
+                    f"{e}, and `for {s.var}` at line {s.span.line} runs {trips} times "
+                    f"(more than {MAX_ITERATIONS} to walk one by one)"
+                ) from None
             for i in range(lo, hi):  # the body's cost depends on the loop variable
                 self.block(fn, s.body, {**inner, s.vid: i}, cost)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from vxc import api
+from vxc.errors import Unsupported
 from vxc.report import entries
 from vxc.targets import TARGETS
 
@@ -219,3 +220,31 @@ def test_a_helper_call_counts_the_helper_body_and_lists_its_rings():
         "ring #1 of load2<HBM, HBM, ACC> VMEM: 1 slot in flight x 64 KiB"
         in result.outputs["h.tpu.report.txt"].decode()
     )
+
+
+TRIANGLE_HELPER = b"""
+fn row(tiles: &Vec<Tensor<f32, [128, 128]>>, acc: &mut Tensor<f32, [128, 128]>, wv: &Tensor<f32, [128, 128]>, i: i64) on Topology::TensorCore {
+  for j in 0..i {
+    let t = transfer(tiles[j], Memory::VMEM);
+    matmul_acc(acc, &t, wv);
+  }
+}
+fn tri2(tiles: &Vec<Tensor<f32, [128, 128]>>, w: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]> on Topology::TensorCore {
+  let wv = transfer(w, Memory::VMEM);
+  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+  for i in 0..tiles.len() {
+    row(tiles, &mut acc, &wv, i);
+  }
+  return transfer(acc, Memory::HBM);
+}
+"""
+
+
+def test_a_helper_whose_loop_depends_on_the_callers_loop_variable_is_counted_per_call():
+    (r,) = _report("t2.vx", "cpu", TRIANGLE_HELPER, sizes={"tiles.len()": 10}).reports
+    assert r.cost.matmuls == 45
+
+
+def test_a_loop_too_long_to_walk_one_by_one_is_a_plain_error():
+    with pytest.raises(Unsupported, match=r"runs 2000000 times"):
+        _report("tri.vx", "cpu", TRIANGLE, sizes={"tiles.len()": 2_000_000})
