@@ -183,6 +183,12 @@ def _cost_report(args) -> int:
     if args.out is not None:
         from vxc.outputs import OutputError, write_set
 
+        if not any(k.endswith(".roofline.svg") for k in result.outputs):
+            print(
+                "vxc: note: no roofline picture: the machine model declares no "
+                "`peak_gflops` or no memory `bandwidth`",
+                file=sys.stderr,
+            )
         try:
             written = write_set(args.out, dict(sorted(result.outputs.items())))
         except OutputError as e:

@@ -68,3 +68,16 @@ def test_build_emit_report_writes_the_same_files(tmp_path):
         "stream.tpu.report.txt",
         "stream.tpu.roofline.svg",
     ]
+
+
+def test_a_model_without_a_peak_writes_the_table_and_says_why_there_is_no_picture(tmp_path):
+    model = tmp_path / "m.vx"
+    model.write_text(
+        "Topology TensorCore {\n  memory: Memory::VMEM,\n  visible: [Memory::VMEM, Memory::CPU_DRAM],\n"
+        "  transfer Memory::CPU_DRAM -> Memory::VMEM : 1,\n  transfer Memory::VMEM -> Memory::CPU_DRAM : 1\n}\n"
+    )
+    out = tmp_path / "out"
+    r = run_vxc("report", str(KERNELS / "stream.vx"), "--machine", str(model), "-o", str(out))
+    assert r.rc == 0, r.err
+    assert "declares no `peak_gflops`" in r.out and "no roofline picture" in r.err
+    assert [p.name for p in out.iterdir()] == ["stream.cpu.report.txt"]
