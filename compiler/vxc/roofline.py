@@ -139,8 +139,10 @@ def _points(a: _Axes, reports: list[KernelReport]) -> list[str]:
         )
         dy = 22 + 30 * k  # labels step down so that neighbouring points do not collide
         share = 100 * r.attainable / r.peak_flops
-        # Right of the point in the left half of the plot, left of it in the right half.
-        lx, anchor = (x + 9, "start") if x < (LEFT + RIGHT) / 2 else (x - 9, "end")
+        # Below and right of a point on the slope (under the roof, clear of the line); left
+        # of a compute-bound point in the right half, so the label stays in the plot.
+        left = r.bound_by == "compute" and x > (LEFT + RIGHT) / 2
+        lx, anchor = (x - 9, "end") if left else (x + 9, "start")
         out.append(_text(lx, y + dy - 12, r.kernel, 13, anchor, font_weight="bold", fill=POINT))
         out.append(
             _text(
