@@ -1,5 +1,6 @@
-"""@vx//:runtime (BUILD.bazel) ships vxc/__init__.py, vxc/runtime.py and numpy only: loading
-and calling a cpu artifact must import nothing else of vxc and none of the heavy packages."""
+"""@vx//:runtime (BUILD.bazel) ships vxc.runtime, the few vxc modules it imports and numpy:
+loading and calling a cpu artifact must import exactly those vxc modules and none of the
+heavy packages."""
 
 from __future__ import annotations
 
@@ -56,5 +57,7 @@ def test_loading_a_cpu_kernel_imports_only_the_slim_runtime(tmp_path):
         check=True,
     )
     vxc_modules, top = (set(line.split()) for line in p.stdout.splitlines())
-    assert vxc_modules == _slim_sources() == {"vxc", "vxc.runtime"}
+    # Exactly the library's files: one missing fails a py_test in Bazel, one more is weight.
+    assert vxc_modules == _slim_sources()
+    assert {"vxc", "vxc.runtime"} <= vxc_modules
     assert not top & {"jax", "jaxlib", "libtpu", "lark", "llvmlite", "z3", "google", "ml_dtypes"}

@@ -1,6 +1,6 @@
 """`vxc report`: what the target plan already knows about each kernel's cost.
 
-For every kernel entry the plan (checks/plan.py) has routed each transfer over the
+For every kernel entry the plan (vxc/plan/) has routed each transfer over the
 machine's edges, sized it, and given every scratchpad tile a ring. This module walks
 the entry's HIR once with the launch's runtime sizes (each `Vec` length and runtime
 dimension; `--size NAME=N`, default `DEFAULT_SIZE`) and counts, per instance:
@@ -24,11 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vxc.checks.machine import Machine
-from vxc.checks.plan import TargetPlan, has_body
-from vxc.checks.scratchpad import human_size as human
 from vxc.hir import nodes as H
 from vxc.hir import types as T
-from vxc.hir.program import Function, called_functions
+from vxc.hir.program import Function
+from vxc.plan import TargetPlan
+from vxc.plan.scratchpad import human_size as human
 
 DEFAULT_SIZE = 1024  # every runtime size the command line does not give
 MAX_ITERATIONS = 1 << 20  # loop iterations walked one by one before the report gives up
@@ -151,10 +151,9 @@ def _tensor(ty: T.Type | None) -> T.TensorT | None:
 
 
 def entries(functions: dict[str, Function]) -> list[str]:
-    """The kernel entries (functions with a body that no other function calls), in
-    declaration order: what a launch runs and the report has a row for."""
-    called = called_functions(functions)
-    return [n for n, fn in functions.items() if has_body(fn) and n not in called]
+    """The kernel entries (`Function.entry`: code no other function calls), in declaration
+    order: what a launch runs and the report has a row for."""
+    return [n for n, fn in functions.items() if fn.entry and fn.has_code]
 
 
 class _Walk:

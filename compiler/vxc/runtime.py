@@ -28,6 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from vxc.manifest import ABI_SUFFIX, DIGEST_CHARS, abi_digest
+from vxc.status import MEANING
+
 _NUMPY = {
     "f16": np.float16,
     "f32": np.float32,
@@ -59,19 +62,15 @@ _CTYPES = {
     "ui64": ctypes.c_uint64,
     "index": ctypes.c_int64,
 }
-_MEANING = {
-    "VX_ERR_LAUNCH": "the instance count must be >= 1 and the thread count >= 0",
-    "VX_ERR_NULL": "an output pointer was null, or an input with elements was null",
-    "VX_ERR_WHERE": "the launch breaks the kernel's `where` clause",
-    "VX_ERR_INDEX": "a Vec index was out of range (is the Vec empty?)",
-    "VX_ERR_ALLOC": "the scratch arena could not be allocated",
-    "VX_ERR_CAPACITY": "a dynamically shaped tensor does not fit its scratchpad slot",
-    "VX_ERR_SHAPE": "matmul_acc operand shapes disagree at run time",
-}
 
 
 class ArgumentError(ValueError):
     """Arguments do not match the kernel's parameters in the manifest."""
+
+
+class ArtifactError(ArgumentError):
+    """The manifest is malformed, names a library elsewhere than beside it, or describes a
+    kernel differently from the digest its library was built with (vxc/manifest.py)."""
 
 
 class KernelError(RuntimeError):
@@ -79,7 +78,7 @@ class KernelError(RuntimeError):
 
     def __init__(self, kernel: str, status: int, code: str, detail: str = ""):
         self.status, self.code = status, code
-        why = _MEANING.get(code, "unknown status") + detail
+        why = MEANING.get(code, "unknown status") + detail
         super().__init__(f"kernel '{kernel}' failed with {code} ({status}): {why}")
 
 
@@ -276,20 +275,66 @@ class Kernel:
         return self._finish(status, outs, stacked=True)
 
 
+def _check_abi(lib: ctypes.CDLL, spec: dict, status: dict, manifest: Path, library: Path) -> None:
+    """The library's record of the kernel (`K__vx_abi`, written at build time) must be the
+    digest of what the manifest says about it: else the runtime would size buffers and
+    check arguments by an edited description (vxc/manifest.py)."""
+    name = spec["name"]
+    try:
+        record = (ctypes.c_char * (DIGEST_CHARS + 1)).in_dll(lib, spec["symbol"] + ABI_SUFFIX)
+    except ValueError:
+        raise ArtifactError(
+            f"{manifest} does not match {library}: the library has no record of kernel "
+            f"'{name}' (symbol `{spec['symbol']}{ABI_SUFFIX}`): a manifest of another build, "
+            "or a library built by an older vxc"
+        ) from None
+    if record.value.decode("ascii", "replace") != abi_digest(spec, status):
+        raise ArtifactError(
+            f"{manifest} does not match {library}: kernel '{name}' is described differently "
+            "from what the library was built with (an edited manifest, or a library of "
+            "another build); rebuild the artifact"
+        )
+
+
 class Artifact:
     """A loaded CPU artifact: `artifact.kernels[name]` or `artifact.<name>(...)`."""
 
     def __init__(self, manifest_path: Path):
-        self.manifest: dict = json.loads(manifest_path.read_text())
-        if self.manifest.get("format") != "vx-cpu-artifact" or self.manifest.get("target") != "cpu":
+        try:
+            self.manifest: dict = json.loads(manifest_path.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ArtifactError(f"{manifest_path} is not a manifest: {e}") from e
+        if not isinstance(self.manifest, dict) or (
+            self.manifest.get("format") != "vx-cpu-artifact" or self.manifest.get("target") != "cpu"
+        ):
             raise ArgumentError(f"{manifest_path} is not a vx cpu artifact manifest")
-        lib_name = self.manifest["files"].get("shared_library")
+        files = self.manifest.get("files")
+        lib_name = files.get("shared_library") if isinstance(files, dict) else None
         if lib_name is None:
             raise ArgumentError(f"{manifest_path}: artifact was built without a shared library")
+        if (
+            not isinstance(lib_name, str)
+            or Path(lib_name).name != lib_name
+            or lib_name in ("", ".", "..")
+        ):
+            raise ArtifactError(
+                f"{manifest_path}: the shared library must be a file beside the manifest, "
+                f"not {lib_name!r}"
+            )
         self.library_path = manifest_path.parent / lib_name
         self._lib = ctypes.CDLL(str(self.library_path.resolve()))
-        status = self.manifest["status"]
-        self.kernels = {k["name"]: Kernel(self._lib, k, status) for k in self.manifest["kernels"]}
+        status = self.manifest.get("status")
+        specs = self.manifest.get("kernels")
+        try:
+            for spec in specs:
+                _check_abi(self._lib, spec, status, manifest_path, self.library_path)
+            self.kernels = {k["name"]: Kernel(self._lib, k, status) for k in specs}
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            if isinstance(e, ArtifactError):
+                raise
+            raise ArtifactError(
+                f"{manifest_path}: malformed manifest ({type(e).__name__}: {e})"
+            ) from e
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("kernels", {})

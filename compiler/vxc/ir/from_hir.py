@@ -12,7 +12,7 @@ keeps `lowering_rules[prim]`); a new node kind is one registered rule. Every op 
 rule creates carries the MLIR location of the node's source span
 (`loc("k.vx":12:5)`), so the verifier and the backends name the `.vx` line. The
 attributes of placing ops (transfers, new tensors, call results) are copied from the
-target plan (checks/plan.py); nothing here routes or allocates.
+target plan (plan/__init__.py); nothing here routes or allocates.
 """
 
 from __future__ import annotations
@@ -23,18 +23,47 @@ from dataclasses import dataclass
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, memref, scf
 
-from vxc.checks.placement import FnPlacement
-from vxc.checks.plan import TargetPlan
 from vxc.elements import BY_NAME
 from vxc.errors import Refusal
 from vxc.hir import nodes as H
 from vxc.hir import types as T
-from vxc.hir.program import Function, Program, called_functions
+from vxc.hir.program import Function, Program
 from vxc.ir import builders as B
 from vxc.ir import types as IT
 from vxc.ir.context import make_context
 from vxc.ir.loc import location
+from vxc.plan import TargetPlan
+from vxc.plan.placement import FnPlacement
 from vxc.rules import registrar
+
+
+def _total_division(op: type, x: ir.Value, d: ir.Value, rem: bool, unsigned: bool) -> ir.Value:
+    """Vx integer division is total and wraps (docs/DESIGN.md, integer arithmetic):
+    `x / 0 == 0`, `x % 0 == x`, `x / -1 == 0 - x` (so `MIN / -1 == MIN`), `x % -1 == 0`.
+    The target divides by a divisor that is never 0 nor -1, so no target meets its
+    undefined case (LLVM poison, x86's SIGFPE, Mosaic's UB, PTX's unspecified result) and
+    all agree. Only compares, selects and small constants: every backend has them."""
+    owner = d.owner
+    if isinstance(owner, ir.OpView) and owner.operation.name == "arith.constant":
+        if ir.IntegerAttr(owner.attributes["value"]).value not in (0, -1):
+            return op(x, d).result  # a literal divisor other than 0 and -1 needs no guard
+    t = x.type
+
+    def const(v: int) -> ir.Value:
+        return arith.ConstantOp(t, v).result
+
+    def equals(v: int) -> ir.Value:
+        return arith.CmpIOp(arith.CmpIPredicate.eq, d, const(v)).result
+
+    by_zero, safe = equals(0), d
+    if not unsigned:
+        by_minus_one = equals(-1)
+        safe = arith.SelectOp(by_minus_one, const(1), safe).result
+    result = op(x, arith.SelectOp(by_zero, const(1), safe).result).result
+    if not unsigned:
+        negated = const(0) if rem else arith.SubIOp(const(0), x).result
+        result = arith.SelectOp(by_minus_one, negated, result).result
+    return arith.SelectOp(by_zero, x if rem else const(0), result).result
 
 
 class LoweringError(Refusal):
@@ -120,10 +149,9 @@ class Lowering:
             module = ir.Module.create()
             module.operation.attributes["vx.target"] = ir.StringAttr.get(self.plan.target)
             functions = self.program.functions
-            self.helpers = called_functions(functions)
             with ir.InsertionPoint(module.body):
                 for fn in functions.values():
-                    if fn.generic_of is None and fn.decl.const_params:
+                    if fn.is_template:
                         continue  # only the instances are code
                     self.function(fn)
             return module
@@ -143,14 +171,14 @@ class Lowering:
             ir.FunctionType.get(arg_types, results),
             # Externs are declarations; helpers (called by other functions) are private
             # definitions: the backend keeps them out of the C header.
-            visibility="private" if fn.is_extern or fn.name in self.helpers else None,
+            visibility=None if fn.entry else "private",
         )
         op.arg_attrs = ir.ArrayAttr.get(
             [ir.DictAttr.get({"vx.name": ir.StringAttr.get(p.name)}) for p in fn.params]
         )
         if fn.topology:
             op.attributes["vx.topology"] = ir.StringAttr.get(fn.topology)
-        if not fn.is_extern and fn.name not in self.helpers:
+        if fn.entry:
             # A kernel entry: launched as N instances, results stacked (docs/IR.md).
             op.attributes["vx.launch"] = ir.StringAttr.get("instances")
         if fn.is_extern:
@@ -163,7 +191,7 @@ class Lowering:
             {p.vid: block.arguments[i] for i, p in enumerate(fn.params)},
         )
         with ir.InsertionPoint(block):
-            if fn.name not in self.helpers:
+            if fn.entry:
                 # An entry's `where` clauses are its launch's preconditions (a helper's are
                 # proved at each call instead).
                 for w in fn.decl.where:
@@ -303,6 +331,8 @@ class Lowering:
                     "%": arith.RemUIOp if unsigned else arith.RemSIOp,
                 }
             )
+            if not fl and e.op in ("/", "%"):
+                return _total_division(ops[e.op], lhs, rhs, e.op == "%", unsigned)
             return ops[e.op](lhs, rhs).result
         if isinstance(T.deref(e.lhs.ty), T.TensorT | T.TokenT):
             raise LoweringError("a tensor comparison is a compile-time contract, not a value")

@@ -18,11 +18,11 @@
 - Scratchpads: every tile placed into an explicitly managed space with a capacity or
   a granule (`managed` defaults to `explicit`, LANGUAGE.md §2; a hop destination, or a
   `Tensor<E>([..])` in such a home space) gets a ring, slot count and offset
-  from real lifetimes; see checks/scratchpad.py for the rotation rule, layout
+  from real lifetimes; see plan/scratchpad.py for the rotation rule, layout
   and the working-set check (E6010).
 
 The result, `FnPlacement`, is this function's part of the target plan
-(checks/plan.py): keyed by the HIR node id (`nid`) of each Transfer / TensorNew / Call
+(plan/__init__.py): keyed by the HIR node id (`nid`) of each Transfer / TensorNew / Call
 node (each instance has its own HIR nodes), it holds the route, the allocations
 and the attributes of every vx op the node lowers to (`NodePlacement.ops`). The
 seam checker, the HIR -> vx lowering and hence the backends read it; nothing
@@ -34,13 +34,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vxc.checks.machine import CPU_DRAM, Hop, Machine, Memory
-from vxc.checks.scratchpad import Alloc, Allocator, Ring, Tile, human_size
 from vxc.diagnostics import DiagnosticSink
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.liveness import build_cfg, children, makes_buffer
 from vxc.hir.program import Function
+from vxc.hir.typecheck import MAX_BYTES
 from vxc.hir.visit import StmtVisitor
+from vxc.plan.scratchpad import Alloc, Allocator, Ring, Tile, human_size
 
 __all__ = [
     "Alloc",
@@ -421,7 +422,32 @@ class _Placer(StmtVisitor):
             return None  # a cache, or a space of no bounded size: nothing to allocate
         granule = max(mem.granule, 1)
         slot = None if size.bytes is None else -(-size.bytes // granule) * granule
+        if slot is not None and slot != size.bytes and slot > (mem.capacity or MAX_BYTES):
+            self._rounded_too_big(e, size, slot, mem)
         return Tile(e.nid, hop, space, slot, final, e.span, label)
+
+    def _rounded_too_big(self, e: H.Expr, size: _Size, slot: int, mem: Memory) -> None:
+        """The tile fits, its granule-rounded slot does not (the slot is what the space
+        gives it): E6009 against a capacity, E6014 past the IR's i64 sizes without one."""
+        rounded = (
+            f"{size.bytes} B, rounded up to `{mem.name}`'s granule of {mem.granule} B, "
+            f"takes a slot of {slot} B ({human_size(slot)})"
+        )
+        if mem.capacity:
+            self.sink.emit(
+                "E6009",
+                f"this tile of {rounded}, larger than `{mem.name}` (capacity {mem.capacity} B, "
+                f"{human_size(mem.capacity)})",
+                e.span,
+                help="use a granule that divides the tile, or a smaller tile",
+            )
+        else:
+            self.sink.emit(
+                "E6014",
+                f"this tile of {rounded}, past the {MAX_BYTES} B an IR size can hold",
+                e.span,
+                help=f"give `{mem.name}` a capacity or a smaller granule",
+            )
 
     # ---- visibility --------------------------------------------------------------------
     def _call(self, e: H.Call, topo: str | None) -> None:
