@@ -2,7 +2,7 @@
 
 Pipeline: frontend (parse) -> hir (resolve, types, one HIR per function instance,
 ownership, token linearity) -> Analysis (target-independent, cacheable as .vxhir)
--> the target plan (checks/plan.py: routes, allocations and every op's attributes,
+-> the target plan (plan/__init__.py: routes, allocations and every op's attributes,
 computed once per target) -> seams and bounds with z3 (reading the plan's routes)
 -> ir (vx dialect, attributes copied from the plan, locations from spans)
 -> backends/<target> (vxc.backends: a `Backend` per family, handed the `Target` record
@@ -26,7 +26,6 @@ from pathlib import Path
 import vxc
 from vxc.checks.machine import Machine, build_machine
 from vxc.checks.obligations import needs_proof
-from vxc.checks.plan import TargetPlan, plan_target
 from vxc.checks.solver import Solver
 from vxc.diagnostics import Diagnostic, DiagnosticSink
 from vxc.diagnostics.render import render_all_human, render_json
@@ -36,6 +35,7 @@ from vxc.frontend.parser import parse_source
 from vxc.hir.ownership import check_ownership
 from vxc.hir.program import CheckedHir, Program
 from vxc.hir.typecheck import typecheck
+from vxc.plan import TargetPlan, plan_target
 from vxc.targets import EMITS, TARGETS, model_source
 
 # Front-half errors after which the per-target checks still run (see Analysis.checkable).
@@ -84,10 +84,14 @@ def compiler_version() -> str:
     return f"{vxc.__version__}+{h.hexdigest()[:12]}"
 
 
-def _key(sources: list[Source], machine: Source | None) -> str:
+def sources_key(sources: list[Source], machine: Source | None) -> str:
+    """The digest of everything an Analysis depends on: the compiler, each source's
+    display path and bytes, and the machine model, tagged as such (`--src m.vx` and
+    `--machine m.vx` are different programs). A .vxhir records it; the worker keys
+    its memory cache by it."""
     h = hashlib.sha256(compiler_version().encode())
-    for s in [*sources, *([machine] if machine else [])]:
-        h.update(b"\0" + s.path.encode() + b"\0" + hashlib.sha256(s.data).digest())
+    for role, s in [*((b"src", s) for s in sources), *([(b"machine", machine)] if machine else [])]:
+        h.update(b"\0" + role + b"\0" + s.path.encode() + b"\0" + hashlib.sha256(s.data).digest())
     return h.hexdigest()
 
 
@@ -132,7 +136,7 @@ class Analysis:
     def from_bytes(data: bytes, sources: list[Source], machine: Source | None = None) -> Analysis:
         from vxc.hir import serial
 
-        key = _key(sources, machine)
+        key = sources_key(sources, machine)
         try:
             hir = serial.load(data, key, compiler_version())
         except serial.CacheError as e:
@@ -154,7 +158,10 @@ def analyze(sources: list[Source], machine: Source | None = None) -> Analysis:
         check_ownership(program.functions, sink)
     diags = sorted(sink.items, key=Diagnostic.sort_key)
     return Analysis(
-        _key(sources, machine), list(sources), machine, CheckedHir(program, diags, machine_decls)
+        sources_key(sources, machine),
+        list(sources),
+        machine,
+        CheckedHir(program, diags, machine_decls),
     )
 
 
@@ -191,7 +198,7 @@ class Checked:
 
     @property
     def placements(self) -> dict:
-        """Function instance name -> checks.placement.FnPlacement (the plan's parts)."""
+        """Function instance name -> plan.placement.FnPlacement (the plan's parts)."""
         return self.plan.functions
 
 
@@ -283,11 +290,11 @@ def _emit(checked: Checked, emit: str, options: dict) -> dict[str, bytes]:
 
 
 def refusal_diagnostic(e: Refusal, sources: list[Source]) -> Diagnostic:
-    """The diagnostic of a refusal: at its op's span, else at the top of the first source
-    (line 0: no source line is shown)."""
+    """The diagnostic of a refusal: at its op's span, else (a refusal of the whole
+    program, such as one without a kernel) at the start of the first source."""
     from vxc.diagnostics import Span
 
-    span = e.span or Span(sources[0].path if sources else "<input>", 0, 0)
+    span = e.span or Span(sources[0].path if sources else "<input>", 1, 1)
     return Diagnostic(e.code, e.message, span, help=e.help)
 
 

@@ -55,8 +55,18 @@ class NvidiaArch:
     def uses_tmem(self) -> bool:
         return self.acc_space == "TMEM"
 
+    @property
+    def smem_tiles(self) -> int:
+        """The shared memory a CTA's tiles may take: the machine models' VMEM capacity
+        (a test checks that they say so)."""
+        return self.smem_limit - SMEM_RESERVE
+
 
 _SMEM_OPT_IN = 232448  # 227 KiB: the per-block opt-in limit on sm_90 and sm_100
+# What the nvidia backend keeps of it besides the tiles: 1 KiB to align the base at run
+# time (the 128-byte swizzle repeats every 1 KiB) and 1 KiB for the mbarriers (8 bytes
+# per slot of a TMA ring, one for the MMA) and the TMEM address.
+SMEM_RESERVE = 2048
 
 HOPPER = NvidiaArch(
     "sm_90a", (9, 0), "REG", "wgmma", "wgmma.mma_async", "HGMMA", 128, _SMEM_OPT_IN,
