@@ -81,10 +81,14 @@ def compiler_version() -> str:
     return f"{vxc.__version__}+{h.hexdigest()[:12]}"
 
 
-def _key(sources: list[Source], machine: Source | None) -> str:
+def _key(
+    sources: list[Source], machine: Source | None, consts: dict[str, int] | None = None
+) -> str:
     h = hashlib.sha256(compiler_version().encode())
     for s in [*sources, *([machine] if machine else [])]:
         h.update(b"\0" + s.path.encode() + b"\0" + hashlib.sha256(s.data).digest())
+    if consts:  # `--const N=1024` instantiates entries: another analysis
+        h.update(b"\0consts" + repr(sorted(consts.items())).encode())
     return h.hexdigest()
 
 
@@ -139,7 +143,10 @@ class Analysis:
         return Analysis(key, list(sources), machine, hir)
 
 
-def analyze(sources: list[Source], machine: Source | None = None) -> Analysis:
+def analyze(
+    sources: list[Source], machine: Source | None = None, consts: dict[str, int] | None = None
+) -> Analysis:
+    """The front half. `consts` instantiates generic kernel entries (`--const N=1024`)."""
     sink = DiagnosticSink()
     modules = [parse_source(s.data, s.path, sink) for s in sources]
     machine_mod = parse_source(machine.data, machine.path, sink) if machine else None
@@ -147,11 +154,14 @@ def analyze(sources: list[Source], machine: Source | None = None) -> Analysis:
     program = None
     if all(m is not None for m in modules) and (machine is None or machine_mod is not None):
         items = [i for m in modules for i in m.items]
-        program = typecheck(items, machine_decls, sink)
+        program = typecheck(items, machine_decls, sink, consts)
         check_ownership(program.functions, sink)
     diags = sorted(sink.items, key=Diagnostic.sort_key)
     return Analysis(
-        _key(sources, machine), list(sources), machine, CheckedHir(program, diags, machine_decls)
+        _key(sources, machine, consts),
+        list(sources),
+        machine,
+        CheckedHir(program, diags, machine_decls),
     )
 
 

@@ -1,9 +1,9 @@
 """Whether a function raises any solver obligation, decided without z3.
 
-The seam checker (checks/seams.py) proves three kinds of facts with z3: reads of a
+The seam checker (checks/seams.py) proves these facts with z3: reads of a
 buffer that crossed a relaxed hop of the target plan or of a token before its `wait`
-(E6004), buffers with a value contract `assert(buf == v)` (E6004), and the `where`
-bounds of a callee (E6005). A function with none of these forms has nothing to prove,
+(E6004), buffers with a value contract `assert(buf == v)` (E6004), the `where`
+bounds of a callee (E6005), and views, stores and `Vec` indices (E6041-E6043). A function with none of these forms has nothing to prove,
 so `vxc.api` runs the seam checker (and imports z3) only for functions where this
 returns True. It errs on the side of True: the checker then proves nothing or reports.
 """
@@ -43,6 +43,10 @@ def _token_as_tensor(s: H.Stmt, fn: Function) -> bool:
 
 
 def _obliges(e: H.Expr, functions: dict[str, Function]) -> bool:
+    if isinstance(e, H.View):
+        return True  # a view's bounds (E6041); a store's races and in-flight source
+    if isinstance(e, H.Index):
+        return True  # a Vec index: out of bounds for every value (E6041), or proved in bounds
     if isinstance(e, H.Transfer):
         return _is_token(e.src.ty)  # a transfer reads its token's buffer in flight
     if not isinstance(e, H.Call):
