@@ -38,6 +38,7 @@ class Store:
     pc: z3.BoolRef
     span: object
     mentions_instance: bool
+    nid: int = -1  # the store's Transfer node
 
 
 @dataclass
@@ -48,6 +49,10 @@ class Proofs:
 
     index: set[int] = field(default_factory=set)
     views: set[int] = field(default_factory=set)
+    disjoint: set[int] = field(default_factory=set)
+
+    def all(self) -> set[int]:
+        return self.index | self.views | self.disjoint
 
 
 def trunc_div(a: z3.ArithRef, b: z3.ArithRef, facts: list, fresh) -> tuple:

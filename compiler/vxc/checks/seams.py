@@ -99,6 +99,7 @@ class SeamChecker(StmtVisitor):
             self.assume.append(self._bool(w))
         self._block(self.fn.decl.body, z3.BoolVal(True))
         self._races()
+        self.placement.proved |= self.proofs.all()
 
     def _bind_param(self, vid: int, name: str, ty: T.Type) -> None:
         if T.is_int(ty):
@@ -542,16 +543,18 @@ class SeamChecker(StmtVisitor):
             return
         region = [(self._int(r.lo), self._int(r.hi)) for r in dest.ranges]
         uses = any(self._per_instance(b) for r in dest.ranges for b in (r.lo, r.hi))
-        self.stores.append(Store(root.vid, root.name, region, pc, t.span, uses))
+        self.stores.append(Store(root.vid, root.name, region, pc, t.span, uses, t.nid))
 
     def _races(self) -> None:
         """E6042: for instances p != q, every pair of their stores to one output is disjoint."""
+        self.proofs.disjoint = {s.nid for s in self.stores}
         for k, a in enumerate(self.stores):
             for b in self.stores[k:]:
-                if a.out_vid == b.out_vid:
-                    self._race(a, b)
+                if a.out_vid == b.out_vid and not self._race(a, b):
+                    self.proofs.disjoint -= {a.nid, b.nid}
 
-    def _race(self, a: Store, b: Store) -> None:
+    def _race(self, a: Store, b: Store) -> bool:
+        """Whether the two stores are proved disjoint across instances (E6042 if not)."""
         terms_b = [*self.assume, b.pc, *(x for lo_hi in b.region for x in lo_hi)]
         pairs = second_instance(terms_b, self.shared, "'")
         copy = [z3.substitute(x, *pairs) if pairs else x for x in terms_b]
@@ -568,7 +571,7 @@ class SeamChecker(StmtVisitor):
             [*self._program_values(), q, *elems],
         )
         if verdict == "unsat":
-            return
+            return True
         at = b.span if b is not a else a.span
         if verdict == "sat":
             p_val = model.eval(INSTANCE, model_completion=True)
@@ -592,6 +595,7 @@ class SeamChecker(StmtVisitor):
             else "make each instance's region depend on `instance()` so that no two overlap"
         )
         self.sink.emit("E6042", msg, at, notes=notes, help=help_)
+        return False
 
     def _token_flow(self, vid: int, value: H.Expr) -> None:
         """Which stores a token variable holds after `let st = transfer_async(t, c[..])`,

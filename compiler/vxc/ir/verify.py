@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
-from vxc.ir.ops import OPS, OpDef, attr_int, attr_str
+from vxc.ir.ops import OPS, OpDef, arity_error, attr_int, attr_str, operand_specs
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,11 @@ def _attr_ok(attr: ir.Attribute, kind: str) -> bool:
 def _generic(op: ir.Operation, d: OpDef) -> list[str]:
     """Arity, type constraints and attribute kinds from the table."""
     errs: list[str] = []
-    if len(op.operands) != len(d.operands):
-        errs.append(f"expects {len(d.operands)} operand(s), got {len(op.operands)}")
+    arity = arity_error(d, len(op.operands))
+    if arity is not None:
+        errs.append(arity)
     else:
-        for spec, v in zip(d.operands, op.operands, strict=True):
+        for spec, v in zip(operand_specs(d, len(op.operands)), op.operands, strict=True):
             if not spec.type.check(v.type):
                 errs.append(f"operand '{spec.name}' must be a {spec.type.summary}, got {v.type}")
     if len(op.results) != len(d.results):

@@ -11,7 +11,7 @@ header, the manifest, the lowering and `vxc.runtime` all read this one descripti
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from jaxlib.mlir import ir
 
@@ -36,6 +36,9 @@ class Param:
     shape: tuple[int | None, ...]  # () for scalars; None marks a dynamic dim
     space: str | None
     const: bool  # the kernel never writes through it
+    # Per dimension, the shape parameter that gives its size ("" for none): the launcher
+    # checks the argument against it before any instance runs (VX_ERR_SHAPE_PARAM).
+    dim_names: tuple[str, ...] = ()
 
     @property
     def dynamic_dims(self) -> list[int]:
@@ -58,6 +61,7 @@ class Param:
             "shape": list(self.shape),
             "space": self.space,
             "const": self.const,
+            **({"dims": list(self.dim_names)} if any(self.dim_names) else {}),
         }
 
 
@@ -121,6 +125,14 @@ def _param(t: ir.Type, name: str, const: bool, what: str, internal: bool = False
     return Param(name, "scalar", dtype, (), None, const)
 
 
+def _arg_dims(func: ir.Operation, i: int) -> tuple[str, ...]:
+    if "arg_attrs" in func.attributes:
+        attrs = ir.DictAttr(ir.ArrayAttr(func.attributes["arg_attrs"])[i])
+        if "vx.dims" in attrs:
+            return tuple(ir.StringAttr(a).value for a in ir.ArrayAttr(attrs["vx.dims"]))
+    return ()
+
+
 def _arg_name(func: ir.Operation, i: int) -> str:
     if "arg_attrs" in func.attributes:
         attrs = ir.DictAttr(ir.ArrayAttr(func.attributes["arg_attrs"])[i])
@@ -137,7 +149,10 @@ def signature(func: ir.Operation, written: set[int]) -> Signature:
     vis = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes else None
     internal = not extern and vis is not None and ir.StringAttr(vis).value == "private"
     params = tuple(
-        _param(t, _arg_name(func, i), i not in written, f"@{name} argument {i}", internal)
+        replace(
+            _param(t, _arg_name(func, i), i not in written, f"@{name} argument {i}", internal),
+            dim_names=_arg_dims(func, i),
+        )
         for i, t in enumerate(fty.inputs)
     )
     results = []

@@ -19,4 +19,5 @@ STATUS = {
     "VX_ERR_LAUNCH": 5,  # K_launch: instance count < 1 or thread count < 0
     "VX_ERR_NULL": 6,  # a null output pointer, or a null input that holds elements
     "VX_ERR_WHERE": 7,  # the launch breaks the kernel's `where` clause (e.g. too many instances)
+    "VX_ERR_SHAPE_PARAM": 8,  # a tensor's size differs from the shape parameter naming it
 }

@@ -47,6 +47,16 @@ class Mem:
     dims: list[ll.Value]
 
 
+@dataclass
+class Region:
+    """A lowered `vx.view`: a static-size region of a contiguous tensor at run-time
+    offsets. Only transfers read it (a strided copy into their slot)."""
+
+    base: Mem
+    offsets: list[ll.Value]
+    sizes: list[int]
+
+
 def _memref(t: ir.Type) -> ir.MemRefType:
     inner = T.token_inner(t) if T.is_token(t) else t
     if not isinstance(inner, ir.MemRefType):
@@ -158,6 +168,8 @@ def written_args(func: ir.Operation) -> set[int]:
             for v in op.operands:
                 if isinstance(v.type, ir.MemRefType):
                     root(v)
+        elif op.name in ("vx.store", "vx.store_async"):
+            root(op.operands[1])  # an output: the C caller allocates it, writable
         return ir.WalkResult.ADVANCE
 
     func.walk(visit)
@@ -478,9 +490,45 @@ class FunctionLowering:
         base = self.plan.space_base[attr_str(op, "space")] + attr_int(op, "offset")
         return self.at(self.b.add(_c(base), self.b.mul(index, _c(slot_bytes))))
 
+    def strided(self, tile: ll.Value, r: Region, elem: ir.Type, into_tile: bool) -> None:
+        """Copy between a contiguous tile and region `r` of a larger tensor: one memcpy
+        per innermost row, loops over the leading dimensions."""
+        eb = T.element_bytes(elem)
+        row = _c(r.sizes[-1] * eb)
+
+        def level(d: int, base_lin: ll.Value, tile_lin: ll.Value) -> None:
+            # base_lin/tile_lin: the linear element index of the leading dims fixed so far.
+            if d == len(r.sizes) - 1:
+                src_el = self.b.add(self.b.mul(base_lin, r.base.dims[d]), r.offsets[d])
+                dst_el = self.b.mul(tile_lin, _c(r.sizes[d]))
+                at_base = self.b.gep(
+                    r.base.ptr, [self.b.mul(src_el, _c(eb))], inbounds=True, source_etype=I8
+                )
+                at_tile = self.b.gep(
+                    tile, [self.b.mul(dst_el, _c(eb))], inbounds=True, source_etype=I8
+                )
+                dst, src = (at_tile, at_base) if into_tile else (at_base, at_tile)
+                self.memcpy(dst, src, row)
+                return
+
+            def body(i: ll.Value, carried: list) -> list:
+                b_lin = self.b.add(
+                    self.b.mul(base_lin, r.base.dims[d]), self.b.add(r.offsets[d], i)
+                )
+                level(d + 1, b_lin, self.b.add(self.b.mul(tile_lin, _c(r.sizes[d])), i))
+                return []
+
+            counted_loop(self.b, _c(0), _c(r.sizes[d]), _c(1), body, [], name=f"rows{d}")
+
+        level(0, _c(0), _c(0))
+
     def _copy_in(self, op: ir.Operation) -> Mem:
         src = self.get(op.operands[0])
         t = _memref(op.results[0].type)
+        if isinstance(src, Region):  # a view: a strided copy of the region into the slot
+            dst = self.slot(op, t, _c(_static_bytes(t, "a view")))
+            self.strided(dst, src, t.element_type, into_tile=True)
+            return Mem(dst, [_c(d) for d in src.sizes])
         n = self.nbytes(op.operands[0].type, src)
         dst = self.slot(op, t, n)
         self.memcpy(dst, src.ptr, n)
@@ -509,6 +557,36 @@ class FunctionLowering:
         f = self.mod.intrinsic("llvm.memset.p0.i64", ll.VoidType(), [PTR, I8, I64, ll.IntType(1)])
         self.b.call(f, [m.ptr, ll.Constant(I8, 0), n, ll.Constant(ll.IntType(1), 0)])
         self.values[op.results[0]] = m
+
+    def op_vx_view(self, op: ir.Operation) -> None:
+        base = self.get(op.operands[0])
+        offsets = [self.get(v) for v in op.operands[1:]]
+        sizes = list(_memref(op.results[0].type).shape)
+        self._region_guard(op, base, offsets, sizes)
+        self.values[op.results[0]] = Region(base, offsets, sizes)
+
+    def _region_guard(self, op: ir.Operation, base: Mem, offsets, sizes) -> None:
+        """A region the checker did not prove inside its tensor is checked here."""
+        if attr_int(op, "proved"):
+            return  # E6041 proved it for every allowed value
+        bad = ll.Constant(ll.IntType(1), 0)
+        for off, size, dim in zip(offsets, sizes, base.dims, strict=True):
+            past = self.b.icmp_signed(">", self.b.add(off, _c(size)), dim)
+            bad = self.b.or_(bad, self.b.or_(self.b.icmp_signed("<", off, _c(0)), past))
+        self.guard(bad, "VX_ERR_INDEX")
+
+    def op_vx_store(self, op: ir.Operation) -> None:
+        tile, out = self.get(op.operands[0]), self.get(op.operands[1])
+        offsets = [self.get(v) for v in op.operands[2:]]
+        t = _memref(op.operands[0].type)
+        region = Region(out, offsets, list(t.shape))
+        self._region_guard(op, out, offsets, region.sizes)
+        self.strided(tile.ptr, region, t.element_type, into_tile=False)
+
+    def op_vx_store_async(self, op: ir.Operation) -> None:
+        # The copy completes here (as a transfer_async's does); the token is the tile.
+        self.op_vx_store(op)
+        self.values[op.results[0]] = self.get(op.operands[0])
 
     def op_vx_element(self, op: ir.Operation) -> None:
         vec, i = self.get(op.operands[0]), self.get(op.operands[1])
@@ -576,6 +654,9 @@ RULES: dict[str, Callable[[FunctionLowering, ir.Operation], None]] = {
     "vx.wait": FunctionLowering.op_vx_wait,
     "vx.zeros": FunctionLowering.op_vx_zeros,
     "vx.element": FunctionLowering.op_vx_element,
+    "vx.view": FunctionLowering.op_vx_view,
+    "vx.store": FunctionLowering.op_vx_store,
+    "vx.store_async": FunctionLowering.op_vx_store_async,
     "vx.len": FunctionLowering.op_vx_len,
     "vx.matmul_acc": FunctionLowering.op_vx_matmul_acc,
     "vx.instance": FunctionLowering.op_vx_instance,
