@@ -199,3 +199,14 @@ def test_const_instantiates_a_generic_entry(tmp_path, capsys):
     np.testing.assert_array_equal(art.scale__64(x), x)
     assert cli.main(["check", "--const", "N", str(src)]) == 2
     assert "--const takes NAME=INTEGER, found `N`" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target", ["tpu", "b200", "h100"])
+def test_builds_the_backend_cannot_lower_are_coded_refusals(target, tmp_path, capsys):
+    """Views and stores check on every target; where the backend does not lower them yet
+    the build is E6045 at the first view (exit 1), never exit 2 or a traceback."""
+    rc = cli.main(["build", "--target", target, "--out", str(tmp_path), str(KERNELS["gemm"])])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert err.startswith(f"error[E6045]: the {target} backend does not lower views")
+    assert "gemm.vx:10:31" in err and list(tmp_path.iterdir()) == []

@@ -79,7 +79,7 @@ def test_case_names_follow_the_convention():
             assert code in codes, f"{path.name} is a rejected form but does not emit {code}"
 
 
-@pytest.mark.parametrize("code", sorted(CODES))
+@pytest.mark.parametrize("code", sorted(c for c in CODES if CODES[c].stage == "check"))
 def test_every_code_has_a_rejected_and_an_accepted_golden(code):
     rejected = [
         p for p in SOURCES if p.stem.startswith(code + "_") and not p.stem.startswith(code + "_ok")

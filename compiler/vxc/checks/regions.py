@@ -7,9 +7,9 @@ and a path condition; the facts here read those terms:
   a `Vec` index that no allowed value keeps in bounds is rejected (one that may be out of
   bounds keeps its run-time check; one proved in bounds drops it, `Proofs.index`).
 - E6042: two instances `p != q` never store to overlapping regions of one output: the
-  stores' terms are copied for a second instance (every per-instance constant renamed,
-  the parameters, Vec lengths and `instances()` shared) and z3 looks for an element
-  both write.
+  stores' facts, paths and regions are copied for a second instance (the constants an
+  instance owns renamed: `instance()`, loop variables, quotients; the parameters, Vec
+  lengths and `instances()` shared) and z3 looks for an element both write.
 - E6043: a store's source is not written, moved into, re-bound or moved away while the
   store is in flight (path-sensitive: "in flight" is a z3 condition merged at joins).
 
@@ -106,13 +106,3 @@ def named_values(model: z3.ModelRef, exprs, order: list[str]) -> str:
         done.add(name)
         parts.append(f"{name} = {model.eval(c, model_completion=True)}")
     return ", ".join(parts)
-
-
-def second_instance(exprs, shared: set[int], suffix: str) -> list[tuple]:
-    """Substitution pairs giving every per-instance constant of `exprs` a second copy."""
-    pairs = []
-    for c in constants(exprs):
-        if c.get_id() in shared:
-            continue
-        pairs.append((c, z3.Const(f"{c}{suffix}", c.sort())))
-    return pairs

@@ -21,7 +21,6 @@ from vxc.checks.regions import (
     Proofs,
     Store,
     named_values,
-    second_instance,
     trunc_div,
 )
 from vxc.checks.solver import CONST, TAG_BITS, TOP, VAL_BITS, Solver, format_model
@@ -85,9 +84,12 @@ class SeamChecker(StmtVisitor):
         self.token_stores: dict[int, frozenset[int]] = {}
         self.store_src: dict[int, tuple[int, str, int]] = {}
         self.stores: list[Store] = []
-        self.shared: set[int] = {INSTANCES.get_id()}  # z3 ids both instances agree on
         self.proofs = Proofs()
         self.divs: dict[tuple, tuple] = {}
+        self.bounds: list[tuple] = []  # view bounds of the emitting pass, proved at the end
+        # Constants of one instance's own (loop variables, quotients, unknown values): a
+        # second instance has its own copies (E6042); parameters and lengths are shared.
+        self.owned: list = [INSTANCE]
         self.per_instance: set[int] = set()  # variables whose value depends on instance()
 
     # ---- entry -------------------------------------------------------------------
@@ -98,18 +100,17 @@ class SeamChecker(StmtVisitor):
         for w in self.fn.decl.where:
             self.assume.append(self._bool(w))
         self._block(self.fn.decl.body, z3.BoolVal(True))
+        self._prove_bounds()
         self._races()
         self.placement.proved |= self.proofs.all()
 
     def _bind_param(self, vid: int, name: str, ty: T.Type) -> None:
         if T.is_int(ty):
             self.ints[vid] = z3.Int(name)
-            self.shared.add(self.ints[vid].get_id())
             if name in _shape_names(self.fn):
                 self.assume.append(self.ints[vid] >= 0)  # a shape parameter is a size
         elif ty == T.BOOL:
             self.bools[vid] = z3.Bool(name)
-            self.shared.add(self.bools[vid].get_id())
         else:
             self.bufs[vid] = self._opaque(name)
 
@@ -278,7 +279,7 @@ class SeamChecker(StmtVisitor):
                 break
             end = self._snapshot()
             self._restore(entry)
-            self._merge(z3.And(z3.Bool(self.solver.fresh_name("iterated")), end_pc), end)
+            self._merge(z3.And(self._own(z3.Bool(self.solver.fresh_name("iterated"))), end_pc), end)
             before, head = head, self._snapshot()
             if _signature(head[0]) == _signature(before[0]):
                 break
@@ -288,11 +289,13 @@ class SeamChecker(StmtVisitor):
         after = self._snapshot()
         self._restore(entry)
         if end_pc is not None:
-            self._merge(z3.And(z3.Bool(self.solver.fresh_name("entered")), end_pc), after)
+            self._merge(
+                z3.And(self._own(z3.Bool(self.solver.fresh_name("entered"))), end_pc), after
+            )
 
     def _iteration(self, s: H.For, pc: z3.BoolRef, lo, hi) -> z3.BoolRef | None:
         """One pass over the body: the condition under which it completes, or None."""
-        i = z3.Int(self.solver.fresh_name(s.var))
+        i = self._own(z3.Int(self.solver.fresh_name(s.var)))
         self.ints[s.vid] = i
         return self._block(s.body, z3.And(pc, lo <= i, i < hi))
 
@@ -456,25 +459,38 @@ class SeamChecker(StmtVisitor):
 
     def _view_bounds(self, v: H.View, pc: z3.BoolRef) -> None:
         """E6041: `0 <= lo` and `hi <= dim` in every dimension, for every allowed value."""
+        if not self.emit:
+            return
         dims = T.deref(v.obj.ty).dims
-        for k, (r, dim) in enumerate(zip(v.ranges, dims, strict=True)):
+        for r, dim in zip(v.ranges, dims, strict=True):
             lo, hi, size = self._int(r.lo), self._int(r.hi), self._dim(dim)
             for holds, text in (
                 (lo >= 0, f"{_show(r.lo)} >= 0"),
                 (hi <= size, f"{_show(r.hi)} <= {dim}"),
             ):
-                key = ("view", v.nid, k, text)
-                if not self.emit or key in self.reported:
-                    continue
-                verdict, model = self.solver.decide(
-                    [*self.assume, pc, z3.Not(holds)], self._program_values()
-                )
-                if verdict == "unsat":
-                    continue
-                self.reported.add(key)
-                self._out_of_bounds(v, r, text, verdict, model, [*self._program_values(), pc])
-        if self.emit:
-            self.proofs.views.add(v.nid)
+                self.bounds.append((v, r, text, holds, pc))
+        self.proofs.views.add(v.nid)
+
+    def _prove_bounds(self) -> None:
+        """Every view bound of the function in one query (a kernel's views usually all
+        hold); only when some may fail is each asked on its own, for its counterexample."""
+        if not self.bounds:
+            return
+        some = z3.Or(*(z3.And(pc, z3.Not(holds)) for _, _, _, holds, pc in self.bounds))
+        verdict, _ = self.solver.decide([*self.assume, some])
+        if verdict == "unsat":
+            return
+        for v, r, text, holds, pc in self.bounds:
+            key = ("view", v.nid, r.nid, text)
+            if key in self.reported:
+                continue
+            verdict, model = self.solver.decide(
+                [*self.assume, pc, z3.Not(holds)], self._program_values()
+            )
+            if verdict == "unsat":
+                continue
+            self.reported.add(key)
+            self._out_of_bounds(v, r, text, verdict, model, [*self._program_values(), pc])
 
     def _out_of_bounds(self, v: H.View, r: H.Range, text: str, verdict, model, terms) -> None:
         obj = _show(v.obj)
@@ -506,7 +522,6 @@ class SeamChecker(StmtVisitor):
         if key not in self.lens:  # not a parameter: an unknown size, the same each time
             self.lens[key] = z3.Int(self.solver.fresh_name(dim))
             self.assume.append(self.lens[key] >= 0)
-            self.shared.add(self.lens[key].get_id())
         return self.lens[key]
 
     def _vec_index(self, e: H.Index, pc: z3.BoolRef) -> None:
@@ -555,19 +570,20 @@ class SeamChecker(StmtVisitor):
 
     def _race(self, a: Store, b: Store) -> bool:
         """Whether the two stores are proved disjoint across instances (E6042 if not)."""
-        terms_b = [*self.assume, b.pc, *(x for lo_hi in b.region for x in lo_hi)]
-        pairs = second_instance(terms_b, self.shared, "'")
-        copy = [z3.substitute(x, *pairs) if pairs else x for x in terms_b]
-        n = len(self.assume)
-        assume_b, pc_b, region_b = copy[:n], copy[n], copy[n + 1 :]
-        q = z3.substitute(INSTANCE, *pairs) if pairs else INSTANCE
         elems = [z3.Int(self.solver.fresh_name(f"%e{d}")) for d in range(len(a.region))]
-        overlap = []
-        for d, (lo, hi) in enumerate(a.region):
-            lo_b, hi_b = region_b[2 * d], region_b[2 * d + 1]
-            overlap += [lo <= elems[d], elems[d] < hi, lo_b <= elems[d], elems[d] < hi_b]
+        inside_b = [
+            x for d, (lo, hi) in enumerate(b.region) for x in (lo <= elems[d], elems[d] < hi)
+        ]
+        # The second instance: b's facts, path and region with every owned constant renamed,
+        # in one substitution (the element is shared: both instances write it).
+        pairs = [(c, z3.Const(f"{c}'", c.sort())) for c in self.owned]
+        side_b = z3.substitute(z3.And(*self.assume, b.pc, *inside_b), *pairs)
+        q = pairs[0][1]
+        overlap = [
+            x for d, (lo, hi) in enumerate(a.region) for x in (lo <= elems[d], elems[d] < hi)
+        ]
         verdict, model = self.solver.decide(
-            [*self.assume, a.pc, *assume_b, pc_b, INSTANCE != q, *overlap],
+            [*self.assume, a.pc, side_b, INSTANCE != q, *overlap],
             [*self._program_values(), q, *elems],
         )
         if verdict == "unsat":
@@ -596,6 +612,10 @@ class SeamChecker(StmtVisitor):
         )
         self.sink.emit("E6042", msg, at, notes=notes, help=help_)
         return False
+
+    def _own(self, c):
+        self.owned.append(c)
+        return c
 
     def _token_flow(self, vid: int, value: H.Expr) -> None:
         """Which stores a token variable holds after `let st = transfer_async(t, c[..])`,
@@ -709,7 +729,8 @@ class SeamChecker(StmtVisitor):
                     return z3.IntVal(q if e.op == "/" else rem)
                 key = ("div", lhs.get_id(), rhs.get_id())
                 if key not in self.divs:  # `n / 128` twice is one quotient
-                    self.divs[key] = trunc_div(lhs, rhs, self.assume, self.solver.fresh_name)
+                    q, r = trunc_div(lhs, rhs, self.assume, self.solver.fresh_name)
+                    self.divs[key] = (self._own(q), self._own(r))
                 q, r = self.divs[key]
                 return q if e.op == "/" else r
             case H.Call(callee="instance" | "instances") if e.callee not in self.functions:
@@ -724,10 +745,10 @@ class SeamChecker(StmtVisitor):
                         self.lens[key] = z3.Int(self.solver.fresh_name(f"len_{base.name}"))
                         self.assume.append(self.lens[key] >= 0)
                     return self.lens[key]
-                n = z3.Int(self.solver.fresh_name("len"))
+                n = self._own(z3.Int(self.solver.fresh_name("len")))
                 self.assume.append(n >= 0)
                 return n
-        return z3.Int(self.solver.fresh_name("int"))
+        return self._own(z3.Int(self.solver.fresh_name("int")))
 
     def _bool(self, e: H.Expr) -> z3.BoolRef:
         match e:
@@ -751,7 +772,7 @@ class SeamChecker(StmtVisitor):
                     ">": lhs > rhs,
                     ">=": lhs >= rhs,
                 }[e.op]
-        return z3.Bool(self.solver.fresh_name("cond"))
+        return self._own(z3.Bool(self.solver.fresh_name("cond")))
 
 
 # ---- helpers ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ function's obligations assume the launch facts of LANGUAGE.md section 4.1
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -20,6 +21,11 @@ if TYPE_CHECKING:  # z3 is imported when the first obligation is raised
 # "could not be proved", an error, never a silent pass.
 QUERY_BUDGET_MS = 5000
 SMALL_BOUNDS = (256, 4096)  # tried in turn for a counterexample's values
+# Decided queries by the SHA-256 of their SMT-LIB text: a compilation names its constants
+# the same way every time, so checking a program again (the worker, the LSP, a warm
+# `vxc check`) asks the same queries, and z3's answer to a query does not change.
+DECIDED_MAX = 4096
+_DECIDED: dict[str, tuple] = {}
 
 BOT, CONST, TOP = 0b00, 0b01, 0b11  # the buffer tags of LANGUAGE.md section 6
 TAG_BITS, VAL_BITS = 2, 8
@@ -65,6 +71,13 @@ class Solver:
         # the terms its context has seen, so the counterexamples of one program would
         # differ between a CLI run and a worker that checked other programs before.
         start = time.perf_counter()
+        key = hashlib.sha256(
+            "\n".join([*(c.sexpr() for c in constraints), "small", *(t.sexpr() for t in small)])
+            .encode()
+        ).hexdigest()
+        if key in _DECIDED:  # the same query in an earlier compilation (a worker, the LSP)
+            self._count(time.perf_counter() - start)
+            return _DECIDED[key]
         ctx = z3.Context()
         one = z3.Solver(ctx=ctx)
         one.set("timeout", QUERY_BUDGET_MS)
@@ -73,8 +86,13 @@ class Solver:
         model = one.model() if result == z3.sat else None
         if model is not None and small:
             model = _smaller(one, [t.translate(ctx) for t in small]) or model
+        answer = (str(result), _Model(model) if model is not None else None)
+        if answer[0] != "unknown":  # undecided may be decided on a quieter run: not kept
+            if len(_DECIDED) >= DECIDED_MAX:
+                _DECIDED.pop(next(iter(_DECIDED)))
+            _DECIDED[key] = answer
         self._count(time.perf_counter() - start)
-        return str(result), (_Model(model) if model is not None else None)
+        return answer
 
     def _count(self, took: float) -> None:
         self.stats.obligations += 1

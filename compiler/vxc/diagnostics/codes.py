@@ -17,6 +17,9 @@ class Code:
     explanation: str
     # A golden case (tests/golden/cases/NAME.vx) that docs/CODES.md shows with its output.
     example: str = ""
+    # "check": `vxc check` emits it (golden cases); "build": only a backend's refusal at
+    # `vxc build` does (tests/e2e/test_views.py covers it on every target).
+    stage: str = "check"
 
 
 _TABLE = [
@@ -309,6 +312,17 @@ _TABLE = [
         "(`&mut t`), assigning or re-binding it (its slot is reused), or moving it away before "
         "`wait` races with the DMA; the path that reaches the write is shown. Wait the store's "
         "token first.",
+    ),
+    Code(
+        "E6045",
+        "error",
+        "the target's backend cannot lower this program yet",
+        "The program checks for the target (every proof holds), but its backend does not "
+        "lower one of its forms yet: views and stores (LANGUAGE.md section 4.2) are lowered "
+        "by the cpu backend; on tpu, b200 and h100 their lowering is future work. `vxc build` "
+        "refuses with this code and the form's line, instead of an artifact; `vxc check` and "
+        "`--emit vx-mlir` work on every target.",
+        stage="build",
     ),
     # -- warnings --------------------------------------------------------------
     Code(
