@@ -5,7 +5,10 @@ ownership, token linearity) -> Analysis (target-independent, cacheable as .vxhir
 -> the target plan (checks/plan.py: routes, allocations and every op's attributes,
 computed once per target) -> seams and bounds with z3 (reading the plan's routes)
 -> ir (vx dialect, attributes copied from the plan, locations from spans)
--> backends/<target>. Each per-target fact is computed in one place.
+-> backends/<target> (vxc.backends: a `Backend` per family, handed the `Target` record
+and its options dataclass). A backend that cannot lower a valid program raises a
+`Refusal`, which `build` turns into a coded diagnostic at the op's span (exit 1); any
+other exception is a compiler bug. Each per-target fact is computed in one place.
 Heavy modules are imported only when needed: jaxlib and llvmlite when a build needs
 them, z3 when a function raises a solver obligation, protobuf for the .vxhir cache,
 so `vxc check` stays fast. `render` and `vxc.outputs` are what the CLI and the worker
@@ -27,7 +30,7 @@ from vxc.checks.plan import TargetPlan, plan_target
 from vxc.checks.solver import Solver
 from vxc.diagnostics import Diagnostic, DiagnosticSink
 from vxc.diagnostics.render import render_all_human, render_json
-from vxc.errors import Unsupported
+from vxc.errors import Refusal, Unsupported
 from vxc.frontend import ast as A
 from vxc.frontend.parser import parse_source
 from vxc.hir.ownership import check_ownership
@@ -243,11 +246,9 @@ def build(
 ) -> BuildResult:
     """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files).
 
-    `cpu` picks the host CPU code is tuned for on the cpu target: `native` (this
-    machine), or a named x86-64 level (`x86-64-v3`) that gives the same object on every
-    build machine, as shared build caches need. `link` is "cc" (the cpu backend links
-    the shared library with `cc`) or "none" (the caller links it; Bazel does, with its
-    C++ toolchain).
+    The keywords after `emit` are the build options of vxc/targets.py (`CpuOptions`,
+    `TpuOptions`, ...; a test checks that they agree); the target's backend gets its
+    family's dataclass of them. A backend's refusal is a diagnostic of the result.
     """
     import time
 
@@ -259,54 +260,38 @@ def build(
     result = BuildResult(checked.diagnostics, stats={"check_s": t1 - t0})
     if not checked.ok:
         return result
-    from vxc.ir.from_hir import lower_program
-
-    module = lower_program(checked)
-    stem = _stem(analysis.sources)
-    if emit == "vx-mlir":
-        from vxc.ir import print_module
-
-        result.outputs[f"{stem}.{target}.mlir"] = print_module(module).encode()
-    else:
-        from vxc.backends import emit_target
-        from vxc.targets import BackendOptions
-
-        options = BackendOptions(cpu=cpu, tpu_aot=tpu_aot, tpu_instances=tpu_instances, link=link)
-        try:
-            result.outputs.update(emit_target(target, module, stem, emit, options))
-        except Unsupported as e:
-            view = _first_view(checked)
-            if view is None:
-                raise
-            # A form the checks accept but this backend does not lower yet: a coded refusal
-            # (exit 1) at the program's first view or store, not a crash or exit 2.
-            result.diagnostics = [*result.diagnostics, _refusal(target, view, str(e))]
-            return result
+    options = {"cpu": cpu, "tpu_aot": tpu_aot, "tpu_instances": tpu_instances, "link": link}
+    try:
+        result.outputs.update(_emit(checked, emit, options))
+    except Refusal as e:
+        result.diagnostics = sorted(
+            [*result.diagnostics, refusal_diagnostic(e, analysis.sources)], key=Diagnostic.sort_key
+        )
     result.stats["emit_s"] = time.perf_counter() - t1
     return result
 
 
-def _first_view(checked: Checked):
-    """The first view or store of a checked program (views are lowered by cpu only)."""
-    from vxc.hir import nodes as H
+def _emit(checked: Checked, emit: str, options: dict) -> dict[str, bytes]:
+    from vxc.ir.from_hir import lower_program
 
-    for fn in checked.analysis.program.functions.values():
-        for s in H.walk_stmts(fn.decl.body):
-            for top in (x for x in vars(s).values() if isinstance(x, H.Expr)):
-                for e in H.walk_expr(top):
-                    if isinstance(e, H.View) or isinstance(e, H.Transfer) and e.dest:
-                        return e
-    return None
+    module = lower_program(checked.analysis.program, checked.plan)
+    stem = _stem(checked.analysis.sources)
+    if emit == "vx-mlir":
+        from vxc.ir import print_module
+
+        return {f"{stem}.{checked.target}.mlir": print_module(module).encode()}
+    from vxc.backends import emit_target
+
+    return emit_target(checked.target, module, stem, emit, options)
 
 
-def _refusal(target: str, node, why: str) -> Diagnostic:
-    return Diagnostic(
-        "E6045",
-        f"the {target} backend does not lower views and stores yet",
-        node.span,
-        [f"the backend stopped with: {why[:300]}"],
-        "`vxc check` and `--emit vx-mlir` work for this target; `--target cpu` builds it",
-    )
+def refusal_diagnostic(e: Refusal, sources: list[Source]) -> Diagnostic:
+    """The diagnostic of a refusal: at its op's span, else at the top of the first source
+    (line 0: no source line is shown)."""
+    from vxc.diagnostics import Span
+
+    span = e.span or Span(sources[0].path if sources else "<input>", 0, 0)
+    return Diagnostic(e.code, e.message, span, help=e.help)
 
 
 def _stem(sources: list[Source]) -> str:

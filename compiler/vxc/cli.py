@@ -11,7 +11,7 @@ import os
 import sys
 import traceback
 
-from vxc.targets import CPU_LEVELS, EMITS, TARGET_NAMES
+from vxc.targets import EMITS, TARGET_NAMES, add_option_flags, options_from
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -40,27 +40,7 @@ def _parser() -> argparse.ArgumentParser:
         help="output directory (default: stdout for vx-mlir/target-ir, . otherwise)",
     )
     b.add_argument("--emit", choices=EMITS, default="artifact")
-    b.add_argument(
-        "--cpu",
-        default="native",
-        choices=CPU_LEVELS,
-        help="cpu target: native (default, this machine) or x86-64[-v2|-v3|-v4] (portable)",
-    )
-    b.add_argument(
-        "--tpu-aot",
-        default="none",
-        metavar="TOPOLOGIES",
-        help="tpu target: compile the artifact with libtpu for these topologies "
-        "(comma-separated, e.g. v5e,v6e; default none)",
-    )
-    b.add_argument(
-        "--tpu-instances",
-        type=int,
-        default=0,
-        metavar="N",
-        help="tpu target: build the kernel for a launch of N instances (results stacked); "
-        "default 0, a plain call",
-    )
+    add_option_flags(b)  # --cpu, --link, --tpu-aot, --tpu-instances: vxc/targets.py
     b.add_argument("--error-format", choices=("human", "json"), default="human")
     b.add_argument("--const", action="append", default=[], metavar="NAME=VALUE", help=CONST_HELP)
     e = sub.add_parser("explain", help="explain a diagnostic code")
@@ -128,9 +108,7 @@ def _build(args) -> int:
         api.analyze(sources, machine, _consts(args.const)),
         args.target,
         args.emit,
-        args.cpu,
-        args.tpu_aot,
-        args.tpu_instances,
+        **options_from(vars(args)),
     )
     _report(result.diagnostics, sources, machine, args.error_format)
     if not result.ok:

@@ -74,3 +74,39 @@ def test_element_maps_derive_from_the_element_table():
     assert HT.FLOATS == {"f16", "bf16", "f32", "f64"}
     assert {m for m in abi.C_TYPES if m != "index"} == set(BY_MLIR)
     assert abi.ELEMENT_BYTES == {**{e.mlir: e.bytes for e in ELEMENTS}, "index": 8}
+
+
+def _flags(parser, command: str) -> dict[str, object]:
+    """`--flag` -> default of sub-command `command` of an argparse parser."""
+    import argparse
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {
+        s: a.default
+        for a in sub.choices[command]._actions
+        for s in a.option_strings
+        if s[:2] == "--"
+    }
+
+
+def test_build_options_are_the_options_dataclasses():
+    """The per-family options dataclasses (vxc/targets.py) are the one list of build
+    options: the CLI's and the worker's flags and `api.build`'s keywords are generated from
+    or checked against them, and the Bazel rules pass only those flags."""
+    import inspect
+
+    from vxc import api
+    from vxc.targets import BAZEL_TPU_AOT, option_fields
+
+    opts = option_fields()
+    assert {o.flag: o.default for o in opts}.items() <= _flags(cli._parser(), "build").items()
+    assert {o.flag: o.default for o in opts}.items() <= _flags(action.PARSER, "build").items()
+    params = inspect.signature(api.build).parameters
+    keywords = {n: p.default for n, p in params.items() if n not in ("analysis", "target", "emit")}
+    assert keywords == {o.name: o.default for o in opts}
+    bzl = (RULES / "private" / "kernel.bzl").read_text()
+    option_flags = {o.flag for o in opts}
+    passed = set(re.findall(r'args\.add\("(--[a-z-]+)"', bzl))
+    generic = {"--hir", "--src", "--machine", "--target", "--emit", "--out", "--out-dir"}
+    assert passed - generic <= option_flags, passed - generic - option_flags
+    assert f'args.add("--tpu-aot", "{BAZEL_TPU_AOT}")' in bzl

@@ -14,7 +14,9 @@ Per input (`run_input`):
 An *internal error* is any exception that is not one of the documented user-error
 classes (``USER_ERRORS``: ``vxc.errors.Unsupported`` and its subclasses, which the
 drivers print as a plain "vxc: error"), and any diagnostic without a known code or
-with a span outside the input. Everything is deterministic given the seed.
+with a span outside the input. A backend's refusal of a valid program is a coded
+diagnostic of the build (E70xx, counted as ``refused:<target>``), not an exception.
+Everything is deterministic given the seed.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def load_corpus() -> list[bytes]:
 def backend_imports(target: str) -> bool:
     """Whether `target`'s backend module exists in this checkout (the tpu and nvidia
     backends land separately); the fuzzer builds artifacts for exactly those."""
-    name = f"vxc.backends.{TARGETS[target].backend}"
+    name = f"vxc.backends.{TARGETS[target].family}"
     try:
         return importlib.util.find_spec(name) is not None
     except ImportError:
@@ -136,6 +138,10 @@ def compile_input(data: bytes, outcome: Outcome, build: bool = True) -> None:
             # (`unsupported:<target>`), so gaps in a back end show in the figures.
             outcome.stages.add(f"unsupported:{target}")
             continue
+        if any(d.code.startswith("E70") for d in result.diagnostics):
+            # A backend (or the vx lowering) refused the program: counted, so gaps in a
+            # back end show in the figures.
+            outcome.stages.add(f"refused:{target}")
         if result.ok and result.outputs:  # an artifact, or vx-mlir where no backend exists
             outcome.stages.add(f"{'built' if emit == 'artifact' else 'lowered'}:{target}")
         _validate(result.diagnostics, sources)

@@ -23,11 +23,13 @@ from dataclasses import dataclass
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, memref, scf
 
+from vxc.checks.placement import FnPlacement
+from vxc.checks.plan import TargetPlan
 from vxc.elements import BY_NAME
-from vxc.errors import Unsupported
+from vxc.errors import Refusal
 from vxc.hir import nodes as H
 from vxc.hir import types as T
-from vxc.hir.program import Function
+from vxc.hir.program import Function, Program
 from vxc.ir import builders as B
 from vxc.ir import types as IT
 from vxc.ir.context import make_context
@@ -35,8 +37,12 @@ from vxc.ir.loc import location
 from vxc.rules import registrar
 
 
-class LoweringError(Unsupported):
-    """A checked program that uses a form the IR does not express yet (said plainly)."""
+class LoweringError(Refusal):
+    """A checked program that uses a form the IR does not express yet (E7010, said plainly,
+    at the span of the node)."""
+
+    def __init__(self, message: str, span=None):
+        super().__init__("E7010", message, span)
 
 
 def symbol(name: str) -> str:
@@ -54,9 +60,9 @@ def _elem(name: str) -> str:
 
 @dataclass
 class _Ctx:
-    checked: object  # api.Checked
+    program: Program
     fn: Function
-    placement: object  # checks.placement.FnPlacement
+    placement: FnPlacement | None
     env: dict[int, ir.Value]
 
 
@@ -79,9 +85,9 @@ def _rule(table: dict, *keys):
 
 
 class Lowering:
-    def __init__(self, checked):
-        self.checked = checked
-        self.machine = checked.machine
+    def __init__(self, program: Program, plan: TargetPlan):
+        self.program, self.plan = program, plan
+        self.machine = plan.machine
 
     # ---- types ----------------------------------------------------------------------
     def space(self, name: str) -> str:
@@ -112,8 +118,8 @@ class Lowering:
         self.context = make_context()
         with self.context, ir.Location.unknown():
             module = ir.Module.create()
-            module.operation.attributes["vx.target"] = ir.StringAttr.get(self.checked.target)
-            functions = self.checked.analysis.program.functions
+            module.operation.attributes["vx.target"] = ir.StringAttr.get(self.plan.target)
+            functions = self.program.functions
             self.helpers = _called(functions)
             with ir.InsertionPoint(module.body):
                 for fn in functions.values():
@@ -123,8 +129,11 @@ class Lowering:
             return module
 
     def function(self, fn: Function) -> None:
-        with location(fn.decl.span):
-            self._function(fn)
+        try:
+            with location(fn.decl.span):
+                self._function(fn)
+        except Refusal as e:
+            raise e.at(fn.decl.span) from None
 
     def _function(self, fn: Function) -> None:
         arg_types = [self.ty(p.ty) for p in fn.params]
@@ -146,9 +155,9 @@ class Lowering:
             return
         block = op.add_entry_block()
         ctx = _Ctx(
-            self.checked,
+            self.program,
             fn,
-            self.checked.placements.get(fn.name),
+            self.plan.functions.get(fn.name),
             {p.vid: block.arguments[i] for i, p in enumerate(fn.params)},
         )
         with ir.InsertionPoint(block):
@@ -193,7 +202,7 @@ class Lowering:
                 return
             self.stmt(ctx, s)
         if results:  # the checker proved every path returns; this is a lowering bug
-            raise LoweringError("a function with a result reached its end")
+            raise RuntimeError("a function with a result reached its end")
         finish([])
 
     def _check_return(self, ctx: _Ctx, s: H.Return, values: list[ir.Value]) -> None:
@@ -206,10 +215,11 @@ class Lowering:
         want = self.ty(ctx.fn.ret)
         if values[0].type != want:
             raise LoweringError(
-                f"line {s.span.line}: `{ctx.fn.decl.name}` returns a tensor that lives in "
+                f"`{ctx.fn.decl.name}` returns a tensor that lives in "
                 f"`{_space_name(values[0].type)}` where its result is `{_space_name(want)}`; "
                 "this version does not move a returned tensor: transfer it there first "
-                f"(`transfer(..., Memory::{_space_name(want)})`)"
+                f"(`transfer(..., Memory::{_space_name(want)})`)",
+                s.span,
             )
 
     # ---- statements ---------------------------------------------------------------------------
@@ -228,11 +238,12 @@ class Lowering:
     def stmt(self, ctx: _Ctx, s: H.Stmt) -> None:
         rule = STMT_RULES.get(type(s))
         if rule is None:
-            raise LoweringError(
-                f"statement `{type(s).__name__}` at line {s.span.line} is not lowered"
-            )
-        with location(s.span):
-            rule(self, ctx, s)
+            raise LoweringError(f"statement `{type(s).__name__}` is not lowered", s.span)
+        try:
+            with location(s.span):
+                rule(self, ctx, s)
+        except Refusal as e:
+            raise e.at(s.span) from None
 
     # ---- expressions ------------------------------------------------------------------------------
     def index(self, v: ir.Value) -> ir.Value:
@@ -249,11 +260,12 @@ class Lowering:
     def expr(self, ctx: _Ctx, e: H.Expr) -> ir.Value | None:
         rule = EXPR_RULES.get(type(e))
         if rule is None:
-            raise LoweringError(
-                f"expression `{type(e).__name__}` at line {e.span.line} is not lowered"
-            )
-        with location(e.span):
-            return rule(self, ctx, e)
+            raise LoweringError(f"expression `{type(e).__name__}` is not lowered", e.span)
+        try:
+            with location(e.span):
+                return rule(self, ctx, e)
+        except Refusal as err:
+            raise err.at(e.span) from None
 
     def unary(self, ctx: _Ctx, e: H.Unary) -> ir.Value:
         v = self.expr(ctx, e.operand)
@@ -300,7 +312,8 @@ class Lowering:
         """The attributes of the vx ops `e` lowers to, from the target plan."""
         node = ctx.placement.nodes.get(e.nid) if ctx.placement is not None else None
         if node is None:
-            raise LoweringError(f"`{type(e).__name__}` at line {e.span.line} has no placement")
+            # The plan places every transfer, new tensor and call it checked: a bug here.
+            raise RuntimeError(f"`{type(e).__name__}` at line {e.span.line} has no placement")
         return node.ops
 
     def transfer(self, ctx: _Ctx, e: H.Transfer) -> ir.Value | None:
@@ -348,18 +361,19 @@ class Lowering:
         if not ir.MemRefType(t).has_static_shape:
             # vx.zeros has no size operands: said plainly, where the verifier would fail.
             raise LoweringError(
-                f"line {e.span.line}: a new tensor of runtime shape (`{e.ty.show()}`) is not "
-                "lowered by this version: give its dimensions as constants"
+                f"a new tensor of runtime shape (`{e.ty.show()}`) is not "
+                "lowered by this version: give its dimensions as constants",
+                e.span,
             )
         return B.zeros(t, **attrs).result
 
     def call(self, ctx: _Ctx, e: H.Call) -> ir.Value | None:
-        program = ctx.checked.analysis.program
+        program = ctx.program
         callee = program.functions.get(e.callee)
         if callee is None:  # an intrinsic (a declared function of that name shadows it)
             rule = INTRINSIC_RULES.get(e.callee)
             if rule is None:
-                raise LoweringError(f"call of `{e.callee}` at line {e.span.line} is not lowered")
+                raise LoweringError(f"call of `{e.callee}` is not lowered", e.span)
             return rule(self, ctx, e)
         args = []
         for a, p in zip(e.args, callee.params, strict=True):
@@ -469,7 +483,7 @@ def _index(lo: Lowering, ctx: _Ctx, e: H.Index) -> ir.Value:
 @_rule(EXPR_RULES, H.MethodCall)
 def _method(lo: Lowering, ctx: _Ctx, e: H.MethodCall) -> ir.Value:
     if e.method != "len":
-        raise LoweringError(f"method `{e.method}` at line {e.span.line} is not lowered")
+        raise LoweringError(f"method `{e.method}` is not lowered", e.span)
     n = B.len_(lo.expr(ctx, e.obj)).result
     return arith.IndexCastOp(lo.ty(T.I64), n).result
 
@@ -550,5 +564,6 @@ def _returns(s: H.If) -> bool:
     return False
 
 
-def lower_program(checked) -> ir.Module:
-    return Lowering(checked).run()
+def lower_program(program: Program, plan: TargetPlan) -> ir.Module:
+    """The vx module of a checked program for the plan's target (api.Checked has both)."""
+    return Lowering(program, plan).run()

@@ -29,7 +29,7 @@ from collections import OrderedDict
 from types import ModuleType
 
 from vxc.outputs import OutputError, write_atomic, write_set
-from vxc.targets import CPU_LEVELS, EMITS
+from vxc.targets import EMITS, add_option_flags, options_from
 from vxc.worker.server import RequestContext, RequestError, excerpt
 
 
@@ -57,10 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--target", required=True)
     b.add_argument("--out-dir", required=True)
     b.add_argument("--emit", default="artifact", choices=EMITS)
-    b.add_argument("--cpu", default="native", choices=CPU_LEVELS)
-    b.add_argument("--tpu-aot", default="none")
-    b.add_argument("--tpu-instances", type=int, default=0)
-    b.add_argument("--link", default="cc", choices=("cc", "none"))
+    add_option_flags(b)  # the build options of vxc/targets.py, as the CLI has them
     return p
 
 
@@ -207,10 +204,7 @@ class VxCompile:
             analysis,
             opts.target,
             emit=opts.emit,
-            cpu=opts.cpu,
-            tpu_aot=opts.tpu_aot,
-            tpu_instances=opts.tpu_instances,
-            link=opts.link,
+            **options_from(vars(opts)),
         )
         ctx.stats["target"] = opts.target
         ctx.stats["emit_ms"] = _ms(t0)

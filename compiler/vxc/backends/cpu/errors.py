@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from vxc.errors import Unsupported
+from vxc.errors import Refusal, Unsupported
 
 
-class BackendError(Unsupported, ValueError):
-    """The module uses something the CPU backend cannot lower; the message says what."""
+class BackendError(Refusal, ValueError):
+    """The module uses something the CPU backend cannot lower: a coded refusal (E70xx)."""
+
+
+class CpuOptionError(Unsupported, ValueError):
+    """A cpu build option or the host cannot serve the build (an unknown `--cpu` or link
+    mode, no `cc`, a failed link): a usage error, exit 2."""
 
 
 # Every kernel returns an int32 status; the header and manifest carry this table.

@@ -2,61 +2,56 @@
 registers). Everything but the matrix unit is shared: TMA and mbarriers (tma.py), the
 launch and the lowering rules (lower.py), the typed PTX builder (ptx.py), the
 encoders (encoders.py), ptxas / fatbinary (toolchain.py) and the manifest
-(manifest.py). The per-arch part is mma.py.
+(manifest.py). The per-arch part is mma.py; the arch facts are the target's
+`NvidiaArch` record (vxc/targets.py), which the driver hands over with the target.
 
-    emit(module, "stream", "artifact", options)
+    BACKEND.emit(module, TARGETS["h100"], NvidiaOptions(), "stream", "artifact")
     # {"stream.h100.fatbin", "stream.h100.json"} -> bytes
-
-The target comes from the module's `vx.target` attribute.
 """
 
 from __future__ import annotations
 
 from jaxlib.mlir import ir
 
-from vxc.backends.nvidia.lower import ARCH, NvidiaError, lower_module
+from vxc.backends import Backend
+from vxc.backends.nvidia.lower import RULES, NvidiaError, lower_module
 from vxc.backends.nvidia.manifest import Manifest
 from vxc.ir.verify import check_module
+from vxc.targets import NvidiaOptions, Target
 
-__all__ = ["ARCH", "NvidiaError", "build", "emit", "module_target", "ptx_text"]
-
-
-def module_target(module: ir.Module) -> str:
-    attrs = module.operation.attributes
-    if "vx.target" not in attrs:
-        raise NvidiaError("the module has no `vx.target` attribute")
-    target = ir.StringAttr(attrs["vx.target"]).value
-    if target not in ARCH:
-        raise NvidiaError(f"the NVIDIA backends build b200 and h100, not `{target}`")
-    return target
+__all__ = ["BACKEND", "NvidiaError", "build", "emit", "ptx_text"]
 
 
-def ptx_text(module: ir.Module) -> tuple[str, str, list[dict]]:
-    """(target, PTX text, kernel manifest entries) of a verified vx module."""
+def ptx_text(module: ir.Module, target: Target) -> tuple[str, str, list[dict]]:
+    """(target name, PTX text, kernel manifest entries) of a verified vx module."""
     check_module(module)
-    target = module_target(module)
     ptx, kernels = lower_module(module, target)
-    return target, ptx.text(), kernels
+    return target.name, ptx.text(), kernels
 
 
-def build(module: ir.Module, stem: str) -> dict[str, bytes]:
+def build(module: ir.Module, target: Target, stem: str) -> dict[str, bytes]:
     from vxc.backends.nvidia import toolchain
 
-    target, ptx, kernels = ptx_text(module)
-    arch = ARCH[target]
+    _, ptx, kernels = ptx_text(module, target)
+    arch = target.arch.sm
     cubin, reports = toolchain.ptxas(ptx, arch, [k["name"] for k in kernels])
     for k in kernels:
         r = reports[k["name"]]
         k["registers"] = r.registers
     fatbin = toolchain.fatbinary(cubin, ptx, arch)
-    files = {"fatbin": f"{stem}.{target}.fatbin", "manifest": f"{stem}.{target}.json"}
-    manifest = Manifest(target=target, arch=arch, fatbin=files["fatbin"], kernels=kernels)
+    files = {"fatbin": f"{stem}.{target.name}.fatbin", "manifest": f"{stem}.{target.name}.json"}
+    manifest = Manifest(target=target.name, arch=arch, fatbin=files["fatbin"], kernels=kernels)
     return {files["fatbin"]: fatbin, files["manifest"]: manifest.to_bytes()}
 
 
-def emit(module: ir.Module, stem: str, emit: str, options) -> dict[str, bytes]:
-    """The backend entry point that `vxc.backends.emit_target` calls."""
+def emit(
+    module: ir.Module, target: Target, options: NvidiaOptions, stem: str, emit: str
+) -> dict[str, bytes]:
+    """The backend entry point (`BACKEND.emit`, called by `vxc.backends.emit_target`)."""
     if emit == "target-ir":
-        target, ptx, _ = ptx_text(module)
-        return {f"{stem}.{target}.ptx": ptx.encode()}
-    return build(module, stem)
+        _, ptx, _ = ptx_text(module, target)
+        return {f"{stem}.{target.name}.ptx": ptx.encode()}
+    return build(module, target, stem)
+
+
+BACKEND = Backend("nvidia", NvidiaOptions, emit, RULES)

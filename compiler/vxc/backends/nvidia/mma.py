@@ -25,6 +25,7 @@ from vxc.backends.nvidia.encoders import (
     tcgen05_idesc,
 )
 from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Reg, Vec
+from vxc.targets import BLACKWELL, HOPPER, NVIDIA_ARCHES
 
 THREADS = 128  # one warpgroup: wgmma's issuing unit, and the 4 warps that cover TMEM's 128 lanes
 TMEM_LANES = 128
@@ -92,7 +93,7 @@ def check_shapes(ab_type: str, m: int, n: int, kbytes: int, arch: str) -> None:
         )
     if m != 128:
         raise MmaError(f"matmul_acc with M = {m}: the NVIDIA backends take M = 128")
-    nmax = 128 if arch == "sm_90a" else 256
+    nmax = NVIDIA_ARCHES[arch].mma_n_max
     if not (16 <= n <= nmax and n % 16 == 0):
         raise MmaError(
             f"matmul_acc with N = {n}: N must be a multiple of 16 in [16, {nmax}] on {arch}"
@@ -106,7 +107,7 @@ def check_shapes(ab_type: str, m: int, n: int, kbytes: int, arch: str) -> None:
 
 
 class Hopper:
-    arch = "sm_90a"
+    arch = HOPPER.sm
     uses_tmem = False
 
     def __init__(self, k: Kernel, c: Common) -> None:
@@ -181,7 +182,7 @@ class Hopper:
 
 
 class Blackwell:
-    arch = "sm_100a"
+    arch = BLACKWELL.sm
     uses_tmem = True
 
     def __init__(self, k: Kernel, c: Common) -> None:
@@ -253,6 +254,9 @@ class Blackwell:
         idesc = k.mov("b32", Imm(tcgen05_idesc(ab_type, acc.m, acc.n)))
         d = k.reg("b32")
         k.ins("add.u32", d, self.taddr, Imm(acc.column))
+        # The operands' TMA wait is a thread synchronisation: the MMA is ordered after it
+        # only through this fence (PTX ISA, tcgen05 memory consistency).
+        k.ins("tcgen05.fence::after_thread_sync")
         skip = k.label("mma_issued")
         k.bra(skip, pred=c.leader, negate=True)
         da, db = _desc_base(k, self.arch, a.addr), _desc_base(k, self.arch, b.addr)
@@ -302,4 +306,5 @@ class Blackwell:
         k.place(skip)
 
 
-ARCHES = {"h100": Hopper, "b200": Blackwell}
+# The matrix unit of each MMA family (`NvidiaArch.mma`).
+MMA = {"wgmma": Hopper, "tcgen05": Blackwell}

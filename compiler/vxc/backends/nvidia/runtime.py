@@ -21,10 +21,8 @@ import numpy as np
 
 from vxc.backends.nvidia.encoders import TMA_DTYPES, TMA_SWIZZLE, TensorMap
 from vxc.backends.nvidia.manifest import Manifest
+from vxc.targets import NVIDIA_ARCHES
 
-# The compute capability each architecture's cubin runs on (the `a` variants run on
-# exactly that major.minor).
-CAPABILITY = {"sm_90a": (9, 0), "sm_100a": (10, 0)}
 NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32}
 
 
@@ -180,7 +178,7 @@ class CudaArtifact:
             ),
             "cuDeviceGetAttribute",
         )
-        want = CAPABILITY[manifest.arch]
+        want = NVIDIA_ARCHES[manifest.arch].capability  # an `a` cubin runs on exactly it
         if (major, minor) != want:
             raise NoGpu(
                 f"this GPU is compute capability {major}.{minor}; a {manifest.target} artifact "

@@ -6,7 +6,8 @@ exported with `jax.export` for platform `tpu`.
 
 Nothing is written to disk here; the driver writes the outputs. `vxc.backends.tpu.aot`
 compiles an artifact with libtpu against TPU topology descriptions, and
-`vxc.backends.tpu.interp` runs its Mosaic module on the CPU with numpy.
+`vxc.backends.tpu.interp` runs its Mosaic module on the CPU with numpy. `BACKEND` is its
+`vxc.backends.Backend` (options: `vxc.targets.TpuOptions`).
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.passmanager import PassManager
 
+from vxc.backends import Backend
 from vxc.backends.tpu.context import mosaic_context, parse_mosaic
 from vxc.backends.tpu.errors import LibtpuRejected, TpuError
-from vxc.backends.tpu.lower import RULES, Kernel, lower_module
+from vxc.backends.tpu.lower import REFUSALS, RULES, Kernel, lower_module
 from vxc.ir.verify import check_module
+from vxc.targets import Target, TpuOptions
 
 __all__ = [
+    "BACKEND",
     "RULES",
     "Kernel",
     "LibtpuRejected",
@@ -31,35 +35,30 @@ __all__ = [
 ]
 
 
-def emit(module: ir.Module, stem: str, emit: str, options) -> dict[str, bytes]:
-    """The backend entry point that `vxc.backends.emit_target` calls."""
-    instances = getattr(options, "tpu_instances", 0)
+def emit(
+    module: ir.Module, target: Target, options: TpuOptions, stem: str, emit: str
+) -> dict[str, bytes]:
+    """The backend entry point (`BACKEND.emit`, called by `vxc.backends.emit_target`)."""
+    instances = options.tpu_instances
     if emit == "target-ir":
         kernels = mosaic_kernels(module, instances)
         return {
             f"{_base(stem, k, kernels)}.tpu.mosaic.mlir": mosaic_text(k).encode() for k in kernels
         }
-    return compile_module(module, stem, aot=_aot_topologies(options), instances=instances)
+    return compile_module(module, stem, aot=options.aot_topologies, instances=instances)
 
 
-def _aot_topologies(options) -> tuple[str, ...]:
-    spec = getattr(options, "tpu_aot", "none")
-    return () if spec in ("", "none") else tuple(s for s in spec.split(",") if s)
+BACKEND = Backend("tpu", TpuOptions, emit, RULES, REFUSALS)
 
 
 def mosaic_kernels(module: ir.Module, instances: int = 0) -> list[Kernel]:
     """Verified vx module -> one Mosaic module per kernel (verified with the tpu dialect),
     for a launch of `instances` (0: a plain call)."""
     check_module(module)
-    top = module.operation.attributes
-    if "vx.target" in top and ir.StringAttr(top["vx.target"]).value != "tpu":
-        raise TpuError(
-            f"tpu backend: module was lowered for target '{ir.StringAttr(top['vx.target']).value}'"
-        )
     ctx = mosaic_context()
     kernels = lower_module(module, ctx, instances)
     if not kernels:
-        raise TpuError("tpu backend: the module defines no kernel function")
+        raise TpuError("E7003", "tpu backend: the module defines no kernel function")
     for k in kernels:
         # The real Mosaic verifier, in a context where nothing unregistered is allowed;
         # then CSE folds the rules' repeated constants and slices (readable text).
