@@ -231,8 +231,13 @@ def check_target(analysis: Analysis, target: str) -> Checked:
     return Checked(analysis, target, machine, plan, diags, solver)
 
 
-def check(sources: list[Source], target: str = "cpu", machine: Source | None = None) -> Checked:
-    return check_target(analyze(sources, machine), target)
+def check(
+    sources: list[Source],
+    target: str = "cpu",
+    machine: Source | None = None,
+    consts: dict[str, int] | None = None,
+) -> Checked:
+    return check_target(analyze(sources, machine, consts), target)
 
 
 def build(

@@ -94,7 +94,7 @@ def _check(args) -> int:
 
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None
-    checked = api.check_target(api.analyze(sources, machine, _consts(args.const)), args.target)
+    checked = api.check(sources, args.target, machine, _consts(args.const))
     _report(checked.diagnostics, sources, machine, args.error_format)
     return EXIT_OK if checked.ok else EXIT_ERRORS
 

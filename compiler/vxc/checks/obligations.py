@@ -23,12 +23,13 @@ def _is_token(t: T.Type | None) -> bool:
 def needs_proof(fn: Function, placement: FnPlacement, functions: dict[str, Function]) -> bool:
     if any(h.relaxed for node in placement.nodes.values() for h in node.hops):
         return True  # a buffer crossed a relaxed seam
+    bounded_len = bool(fn.decl.where)  # a `where` clause may bound an index or a length
     for s in H.walk_stmts(fn.decl.body):
         if _token_as_tensor(s, fn):
             return True
         for top in (x for x in vars(s).values() if isinstance(x, H.Expr)):
             for e in H.walk_expr(top):
-                if _obliges(e, functions):
+                if _obliges(e, functions, bounded_len):
                     return True
     return False
 
@@ -42,11 +43,16 @@ def _token_as_tensor(s: H.Stmt, fn: Function) -> bool:
     return False
 
 
-def _obliges(e: H.Expr, functions: dict[str, Function]) -> bool:
+def _obliges(e: H.Expr, functions: dict[str, Function], bounded_len: bool) -> bool:
     if isinstance(e, H.View):
         return True  # a view's bounds (E6041); a store's races and in-flight source
     if isinstance(e, H.Index):
-        return True  # a Vec index: out of bounds for every value (E6041), or proved in bounds
+        # A Vec index out of bounds for every allowed value (E6041) needs a `where` clause
+        # (`tiles.len() == 4`, `n < 0`) or a negative index: without either some Vec is long
+        # enough, and the run-time check stays (the seed's `tiles[0]` imports no z3).
+        return bounded_len or any(
+            isinstance(n, H.Unary) and n.op == "-" for n in H.walk_expr(e.index)
+        )
     if isinstance(e, H.Transfer):
         return _is_token(e.src.ty)  # a transfer reads its token's buffer in flight
     if not isinstance(e, H.Call):
