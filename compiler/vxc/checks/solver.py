@@ -72,8 +72,9 @@ class Solver:
         # differ between a CLI run and a worker that checked other programs before.
         start = time.perf_counter()
         key = hashlib.sha256(
-            "\n".join([*(c.sexpr() for c in constraints), "small", *(t.sexpr() for t in small)])
-            .encode()
+            "\n".join(
+                [*(c.sexpr() for c in constraints), "small", *(t.sexpr() for t in small)]
+            ).encode()
         ).hexdigest()
         if key in _DECIDED:  # the same query in an earlier compilation (a worker, the LSP)
             self._count(time.perf_counter() - start)
