@@ -213,3 +213,26 @@ def test_builds_the_backend_cannot_lower_are_coded_refusals(target, code, line, 
     assert rc == 1, err
     assert err.startswith(f"error[{code}]")
     assert f"gemm.vx:{line}:" in err and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(
+    shutil.which("objdump") is None or "avx512_bf16" not in Path("/proc/cpuinfo").read_text(),
+    reason="needs objdump and a CPU with AVX512_BF16",
+)
+def test_bf16_matmul_uses_vdpbf16ps_natively_and_widens_on_portable_levels(tmp_path):
+    """The native build's bf16 `matmul_acc` is `vdpbf16ps`; x86-64-v4 (no AVX512_BF16)
+    keeps the widening path, and both give numpy's answer (test_gemm_matches_numpy runs
+    the native one)."""
+    counts = {}
+    for cpu in ("native", "x86-64-v4"):
+        result = api.build(api.analyze([_source("gemm")]), "cpu", cpu=cpu)
+        assert result.ok
+        obj = tmp_path / f"{cpu}.o"
+        obj.write_bytes(result.outputs["gemm.cpu.o"])
+        dis = subprocess.run(["objdump", "-d", str(obj)], capture_output=True, text=True).stdout
+        counts[cpu] = dis.count("vdpbf16ps")
+        art = runtime.load_outputs(result.outputs, tmp_path / cpu)
+        a, b, c = _operands(256, 256, 256, seed=5)
+        art.gemm.launch(4, a=a, b=b, c=c)
+        np.testing.assert_allclose(c, _reference(a, b), rtol=1e-5, atol=1e-2)
+    assert counts["native"] > 0 and counts["x86-64-v4"] == 0, counts

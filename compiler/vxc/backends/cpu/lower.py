@@ -20,7 +20,15 @@ from vxc.backends.cpu import abi, launch
 from vxc.backends.cpu.arith import lltype, lower_arith
 from vxc.backends.cpu.errors import STATUS, BackendError
 from vxc.backends.cpu.loops import I64, counted_loop
-from vxc.backends.cpu.matmul import WIDEN, Blocking, define_matmul, define_widen
+from vxc.backends.cpu.matmul import (
+    WIDEN,
+    Blocking,
+    bf16dot_fits,
+    define_matmul,
+    define_matmul_bf16,
+    define_pack,
+    define_widen,
+)
 from vxc.backends.walk import Walk
 from vxc.errors import Refusal
 from vxc.ir import types as T
@@ -564,6 +572,12 @@ class FunctionLowering(Walk):
         self.b.call(f, [m.ptr, ll.Constant(I8, 0), n, ll.Constant(ll.IntType(1), 0)])
         self.values[op.results[0]] = m
 
+    def _bf16dot(self, ta: ir.MemRefType, tb: ir.MemRefType) -> bool:
+        if not (ta.has_static_shape and tb.has_static_shape):
+            return False
+        (mm, kk), (_, nn) = ta.shape, tb.shape
+        return bf16dot_fits(self.mod.blocking, mm, nn, kk)
+
     def op_vx_view(self, op: ir.Operation) -> None:
         v = ViewOp(op)
         base = self.get(v.src)
@@ -638,6 +652,14 @@ class FunctionLowering(Walk):
                 ),
             )
             self.guard(bad, "VX_ERR_SHAPE")
+        if elem == "bf16" and self._bf16dot(ta, tb):
+            # AVX512_BF16: B packed in row pairs (into b's widening buffer, which is twice
+            # the size it needs), A read in place, `vdpbf16ps` accumulating in f32.
+            packed = self.at(_c(self.plan.site[(op, 2)]))
+            self.b.call(define_pack(self.mod.ll), [packed, b.ptr, k, n])
+            fn = define_matmul_bf16(self.mod.ll, self.mod.blocking)
+            self.b.call(fn, [acc.ptr, a.ptr, packed, m, n, k])
+            return
         ptrs = []
         for i, (mem, t) in enumerate(((a, ta), (b, tb)), start=1):
             if elem == "f32":
