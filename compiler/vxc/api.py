@@ -2,7 +2,7 @@
 
 Pipeline: frontend (parse) -> hir (resolve, types, one HIR per function instance,
 ownership, token linearity) -> Analysis (target-independent, cacheable as .vxhir)
--> the target plan (checks/plan.py: routes, allocations and every op's attributes,
+-> the target plan (plan/__init__.py: routes, allocations and every op's attributes,
 computed once per target) -> seams and bounds with z3 (reading the plan's routes)
 -> ir (vx dialect, attributes copied from the plan, locations from spans)
 -> backends/<target> (vxc.backends: a `Backend` per family, handed the `Target` record
@@ -26,7 +26,6 @@ from pathlib import Path
 import vxc
 from vxc.checks.machine import Machine, build_machine
 from vxc.checks.obligations import needs_proof
-from vxc.checks.plan import TargetPlan, plan_target
 from vxc.checks.solver import Solver
 from vxc.diagnostics import Diagnostic, DiagnosticSink
 from vxc.diagnostics.render import render_all_human, render_json
@@ -36,6 +35,7 @@ from vxc.frontend.parser import parse_source
 from vxc.hir.ownership import check_ownership
 from vxc.hir.program import CheckedHir, Program
 from vxc.hir.typecheck import typecheck
+from vxc.plan import TargetPlan, plan_target
 from vxc.targets import EMITS, TARGETS, model_source
 
 # Front-half errors after which the per-target checks still run (see Analysis.checkable).
@@ -201,7 +201,7 @@ class Checked:
 
     @property
     def placements(self) -> dict:
-        """Function instance name -> checks.placement.FnPlacement (the plan's parts)."""
+        """Function instance name -> plan.placement.FnPlacement (the plan's parts)."""
         return self.plan.functions
 
 
@@ -247,6 +247,7 @@ def build(
     cpu: str = "native",
     tpu_aot: str = "none",
     tpu_instances: int = 0,
+    tpu_matmul_precision: str = "f32",
     link: str = "cc",
 ) -> BuildResult:
     """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files).
@@ -265,7 +266,13 @@ def build(
     result = BuildResult(checked.diagnostics, stats={"check_s": t1 - t0})
     if not checked.ok:
         return result
-    options = {"cpu": cpu, "tpu_aot": tpu_aot, "tpu_instances": tpu_instances, "link": link}
+    options = {
+        "cpu": cpu,
+        "tpu_aot": tpu_aot,
+        "tpu_instances": tpu_instances,
+        "tpu_matmul_precision": tpu_matmul_precision,
+        "link": link,
+    }
     try:
         result.outputs.update(_emit(checked, emit, options))
     except Refusal as e:
@@ -291,11 +298,11 @@ def _emit(checked: Checked, emit: str, options: dict) -> dict[str, bytes]:
 
 
 def refusal_diagnostic(e: Refusal, sources: list[Source]) -> Diagnostic:
-    """The diagnostic of a refusal: at its op's span, else at the top of the first source
-    (line 0: no source line is shown)."""
+    """The diagnostic of a refusal: at its op's span, else (a refusal of the whole
+    program, such as one without a kernel) at the start of the first source."""
     from vxc.diagnostics import Span
 
-    span = e.span or Span(sources[0].path if sources else "<input>", 0, 0)
+    span = e.span or Span(sources[0].path if sources else "<input>", 1, 1)
     return Diagnostic(e.code, e.message, span, help=e.help)
 
 

@@ -55,8 +55,18 @@ class NvidiaArch:
     def uses_tmem(self) -> bool:
         return self.acc_space == "TMEM"
 
+    @property
+    def smem_tiles(self) -> int:
+        """The shared memory a CTA's tiles may take: the machine models' VMEM capacity
+        (a test checks that they say so)."""
+        return self.smem_limit - SMEM_RESERVE
+
 
 _SMEM_OPT_IN = 232448  # 227 KiB: the per-block opt-in limit on sm_90 and sm_100
+# What the nvidia backend keeps of it besides the tiles: 1 KiB to align the base at run
+# time (the 128-byte swizzle repeats every 1 KiB) and 1 KiB for the mbarriers (8 bytes
+# per slot of a TMA ring, one for the MMA) and the TMEM address.
+SMEM_RESERVE = 2048
 
 HOPPER = NvidiaArch(
     "sm_90a", (9, 0), "REG", "wgmma", "wgmma.mma_async", "HGMMA", 128, _SMEM_OPT_IN,
@@ -104,6 +114,11 @@ class CpuOptions:
     )
 
 
+# What an f32 `matmul_acc` computes on the TPU's MXU (docs/TPU.md, "Precision"): Mosaic's
+# fp32 contract precision (exact to f32 rounding, the default) or one bf16 pass.
+TPU_MATMUL_PRECISIONS: tuple[str, ...] = ("f32", "bf16")
+
+
 @dataclass(frozen=True)
 class TpuOptions:
     """tpu builds: the TPU topologies libtpu compiles the artifact for during the build
@@ -128,6 +143,17 @@ class TpuOptions:
             "default 0, a plain call",
             type=int,
             metavar="N",
+        ),
+    )
+
+    tpu_matmul_precision: str = field(
+        default="f32",
+        metadata=_flag(
+            "--tpu-matmul-precision",
+            "tpu target: what an f32 matmul_acc computes: f32 (default; exact to f32 "
+            "rounding like the cpu, several MXU passes) or bf16 (one MXU pass: inputs "
+            "rounded to bf16, products summed in f32; faster, about 3 significant digits)",
+            choices=TPU_MATMUL_PRECISIONS,
         ),
     )
 

@@ -145,7 +145,7 @@ def test_huge_tensor_dims_are_e6009_with_a_readable_size():
 
 
 def test_human_size_is_exact_past_float_range():
-    from vxc.checks.scratchpad import human_size
+    from vxc.plan.scratchpad import human_size
 
     assert human_size(1536) == "1.5 KiB"
     assert human_size(123456789) == "117.7 MiB"
@@ -396,3 +396,16 @@ def test_undeclared_name_as_a_dimension_is_e0101():
     no_internal_error(src)
     (d,) = diags(src)
     assert (d.code, d.span.line) == ("E0101", 2) and "`visible`" in d.message
+
+
+# Found by the fuzzer once backend refusals became diagnostics (seed 7): a program with
+# no function at all is refused by the tpu backend as a whole ("no kernel function"),
+# and that refusal has no op to point at; it was placed at line 0, outside the input.
+@pytest.mark.parametrize("target", ["tpu", "b200", "h100"])
+def test_a_program_without_a_kernel_is_refused_at_its_first_line(target):
+    src = b"// nothing to build\nMemory Near { within: Memory::HBM, capacity: 1 MB }\n"
+    no_internal_error(src)
+    analysis = api.analyze([api.Source(vxfuzz.FILE, src)])
+    d = refusal(api.build(analysis, target, "target-ir"), "E7003")
+    assert (d.span.file, d.span.line, d.span.column) == (vxfuzz.FILE, 1, 1)
+    assert "no kernel" in d.message

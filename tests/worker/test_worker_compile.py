@@ -138,6 +138,18 @@ def test_unsupported_backend_is_a_plain_exit_2(worker):
     assert r.exit_code == 2 and "vxc: error:" in r.output and "Traceback" not in r.output
 
 
+def test_a_backend_refusal_is_a_coded_diagnostic_exit_1(worker, execroot):
+    """The seed's extern call cannot be built for tpu: the worker answers with the same
+    rustc-style E7002 at the call's line as the CLI, exit 1, and keeps serving."""
+    shutil.copy(Path(ROOT) / "kernels" / "seed.vx", execroot / "k" / "seed.vx")
+    assert worker.call(_hir(out="out/seed.vxhir", src="k/seed.vx")).exit_code == 0
+    r = worker.call(_build("tpu", "out/t", hir="out/seed.vxhir", src="k/seed.vx"))
+    assert r.exit_code == 1, r.output
+    assert "error[E7002]: tpu backend: call to `matmul_acc`" in r.output
+    assert "  --> k/seed.vx:10:5" in r.output and "Traceback" not in r.output
+    assert worker.call(_hir()).exit_code == 0
+
+
 def test_bad_arguments_and_missing_files_keep_the_worker_alive(worker):
     r = worker.call(["build", "--target", "cpu"])
     assert r.exit_code == 2 and "bad arguments" in r.output

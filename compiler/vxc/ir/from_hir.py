@@ -12,7 +12,7 @@ keeps `lowering_rules[prim]`); a new node kind is one registered rule. Every op 
 rule creates carries the MLIR location of the node's source span
 (`loc("k.vx":12:5)`), so the verifier and the backends name the `.vx` line. The
 attributes of placing ops (transfers, new tensors, call results) are copied from the
-target plan (checks/plan.py); nothing here routes or allocates.
+target plan (plan/__init__.py); nothing here routes or allocates.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, memref, scf
 
-from vxc.checks.placement import FnPlacement
-from vxc.checks.plan import TargetPlan
 from vxc.elements import BY_NAME
 from vxc.errors import Refusal
 from vxc.hir import nodes as H
@@ -34,6 +32,8 @@ from vxc.ir import builders as B
 from vxc.ir import types as IT
 from vxc.ir.context import make_context
 from vxc.ir.loc import location
+from vxc.plan import TargetPlan
+from vxc.plan.placement import FnPlacement
 from vxc.rules import registrar
 
 
@@ -120,10 +120,9 @@ class Lowering:
             module = ir.Module.create()
             module.operation.attributes["vx.target"] = ir.StringAttr.get(self.plan.target)
             functions = self.program.functions
-            self.helpers = _called(functions)
             with ir.InsertionPoint(module.body):
                 for fn in functions.values():
-                    if fn.generic_of is None and fn.decl.const_params:
+                    if fn.is_template:
                         continue  # only the instances are code
                     self.function(fn)
             return module
@@ -143,12 +142,12 @@ class Lowering:
             ir.FunctionType.get(arg_types, results),
             # Externs are declarations; helpers (called by other functions) are private
             # definitions: the backend keeps them out of the C header.
-            visibility="private" if fn.is_extern or fn.name in self.helpers else None,
+            visibility=None if fn.entry else "private",
         )
         op.arg_attrs = ir.ArrayAttr.get([_arg_attrs(p) for p in fn.params])
         if fn.topology:
             op.attributes["vx.topology"] = ir.StringAttr.get(fn.topology)
-        if not fn.is_extern and fn.name not in self.helpers:
+        if fn.entry:
             # A kernel entry: launched as N instances, results stacked (docs/IR.md).
             op.attributes["vx.launch"] = ir.StringAttr.get("instances")
         if fn.is_extern:
@@ -161,7 +160,7 @@ class Lowering:
             {p.vid: block.arguments[i] for i, p in enumerate(fn.params)},
         )
         with ir.InsertionPoint(block):
-            if fn.name not in self.helpers:
+            if fn.entry:
                 # An entry's `where` clauses are its launch's preconditions (a helper's are
                 # proved at each call instead).
                 for w in fn.decl.where:
@@ -538,16 +537,6 @@ def _space_name(t: ir.Type) -> str:
     from vxc.ir import types as IT
 
     return IT.space_of(t) or str(t)
-
-
-def _called(functions: dict[str, Function]) -> set[str]:
-    """Names of the functions some other function calls."""
-    return {
-        c.callee
-        for fn in functions.values()
-        for c in H.walk_calls(fn.decl.body)
-        if c.callee != fn.name
-    }
 
 
 def _returns(s: H.If) -> bool:

@@ -321,3 +321,32 @@ def test_a_helper_is_inlined_into_the_kernel(target, tmp_path):
 def test_a_helper_with_tiles_of_its_own_is_refused_plainly():
     msg = refused(api.build(_analysis("k.vx", HELPER_WITH_TILES), "h100"), "E7002")
     assert "places tiles of its own in a scratchpad" in msg
+
+
+FOUR_TILES = """
+fn k(a: &Tensor<f32, [128, 128]>, b: &Tensor<f32, [128, 128]>, c: &Tensor<f32, [128, 128]>, d: &Tensor<f32, [128, N]>) -> Tensor<f32, [128, N]> on Topology::TensorCore {
+  let mut acc = transfer(Tensor<f32>([128, N]), Memory::ACC);
+  let av = transfer(a, Memory::VMEM);
+  let bv = transfer(b, Memory::VMEM);
+  let cv = transfer(c, Memory::VMEM);
+  let dv = transfer(d, Memory::VMEM);
+  matmul_acc(&mut acc, &av, &dv);
+  matmul_acc(&mut acc, &bv, &dv);
+  matmul_acc(&mut acc, &cv, &dv);
+  return transfer(acc, Memory::HBM);
+}
+"""
+
+
+@pytest.mark.parametrize("target", ARCH)
+def test_a_layout_the_model_accepts_fits_the_shared_memory_the_backend_has(target):
+    """The models' VMEM is the shared memory a CTA's tiles get (the opt-in limit less the
+    backend's alignment and barriers): 3 x 64 KiB + 36 KiB of tiles fit the models' old
+    228 KB and checked clean, then the build was refused (232 448 bytes with barriers and
+    alignment). Now the check says so (E6010), and a layout at the limit builds."""
+    over = api.check_target(_analysis("k.vx", FOUR_TILES.replace("N", "72")), target)
+    assert [d.code for d in over.diagnostics] == ["E6010"]
+    files = _build(target, "k.vx", FOUR_TILES.replace("N", "64"))  # 224 KiB of tiles
+    (k,) = Manifest.from_bytes(files[f"k.{target}.json"]).kernels
+    assert k["smem_layout"]["tiles"] == 3 * 65536 + 32768 <= TARGETS[target].arch.smem_tiles
+    assert k["dynamic_smem"] <= TARGETS[target].arch.smem_limit

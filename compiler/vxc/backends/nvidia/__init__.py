@@ -7,51 +7,21 @@ encoders (encoders.py), ptxas / fatbinary (toolchain.py) and the manifest
 
     BACKEND.emit(module, TARGETS["h100"], NvidiaOptions(), "stream", "artifact")
     # {"stream.h100.fatbin", "stream.h100.json"} -> bytes
+
+The package itself imports nothing heavy: `vxc.backends.nvidia.runtime` (the launcher,
+with `encoders` and `manifest`) runs on a GPU machine that has numpy, ml_dtypes and
+cuda-python but no jaxlib, lark or z3 (tools/gpu_check.py); the lowering and its jaxlib
+load when `BACKEND`, `build`, `emit`, `ptx_text` or `NvidiaError` is first used.
 """
 
 from __future__ import annotations
 
-from jaxlib.mlir import ir
-
-from vxc.backends import Backend
-from vxc.backends.nvidia.lower import REFUSALS, RULES, NvidiaError, lower_module
-from vxc.backends.nvidia.manifest import Manifest
-from vxc.ir.verify import check_module
-from vxc.targets import NvidiaOptions, Target
+import importlib
 
 __all__ = ["BACKEND", "NvidiaError", "build", "emit", "ptx_text"]
 
 
-def ptx_text(module: ir.Module, target: Target) -> tuple[str, str, list[dict]]:
-    """(target name, PTX text, kernel manifest entries) of a verified vx module."""
-    check_module(module)
-    ptx, kernels = lower_module(module, target)
-    return target.name, ptx.text(), kernels
-
-
-def build(module: ir.Module, target: Target, stem: str) -> dict[str, bytes]:
-    from vxc.backends.nvidia import toolchain
-
-    _, ptx, kernels = ptx_text(module, target)
-    arch = target.arch.sm
-    cubin, reports = toolchain.ptxas(ptx, arch, [k["name"] for k in kernels])
-    for k in kernels:
-        r = reports[k["name"]]
-        k["registers"] = r.registers
-    fatbin = toolchain.fatbinary(cubin, ptx, arch)
-    files = {"fatbin": f"{stem}.{target.name}.fatbin", "manifest": f"{stem}.{target.name}.json"}
-    manifest = Manifest(target=target.name, arch=arch, fatbin=files["fatbin"], kernels=kernels)
-    return {files["fatbin"]: fatbin, files["manifest"]: manifest.to_bytes()}
-
-
-def emit(
-    module: ir.Module, target: Target, options: NvidiaOptions, stem: str, emit: str
-) -> dict[str, bytes]:
-    """The backend entry point (`BACKEND.emit`, called by `vxc.backends.emit_target`)."""
-    if emit == "target-ir":
-        _, ptx, _ = ptx_text(module, target)
-        return {f"{stem}.{target.name}.ptx": ptx.encode()}
-    return build(module, target, stem)
-
-
-BACKEND = Backend("nvidia", NvidiaOptions, emit, RULES, REFUSALS)
+def __getattr__(name: str):
+    if name in __all__:
+        return getattr(importlib.import_module("vxc.backends.nvidia.backend"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,11 @@
 """vx module -> PTX kernels for sm_90a / sm_100a.
 
-Lowering is a registry of rules keyed by op name (`RULES["vx.transfer"] = fn`); each
-rule reads its operands' lowered values and emits through the typed PTX builder.
+Lowering is a registry of rules keyed by op name (`RULES["vx.transfer"] = fn`) on the
+shared walk (vxc/backends/walk.py); each rule reads its operands' lowered values and
+emits through the typed PTX builder. What differs between sm_90a and sm_100a is read
+from the target's `NvidiaArch` record, never from its name. A form the backend does
+not lower is a coded refusal (`NvidiaError`, E70xx) at the op's span; any other
+exception is a compiler bug and surfaces as one.
 
 The kernel is one CTA per instance (`gridDim.x` = instances, `instance()` =
 `blockIdx.x`) of 128 threads: one warpgroup, so wgmma has its issuing unit and the 4
@@ -34,6 +38,7 @@ from vxc.backends.nvidia.encoders import (
     SWIZZLE_BYTES,
     TmaLimit,
     check_box,
+    elem_bytes,
 )
 from vxc.backends.nvidia.mma import MMA, THREADS, Acc, Common, MmaError, Operand
 from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Module, Reg, Sym
@@ -43,13 +48,14 @@ from vxc.ir import types as T
 from vxc.ir.loc import span_of
 from vxc.ir.ops import RequireOp, ZerosOp, ring_layout, view
 from vxc.rules import registrar
+from vxc.status import STATUS as CODES
 from vxc.targets import NvidiaArch, Target
 
 BARRIER_BYTES = 8
 ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows x 128 B
 
-# The status word a kernel with `where` clauses writes (the CPU backend's codes).
-STATUS = {"VX_OK": 0, "VX_ERR_WHERE": 7}
+# The status word a kernel with `where` clauses writes (vxc/status.py's codes).
+STATUS = {k: CODES[k] for k in ("VX_OK", "VX_ERR_WHERE")}
 
 
 class NvidiaError(Refusal, ValueError):
@@ -78,14 +84,15 @@ class Tile:
 
     @property
     def elem(self) -> int:
-        return _ELEM_BYTES[self.dtype]
+        return elem_bytes(self.dtype)
 
     @property
     def nbytes(self) -> int:
         return self.rows * self.cols * self.elem
 
 
-_ELEM_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "i32": 4}
+# Element types of the tiles the backends move (their sizes: the element table).
+TILE_TYPES = frozenset({"f32", "bf16", "f16", "i32"})
 
 
 @dataclass
@@ -177,7 +184,7 @@ def _tile_type(op: ir.Operation, t: ir.Type) -> ir.MemRefType:
     m = T.placed(t)
     if m is None or len(m.shape) != 2 or not m.has_static_shape:
         raise refuse("E7004", op, f"{op.name}: the NVIDIA backends move 2-D static tiles")
-    if _dtype(m) not in _ELEM_BYTES:
+    if _dtype(m) not in TILE_TYPES:
         raise refuse("E7004", op, f"{op.name}: tiles of {_dtype(m)} are not supported")
     return m
 

@@ -1,4 +1,6 @@
-"""The only per-architecture part: the matrix unit and where it accumulates.
+"""The per-architecture code: the matrix unit and where it accumulates. The per-arch
+facts (sm, accumulator space, MMA family, N limit, SASS) are the target's `NvidiaArch`
+record (vxc/targets.py); `MMA[arch.mma]` is the class that emits its instructions.
 
 - `Hopper` (sm_90a): `wgmma.mma_async` by the one warpgroup of the CTA, accumulator
   in registers (a 128-row tile is two m64 halves), `fence` / `commit_group` /
@@ -21,6 +23,7 @@ from vxc.backends.nvidia.encoders import (
     MMA_K_BYTES,
     MMA_TYPES,
     SWIZZLE_BYTES,
+    elem_bytes,
     kmajor_sw128_desc,
     tcgen05_idesc,
 )
@@ -99,7 +102,7 @@ def check_shapes(ab_type: str, m: int, n: int, kbytes: int, arch: str) -> None:
             f"matmul_acc with N = {n}: N must be a multiple of 16 in [16, {nmax}] on {arch}"
         )
     if kbytes % SWIZZLE_BYTES:
-        eb = MMA_TYPES[ab_type][0]
+        eb = elem_bytes(ab_type)
         raise MmaError(
             f"matmul_acc with K = {kbytes // eb}: K must be a multiple of "
             f"{SWIZZLE_BYTES // eb} for {ab_type} (128-byte swizzle rows)"
@@ -130,7 +133,7 @@ class Hopper:
     def matmul(self, acc: Acc, a: Operand, b: Operand, ab_type: str) -> None:
         k = self.k
         check_shapes(ab_type, acc.m, acc.n, a.kbytes, self.arch)
-        eb, name, _, _ = MMA_TYPES[ab_type]
+        eb, name = elem_bytes(ab_type), MMA_TYPES[ab_type][0]
         kstep = MMA_K_BYTES // eb
         da, db = _desc_base(k, self.arch, a.addr), _desc_base(k, self.arch, b.addr)
         k.ins("wgmma.fence.sync.aligned")
@@ -250,7 +253,7 @@ class Blackwell:
     def matmul(self, acc: Acc, a: Operand, b: Operand, ab_type: str) -> None:
         k, c = self.k, self.c
         check_shapes(ab_type, acc.m, acc.n, a.kbytes, self.arch)
-        kind = MMA_TYPES[ab_type][2]
+        kind = MMA_TYPES[ab_type][1]
         idesc = k.mov("b32", Imm(tcgen05_idesc(ab_type, acc.m, acc.n)))
         d = k.reg("b32")
         k.ins("add.u32", d, self.taddr, Imm(acc.column))

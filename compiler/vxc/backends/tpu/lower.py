@@ -183,10 +183,13 @@ class FunctionLowering(Walk):
     refusals = REFUSALS
     no_rule = "tpu backend: `{name}` has no Mosaic lowering"
 
-    def __init__(self, vx_func: ir.Operation, ctx: ir.Context, instances: int = 0):
+    def __init__(
+        self, vx_func: ir.Operation, ctx: ir.Context, instances: int = 0, precision: str = "f32"
+    ):
         self.vx = vx_func
         self.ctx = ctx
         self.instances = instances
+        self.precision = precision  # of f32 matmuls: "f32" (fp32 contract) or "bf16"
         self.preconditions: list[str] = []
         self.constraints: list[str] = []
         self.name = _func_name(vx_func)
@@ -689,8 +692,17 @@ def _matmul_acc(lo: FunctionLowering, op: ir.Operation) -> None:
             "E7007", op, f"matmul_acc on {elem} operands: the MXU path takes f32, bf16 or f16"
         )
     av, bv, cv = lo.load(a), lo.load(b), lo.load(acc)
+    # Mosaic's default for f32 operands is one MXU pass, which rounds them to bf16; the
+    # fp32 contract precision computes what the cpu does, to f32 rounding (docs/TPU.md).
+    exact = elem == "f32" and lo.precision == "f32"
     r = tpu.MatmulOp(
-        cv.type, av, bv, cv, False, dimension_numbers=ir.Attribute.parse(DOT_DIMS)
+        cv.type,
+        av,
+        bv,
+        cv,
+        False,
+        precision=ir.Attribute.parse("#tpu.contract_precision<fp32>") if exact else None,
+        dimension_numbers=ir.Attribute.parse(DOT_DIMS),
     ).result
     lo.store(acc, r)
 
@@ -873,9 +885,11 @@ def _scalar_arith(lo: FunctionLowering, op: ir.Operation) -> None:
         lo.env[r] = n
 
 
-def lower_module(vx_module: ir.Module, ctx: ir.Context, instances: int = 0) -> list[Kernel]:
+def lower_module(
+    vx_module: ir.Module, ctx: ir.Context, instances: int = 0, precision: str = "f32"
+) -> list[Kernel]:
     """Every kernel (defined, public function) of the vx module, lowered to Mosaic for a
-    launch of `instances` (0: a plain call)."""
+    launch of `instances` (0: a plain call), f32 matmuls at `precision`."""
     if instances < 0:
         raise Unsupported(f"--tpu-instances must be >= 0 (0 = a plain call), got {instances}")
     kernels = []
@@ -883,5 +897,5 @@ def lower_module(vx_module: ir.Module, ctx: ir.Context, instances: int = 0) -> l
     for f in funcs:
         if len(f.regions[0].blocks) == 0:
             continue  # an extern declaration; its calls are reported where they are
-        kernels.append(FunctionLowering(f, ctx, instances).run())
+        kernels.append(FunctionLowering(f, ctx, instances, precision).run())
     return kernels
