@@ -138,6 +138,7 @@ class TypeChecker(StmtVisitor):
                 return
         name = f"{decl.name}<{', '.join(str(values[c.name]) for c in decl.const_params)}>"
         self._function(decl, name, values, decl.name)
+        self.out[name].entry = True  # the instance is the kernel entry the build exports
 
     def _entry_stacks(self, decl: A.FnDecl) -> None:
         """A kernel entry is launched as N instances whose results the caller receives
