@@ -84,13 +84,17 @@ def compiler_version() -> str:
     return f"{vxc.__version__}+{h.hexdigest()[:12]}"
 
 
-def _key(
+def sources_key(
     sources: list[Source], machine: Source | None, consts: dict[str, int] | None = None
 ) -> str:
+    """The digest of everything an Analysis depends on: the compiler, each source's
+    display path and bytes, the machine model, tagged as such (`--src m.vx` and
+    `--machine m.vx` are different programs), and the `--const` values that instantiate
+    generic entries. A .vxhir records it; the worker keys its memory cache by it."""
     h = hashlib.sha256(compiler_version().encode())
-    for s in [*sources, *([machine] if machine else [])]:
-        h.update(b"\0" + s.path.encode() + b"\0" + hashlib.sha256(s.data).digest())
-    if consts:  # `--const N=1024` instantiates entries: another analysis
+    for role, s in [*((b"src", s) for s in sources), *([(b"machine", machine)] if machine else [])]:
+        h.update(b"\0" + role + b"\0" + s.path.encode() + b"\0" + hashlib.sha256(s.data).digest())
+    if consts:
         h.update(b"\0consts" + repr(sorted(consts.items())).encode())
     return h.hexdigest()
 
@@ -136,7 +140,7 @@ class Analysis:
     def from_bytes(data: bytes, sources: list[Source], machine: Source | None = None) -> Analysis:
         from vxc.hir import serial
 
-        key = _key(sources, machine)
+        key = sources_key(sources, machine)
         try:
             hir = serial.load(data, key, compiler_version())
         except serial.CacheError as e:
@@ -161,7 +165,7 @@ def analyze(
         check_ownership(program.functions, sink)
     diags = sorted(sink.items, key=Diagnostic.sort_key)
     return Analysis(
-        _key(sources, machine, consts),
+        sources_key(sources, machine, consts),
         list(sources),
         machine,
         CheckedHir(program, diags, machine_decls),

@@ -63,6 +63,8 @@ def trunc_div(a: z3.ArithRef, b: z3.ArithRef, facts: list, fresh) -> tuple:
         z3.Implies(b != 0, z3.If(a >= 0, r >= 0, r <= 0)),
         z3.Implies(b > 0, z3.And(r < b, -r < b)),
         z3.Implies(b < 0, z3.And(r < -b, -r < -b)),
+        # Implied, and stated for z3's sake: a quotient of naturals is between 0 and `a`.
+        z3.Implies(z3.And(a >= 0, b > 0), z3.And(q >= 0, q <= a)),
     ]
     return q, r
 
