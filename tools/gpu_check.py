@@ -40,10 +40,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "compiler"))
 
 from vxc.backends.nvidia import runtime  # noqa: E402
+from vxc.targets import TARGETS  # noqa: E402
 
 LADDER = ((1, 1), (1, 2), (1, 5), (3, 7))  # (instances, tiles per instance)
 FULL = (132, 256)  # one CTA per SM of an H100/H200, 256 tiles each
-ARCH_OF_CAPABILITY = {(9, 0): "h100", (10, 0): "b200"}
+# The target each compute capability runs (the arch records of vxc/targets.py).
+ARCH_OF_CAPABILITY = {t.arch.capability: t.name for t in TARGETS.values() if t.arch is not None}
 
 # How each kernel's result follows from its inputs: every instance sums all the tiles
 # ("sum"), or its contiguous share of them ("share"); result = sum @ w.

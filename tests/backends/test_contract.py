@@ -171,3 +171,48 @@ def test_call_placement_attributes_are_verified():
     small = full.replace("slot_bytes = 16", "slot_bytes = 8")
     errs = verify_module(parse_module(CALL.format(attrs=small), verify=False))
     assert any("smaller than the tensor" in e.message for e in errs), errs
+
+
+def test_a_rule_sees_only_its_backends_rule_surface(monkeypatch):
+    """Rules get a RuleContext, not the lowering: a rule that reaches for a planning or
+    driving member (here the cpu function lowering's `run`) fails naming it."""
+    from vxc.backends.cpu import lower as cpu_lower
+    from vxc.backends.nvidia.lower import FunctionLowering as Nvidia
+    from vxc.backends.tpu.lower import FunctionLowering as Tpu
+
+    for cls in (cpu_lower.FunctionLowering, Tpu, Nvidia):
+        assert cls.rule_surface and not {"run", "plan_op", "declare", "prologue"} & (
+            cls.rule_surface
+        ), cls
+
+    def bad(ctx, op):
+        ctx.run()
+
+    monkeypatch.setitem(cpu_lower.RULES, "vx.len", bad)
+    src = api.Source("kernels/stream.vx", (ROOT / "kernels" / "stream.vx").read_bytes())
+    with pytest.raises(AttributeError, match=r"may not use `run`: it is not in the rule surface"):
+        api.build(api.analyze([src]), "cpu", emit="target-ir")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_member_a_rule_uses_is_in_its_rule_surface(family):
+    """Read statically from each backend's rules (the functions in its RULES table): a
+    member a rule reads off its context must be in the backend's rule_surface, or the
+    rule fails the first time a kernel reaches it."""
+    import ast
+    import importlib
+
+    lowering = importlib.import_module(f"vxc.backends.{family}.lower").FunctionLowering
+    names = {getattr(r, "__name__", "") for r in lowering.rules.values()} | {"_arith"}
+    path = ROOT / "compiler" / "vxc" / "backends" / family / "lower.py"
+    used = set()
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if isinstance(fn, ast.FunctionDef) and fn.name in names and fn.args.args:
+            ctx = fn.args.args[0].arg
+            used |= {
+                n.attr
+                for n in ast.walk(fn)
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                and n.value.id == ctx
+            }  # fmt: skip
+    assert used - lowering.rule_surface - {"lower_block"} == set()

@@ -10,12 +10,19 @@ span unless it already names a place, and `op_scope` lets a backend give the ops
 emits the vx op's location (the tpu backend does). An op with neither a rule nor a
 refusal entry is refused as E7001; a test checks that every op of `OPS` has one or
 the other on every backend.
+
+A rule is called as `rule(ctx, op)` with a `RuleContext` (Pallas's narrow
+`LoweringRuleContext`): it reaches only the members of the lowering that the backend
+lists in `rule_surface` (value access, its emitter, the helpers rules share), not the
+planning and driving internals; using anything else is an AttributeError that names
+the member, so widening what rules may touch is a visible edit of one tuple.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from typing import ClassVar
 
 from jaxlib.mlir import ir
@@ -24,7 +31,28 @@ from vxc.backends import RefusalEntry
 from vxc.errors import Refusal
 from vxc.ir.loc import span_of
 
-Rule = Callable[["Walk", ir.Operation], None]
+Rule = Callable[["RuleContext", ir.Operation], None]
+
+
+class RuleContext:
+    """What a rule sees of the lowering: the members named by its `rule_surface`."""
+
+    __slots__ = ("_lowering", "_surface")
+
+    def __init__(self, lowering: Walk, surface: frozenset[str]):
+        object.__setattr__(self, "_lowering", lowering)
+        object.__setattr__(self, "_surface", surface)
+
+    def __getattr__(self, name: str):
+        if name in self._surface:
+            return getattr(self._lowering, name)
+        raise AttributeError(
+            f"a {type(self._lowering).__module__} rule may not use `{name}`: it is not in "
+            f"the rule surface of {type(self._lowering).__name__} (rule_surface)"
+        )
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"a rule may not set `{name}` on the lowering")
 
 
 class Walk:
@@ -32,6 +60,12 @@ class Walk:
     refusals: ClassVar[Mapping[str, RefusalEntry]] = {}
     # How the refusal of an op without a rule reads (`{name}`: the op's name).
     no_rule: ClassVar[str] = "`{name}` has no lowering on this target"
+    # The members of the lowering a rule may use (see RuleContext).
+    rule_surface: ClassVar[frozenset[str]] = frozenset({"lower_block"})
+
+    @cached_property
+    def rule_context(self) -> RuleContext:
+        return RuleContext(self, self.rule_surface | {"lower_block"})
 
     def lower_block(self, block: ir.Block) -> list[ir.Value] | None:
         """Lower `block`'s ops in order. Returns the operands of its `scf.yield` (the
@@ -50,7 +84,7 @@ class Walk:
         try:
             rule = self.rule_for(op)
             with self.op_scope(op):
-                rule(self, op)
+                rule(self.rule_context, op)
         except Refusal as e:
             raise e.at(span_of(op)) from None
 

@@ -299,6 +299,13 @@ class ModuleLowering:
 
 class FunctionLowering(Walk):
     no_rule = "cpu backend: cannot lower '{name}'"
+    # What the rules (the op_* methods below, `_arith`) use: values, the builder and
+    # the arena, status guards; not the signature planning of `run`.
+    rule_surface = frozenset(
+        {"values", "get", "bind_flat", "region_values", "b", "allocas", "mod", "fn", "sig",
+         "plan", "counters", "exit", "instance", "instances", "guard", "nbytes", "memcpy",
+         "at", "slot", "_copy_in", "require"}
+    )  # fmt: skip
 
     def __init__(self, mod: ModuleLowering, func: ir.Operation):
         self.mod = mod

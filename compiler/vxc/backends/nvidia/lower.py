@@ -1138,6 +1138,14 @@ def lower_module(module: ir.Module, target: Target) -> tuple[Module, list[dict]]
 
 
 FunctionLowering.rules = RULES
+# What the rules use: values, the PTX builder, the arch record, tiles and the helpers
+# rules share; not the planning (`plan`, `declare`, `smem_layout`, `prologue`).
+FunctionLowering.rule_surface = frozenset(
+    {"get", "set", "region_values", "parallel_assign", "carry", "k", "c", "mma", "arch",
+     "target", "func", "tile", "issue_load", "wait", "as_smem", "next_count",
+     "slot_address", "tmaps", "tmap_addr", "results", "returns", "helper_of", "lens",
+     "instance", "status", "exit"}
+)  # fmt: skip
 FunctionLowering.no_rule = "the NVIDIA backends have no lowering for `{name}`"
 # Views and stores (LANGUAGE.md 4.2) are TMA boxes at the view's coordinates and TMA
 # stores (TARGETS.md); not written yet: refused with the op's line.

@@ -182,6 +182,13 @@ class FunctionLowering(Walk):
     rules = RULES
     refusals = REFUSALS
     no_rule = "tpu backend: `{name}` has no Mosaic lowering"
+    # What the rules use: the value environment, the Mosaic types and constants, the
+    # ref/ring helpers and the launch; not the kernel planning of `plan` and `run`.
+    rule_surface = frozenset(
+        {"env", "ctx", "vx", "ty", "scalar", "i32", "idx", "hbm", "dst", "view", "load",
+         "store", "sem", "flatten", "unflatten", "same_shape", "pid", "instances",
+         "inputs", "constraints", "preconditions", "precision"}
+    )  # fmt: skip
 
     def __init__(
         self, vx_func: ir.Operation, ctx: ir.Context, instances: int = 0, precision: str = "f32"
