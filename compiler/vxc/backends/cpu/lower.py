@@ -304,7 +304,8 @@ class FunctionLowering(Walk):
     rule_surface = frozenset(
         {"values", "get", "bind_flat", "region_values", "b", "allocas", "mod", "fn", "sig",
          "plan", "counters", "exit", "instance", "instances", "guard", "nbytes", "memcpy",
-         "at", "slot", "_copy_in", "require"}
+         "at", "slot", "_copy_in", "require", "strided", "region_guard", "bf16dot",
+         "op_vx_store"}
     )  # fmt: skip
 
     def __init__(self, mod: ModuleLowering, func: ir.Operation):
@@ -590,7 +591,7 @@ class FunctionLowering(Walk):
         self.b.call(f, [m.ptr, ll.Constant(I8, 0), n, ll.Constant(ll.IntType(1), 0)])
         self.values[op.results[0]] = m
 
-    def _bf16dot(self, ta: ir.MemRefType, tb: ir.MemRefType) -> bool:
+    def bf16dot(self, ta: ir.MemRefType, tb: ir.MemRefType) -> bool:
         if not (ta.has_static_shape and tb.has_static_shape):
             return False
         (mm, kk), (_, nn) = ta.shape, tb.shape
@@ -601,10 +602,10 @@ class FunctionLowering(Walk):
         base = self.get(v.src)
         offsets = [self.get(x) for x in v.offsets]
         sizes = list(_memref(v.region.type).shape)
-        self._region_guard(v.proved, base, offsets, sizes)
+        self.region_guard(v.proved, base, offsets, sizes)
         self.values[v.region] = Region(base, offsets, sizes)
 
-    def _region_guard(self, proved: int, base: Mem, offsets, sizes) -> None:
+    def region_guard(self, proved: int, base: Mem, offsets, sizes) -> None:
         """A region the checker did not prove inside its tensor is checked here."""
         if proved:
             return  # E6041 proved it for every allowed value
@@ -620,7 +621,7 @@ class FunctionLowering(Walk):
         offsets = [self.get(v) for v in st.offsets]
         t = _memref(st.src.type)
         region = Region(out, offsets, list(t.shape))
-        self._region_guard(st.proved, out, offsets, region.sizes)
+        self.region_guard(st.proved, out, offsets, region.sizes)
         self.strided(tile.ptr, region, t.element_type, into_tile=False)
 
     def op_vx_store_async(self, op: ir.Operation) -> None:
@@ -673,7 +674,7 @@ class FunctionLowering(Walk):
                 ),
             )
             self.guard(bad, "VX_ERR_SHAPE")
-        if elem == "bf16" and self._bf16dot(ta, tb):
+        if elem == "bf16" and self.bf16dot(ta, tb):
             # AVX512_BF16: B packed in row pairs (into b's widening buffer, which is twice
             # the size it needs), A read in place, `vdpbf16ps` accumulating in f32.
             packed = self.at(_c(self.plan.site[(op, 2)]))
