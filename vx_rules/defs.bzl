@@ -4,21 +4,29 @@
 
     vx_library(name, srcs, deps = [], machine = None)
         Vx sources shared by kernels (their `deps`).
-    vx_kernel(name, srcs, deps = [], machine = None, emit = "artifact")
+    vx_kernel(name, srcs, deps = [], machine = None, emit = "artifact", targets = TARGETS)
         One artifact directory, <name>.<target>/, for the configured target
         (//vx_rules:target, set with --config=cpu|tpu|b200|h100); every file in it
         is named <stem>.<target>.<ext>. Its checked HIR (<name>.vxhir) is built
         once, in a configuration shared by every target. emit = "vx-mlir" or
-        "target-ir" produces that IR instead of the artifact.
+        "target-ir" produces that IR instead of the artifact, "report" the cost
+        report (<stem>.<target>.report.txt and .roofline.svg, as `vxc report`).
+        `targets` lists the targets the kernel builds for (default all): under
+        another --config it is incompatible (target_compatible_with), so
+        `bazel build //...` skips it and its dependents instead of failing.
     vx_test(name, kernel, srcs = [...], data = [], ...)
         Runs pytest on srcs with VX_TARGET, VX_KERNEL, VX_ARTIFACT_DIR and
         VX_SOURCES set for `kernel` as configured; the test fails if it runs no test.
     vx_multi_kernel(name, kernel, targets = ["cpu", "tpu", "b200", "h100"])
         Builds `kernel` for each target in one invocation (a split transition),
-        each in its own configured output directory.
+        each in its own configured output directory. List only targets the kernel
+        builds for (its `targets`): one incompatible split makes this incompatible.
     vx_cpu_only()
         target_compatible_with for C/C++ callers of a kernel: under --config=cpu a
         vx_kernel provides CcInfo; under another target such a caller is skipped.
+    vx_targets_only(targets)
+        target_compatible_with for a target that builds under these Vx targets only
+        (what vx_kernel's `targets` becomes; for callers of such a kernel too).
 """
 
 load("//vx_rules/private:kernel.bzl", _vx_hir = "vx_hir", _vx_kernel_rule = "vx_kernel_rule", _vx_library = "vx_library")
@@ -36,7 +44,20 @@ vx_toolchain = _vx_toolchain
 # vx_library(name, srcs, deps = [], machine = None): sources for vx_kernel's deps.
 vx_library = _vx_library
 
-def vx_kernel(name, srcs, deps = [], machine = None, visibility = None, tags = [], **kwargs):
+def vx_targets_only(targets):
+    """target_compatible_with for a target that builds under these Vx targets only.
+    vx_kernel(targets = ...) uses it; give it to a native py_test/cc_test caller of such a
+    kernel as well: Bazel 4.2.3 skips a dependent of an incompatible target, but its
+    native rules crash analysing one that expands $(rootpath) of it in `env`."""
+    _check_targets(targets, "vx_targets_only")
+    if not targets:
+        fail("vx_targets_only: no target; list at least one of %s" % ", ".join(_TARGETS))
+    off = [str(Label("//vx_rules:not_a_kernel_target"))]
+    cases = {str(Label("//vx_rules:is_" + t)): ([] if t in targets else off) for t in _TARGETS}
+    cases["//conditions:default"] = []  # the HIR configuration (never a kernel's own)
+    return select(cases)
+
+def vx_kernel(name, srcs, deps = [], machine = None, visibility = None, tags = [], targets = _TARGETS, target_compatible_with = [], **kwargs):
     _vx_hir(
         name = name + "_hir",
         kernel_name = name,
@@ -54,6 +75,7 @@ def vx_kernel(name, srcs, deps = [], machine = None, visibility = None, tags = [
         machine = machine,
         visibility = visibility,
         tags = tags,
+        target_compatible_with = vx_targets_only(targets) + target_compatible_with,
         **kwargs
     )
 
@@ -61,7 +83,7 @@ def vx_test(name, kernel, srcs, data = [], **kwargs):
     _vx_test(name = name, kernel = kernel, srcs = srcs, data = data, **kwargs)
 
 def vx_multi_kernel(name, kernel, targets = _TARGETS, **kwargs):
-    _check_targets(targets)
+    _check_targets(targets, "vx_multi_kernel %s" % name)
     _vx_multi_kernel_rule(name = name, kernel = kernel, targets = targets, **kwargs)
 
 def vx_cpu_only():

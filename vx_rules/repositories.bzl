@@ -2,7 +2,7 @@
 
     load("@vx//vx_rules:repositories.bzl", "vx_rules_dependencies", "vx_register_toolchains")
     vx_rules_dependencies()
-    vx_register_toolchains()
+    vx_register_toolchains()                 # python = True: also the Python toolchain
 """
 
 load("//vx_rules/private:python_env.bzl", "vx_python_env")
@@ -20,9 +20,12 @@ def vx_rules_dependencies(offline_stubs = True):
         if not native.existing_rule(name):
             offline_repository(name = name, kind = name)
 
-def vx_register_toolchains(python = True):
-    """The Vx compiler toolchain and, unless python = False, the locked environment as
-    the Python toolchain (for py_test/py_binary callers of kernels, see docs/BAZEL.md)."""
+def vx_register_toolchains(python = False):
+    """The Vx compiler toolchain; with python = True also the locked environment's
+    interpreter as the Python toolchain (for py_test/py_binary callers of kernels that
+    use @vx//:runtime or @vx//:vxc_py, whose numpy is built for that interpreter; see
+    docs/BAZEL.md). Opt-in: by default the workspace's own Python toolchain runs its
+    py_* targets."""
     native.register_toolchains(str(Label("//vx_rules:vx_default_toolchain")))
     if python:
         native.register_toolchains(str(Label("//vx_rules:vx_python_toolchain")))

@@ -265,6 +265,11 @@ def build(
     if emit not in EMITS:
         raise Unsupported(f"unknown --emit `{emit}` (one of: {', '.join(EMITS)})")
     t0 = time.perf_counter()
+    if emit == "report":  # the cost report's files, as `vxc report -o` writes them
+        reported = report(analysis, target)
+        return BuildResult(
+            reported.diagnostics, reported.outputs, {"check_s": time.perf_counter() - t0}
+        )
     checked = check_target(analysis, target)
     t1 = time.perf_counter()
     result = BuildResult(checked.diagnostics, stats={"check_s": t1 - t0})
@@ -310,8 +315,53 @@ def refusal_diagnostic(e: Refusal, sources: list[Source]) -> Diagnostic:
     return Diagnostic(e.code, e.message, span, help=e.help)
 
 
+@dataclass
+class ReportResult:
+    """`vxc report`: the diagnostics, each kernel's report, and the files it writes
+    (`<stem>.<target>.report.txt`, the table; `<stem>.<target>.roofline.svg`)."""
+
+    diagnostics: list[Diagnostic]
+    reports: list = field(default_factory=list)  # vxc.report.KernelReport
+    outputs: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.severity == "error" for d in self.diagnostics)
+
+
+def report(
+    analysis: Analysis, target: str, sizes: dict[str, int] | None = None, instances: int = 1
+) -> ReportResult:
+    """Check for `target` and report each kernel's cost from the target plan (vxc.report):
+    bytes per edge, FLOPs, intensity, rings, and the roofline bound of the model."""
+    from vxc.report import ReportError, kernel_reports, render
+    from vxc.roofline import roofline_svg
+
+    checked = check_target(analysis, target)
+    result = ReportResult(checked.diagnostics)
+    if not checked.ok:
+        return result
+    try:
+        result.reports = kernel_reports(
+            checked.plan, analysis.program.functions, dict(sizes or {}), instances
+        )
+    except ReportError as e:
+        raise Unsupported(f"vxc report: {e}") from None
+    stem = _stem(analysis.sources)
+    source = _file_name(analysis.sources)
+    result.outputs[f"{stem}.{target}.report.txt"] = render(result.reports, source).encode()
+    if result.reports and result.reports[0].peak_flops and result.reports[0].bandwidth:
+        result.outputs[f"{stem}.{target}.roofline.svg"] = roofline_svg(result.reports, source)
+    return result
+
+
+def _file_name(sources: list[Source]) -> str:
+    """The first source's file name: what outputs are named after."""
+    return sources[0].path.replace("\\", "/").rsplit("/", 1)[-1] if sources else "module"
+
+
 def _stem(sources: list[Source]) -> str:
-    name = sources[0].path.replace("\\", "/").rsplit("/", 1)[-1] if sources else "module"
+    name = _file_name(sources)
     return name[:-3] if name.endswith(".vx") else name
 
 

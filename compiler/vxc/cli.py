@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     add_option_flags(b)  # --cpu, --link, --tpu-aot, --tpu-instances: vxc/targets.py
     b.add_argument("--error-format", choices=("human", "json"), default="human")
     b.add_argument("--const", action="append", default=[], metavar="NAME=VALUE", help=CONST_HELP)
+    _report_parser(sub)
     e = sub.add_parser("explain", help="explain a diagnostic code")
     e.add_argument("code")
     s = sub.add_parser("lsp", help="run the language server (LSP over stdio) for editors")
@@ -50,6 +51,42 @@ def _parser() -> argparse.ArgumentParser:
         "--target", choices=TARGET_NAMES, default="cpu", help="default target; a client may choose"
     )
     return p
+
+
+def _report_parser(sub) -> None:
+    r = sub.add_parser(
+        "report",
+        help="per kernel: bytes per edge, FLOPs, intensity, rings and the roofline bound",
+        description="Prints what the target plan knows about each kernel's cost, per "
+        "instance, and with -o writes DIR/<stem>.<target>.roofline.svg (and the table as "
+        "DIR/<stem>.<target>.report.txt). A bound from the machine model, not a measurement.",
+    )
+    r.add_argument("files", nargs="+", metavar="FILE.vx")
+    r.add_argument("--target", choices=TARGET_NAMES, default="cpu", help="default: cpu")
+    r.add_argument("--machine", metavar="MODEL.vx", help="adds to or replaces the target model")
+    r.add_argument(
+        "--size",
+        action="append",
+        default=[],
+        metavar="NAME=N",
+        help="a runtime size: a Vec's length (`tiles.len()=64`), a dimension or a scalar "
+        "parameter (`n=512`); every size not given is 1024",
+    )
+    r.add_argument(
+        "--instances", type=int, default=1, metavar="N", help="the launch grid (default 1)"
+    )
+    r.add_argument("-o", "--out", metavar="DIR", help="write the roofline SVG and the table here")
+    r.add_argument("--error-format", choices=("human", "json"), default="human")
+
+
+def _sizes(items: list[str]) -> dict[str, int]:
+    sizes = {}
+    for item in items:
+        name, sep, value = item.rpartition("=")
+        if not sep or not name or not value.strip().isdigit():
+            raise UsageError(f"--size wants NAME=N with N a non-negative integer, not `{item}`")
+        sizes[name.strip()] = int(value)
+    return sizes
 
 
 def _read(path: str):
@@ -113,7 +150,7 @@ def _build(args) -> int:
     _report(result.diagnostics, sources, machine, args.error_format)
     if not result.ok:
         return EXIT_ERRORS
-    if args.out is None and args.emit != "artifact":
+    if args.out is None and args.emit not in ("artifact", "report"):
         for data in result.outputs.values():
             sys.stdout.write(data.decode())
         return EXIT_OK
@@ -125,6 +162,39 @@ def _build(args) -> int:
         raise UsageError(str(e)) from None
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _cost_report(args) -> int:
+    from vxc import api
+
+    if args.instances < 1:
+        raise UsageError(f"--instances must be at least 1, not {args.instances}")
+    sources = [_read(f) for f in args.files]
+    machine = _read(args.machine) if args.machine else None
+    result = api.report(
+        api.analyze(sources, machine), args.target, _sizes(args.size), args.instances
+    )
+    _report(result.diagnostics, sources, machine, args.error_format)
+    if not result.ok:
+        return EXIT_ERRORS
+    table = next(v for k, v in result.outputs.items() if k.endswith(".report.txt"))
+    sys.stdout.write(table.decode())
+    if args.out is not None:
+        from vxc.outputs import OutputError, write_set
+
+        if not any(k.endswith(".roofline.svg") for k in result.outputs):
+            print(
+                "vxc: note: no roofline picture: the machine model declares no "
+                "`peak_gflops` or no memory `bandwidth`",
+                file=sys.stderr,
+            )
+        try:
+            written = write_set(args.out, dict(sorted(result.outputs.items())))
+        except OutputError as e:
+            raise UsageError(str(e)) from None
+        for path in written:
+            print(f"wrote {path}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -148,9 +218,14 @@ def main(argv: list[str] | None = None) -> int:
     sys.setrecursionlimit(10_000)
     args = _parser().parse_args(argv)
     try:
-        return {"check": _check, "build": _build, "explain": _explain, "lsp": _lsp}[args.command](
-            args
-        )
+        commands = {
+            "check": _check,
+            "build": _build,
+            "report": _cost_report,
+            "explain": _explain,
+            "lsp": _lsp,
+        }
+        return commands[args.command](args)
     except UsageError as e:
         print(f"vxc: error: {e}", file=sys.stderr)
         return EXIT_USAGE

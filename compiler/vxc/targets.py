@@ -244,8 +244,9 @@ TARGETS: dict[str, Target] = {
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
 
 # What `vxc build --emit` (and the Bazel rules' `emit`) may ask for: the vx dialect
-# module, the target's own IR, or the target's artifact files.
-EMITS: tuple[str, ...] = ("vx-mlir", "target-ir", "artifact")
+# module, the target's own IR, the target's artifact files, or the cost report
+# (`vxc report`'s table and roofline SVG).
+EMITS: tuple[str, ...] = ("vx-mlir", "target-ir", "artifact", "report")
 
 
 def model_source(target: str) -> tuple[str, bytes]:

@@ -40,6 +40,15 @@ vx_kernel(name = "bad", srcs = ["bad.vx"], tags = ["manual"])
 
 vx_library(name = "helpers", srcs = ["helpers.vx"])
 
+# A kernel for the cpu only (256 KiB tiles: E6009 in an SM's shared memory).
+vx_kernel(name = "wide", srcs = ["wide.vx"], targets = ["cpu"])
+
+vx_kernel(name = "stream_report", srcs = ["stream.vx"], emit = "report")
+
+# vx_register_toolchains() without python = True: this runs on the workspace's own
+# Python toolchain, not on @vx_python's interpreter.
+py_test(name = "which_python", size = "small", srcs = ["which_python.py"])
+
 vx_kernel(name = "uses_helpers", srcs = ["uses_helpers.vx"], deps = [":helpers"])
 """
 
@@ -57,6 +66,19 @@ fn uses_helpers(x: &Tensor<f32, [128, 128]>, w: &Tensor<f32, [128, 128]>) -> Ten
   acc_into(&mut acc, &xv, &wv);
   return transfer(acc, Memory::HBM);
 }
+"""
+
+WIDE_VX = """\
+fn wide(x: &Tensor<f32, [256, 256]>) -> Tensor<f32, [256, 256]> on Topology::TensorCore {
+  let xv = transfer(x, Memory::VMEM);
+  return transfer(xv, Memory::HBM);
+}
+"""
+
+WHICH_PYTHON_PY = """\
+import sys
+assert "vx_python" not in sys.executable, sys.executable
+print("python:", sys.executable)
 """
 
 BAD_VX = """\
@@ -104,6 +126,8 @@ class Workspace:
         (self.pkg / "BUILD.bazel").write_text(_BUILD)
         (self.pkg / "stream.vx").write_bytes((ROOT / "kernels" / "stream.vx").read_bytes())
         (self.pkg / "bad.vx").write_text(BAD_VX)
+        (self.pkg / "wide.vx").write_text(WIDE_VX)
+        (self.pkg / "which_python.py").write_text(WHICH_PYTHON_PY)
         (self.pkg / "helpers.vx").write_text(HELPERS_VX)
         (self.pkg / "uses_helpers.vx").write_text(USES_HELPERS_VX)
 

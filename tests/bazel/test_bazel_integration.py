@@ -203,6 +203,36 @@ def test_main_repository_bazel_test_passes(ws):
         main.shutdown()
 
 
+def test_a_kernel_for_some_targets_is_skipped_under_the_others(ws):
+    """vx_kernel(targets = ["cpu"]) is target_compatible_with: `bazel build //k/...` under
+    --config=b200 is green (the kernel skipped, not failed); named directly it is refused
+    as incompatible; under --config=cpu it builds."""
+    p = ws.run("build", "//k/...", "--config=b200")
+    assert not (ws.dir / "bazel-bin" / "k" / "wide.b200").exists(), p.stderr[-3000:]
+    p = ws.run("build", "//k:wide", "--config=b200", check=False)
+    assert p.returncode != 0 and "is incompatible and cannot be built" in p.stderr, p.stderr[-3000:]
+    assert "E6009" not in p.stderr  # never compiled
+    ws.run("build", "//k:wide", "--config=cpu")
+    assert (ws.dir / "bazel-bin" / "k" / "wide.cpu" / "wide.cpu.so").is_file()
+
+
+def test_emit_report_writes_the_table_and_the_roofline(ws):
+    ws.run("build", "//k:stream_report", "--config=b200")
+    d = ws.dir / "bazel-bin" / "k" / "stream_report.b200"
+    assert sorted(p.name for p in d.iterdir()) == [
+        "stream.b200.report.txt",
+        "stream.b200.roofline.svg",
+    ]
+    assert "memory-bound" in (d / "stream.b200.report.txt").read_text()
+
+
+def test_default_registration_leaves_the_python_toolchain_alone(ws):
+    """vx_register_toolchains() registers the compiler only: a plain py_test runs on the
+    workspace's Python toolchain, not on @vx_python's interpreter (opt-in: python = True)."""
+    p = ws.run("test", "//k:which_python", "--test_output=all")
+    assert "python: " in p.stdout and "vx_python" not in p.stdout.split("python: ")[1].split()[0]
+
+
 def test_examples_workspace_consumes_the_rules_in_workspace_mode(ws):
     """examples/ (a second workspace, @vx from local_repository) under Bazel 4.2.3;
     tools/bzlmod_smoke.sh runs the same workspace under Bazel 7 with bzlmod."""
@@ -210,14 +240,22 @@ def test_examples_workspace_consumes_the_rules_in_workspace_mode(ws):
     ex.dir = ROOT / "examples"
     ex.output_user_root = ws.output_user_root.parent / "root-examples"
     try:
-        p = ex.run("test", "//...", "--symlink_prefix=/")
+        p = ex.run("test", "//...", "--symlink_prefix=/", "--test_output=all")
         out = p.stdout + p.stderr
         # `(cached) PASSED`: this workspace's output root outlives a run on one machine,
         # and a test whose inputs did not change (the C test links a byte-identical
         # object) keeps its earlier pass.
-        for t in ("matmul_test", "matmul_cc_test", "matmul_py_test"):
+        tests = ("matmul_test", "matmul_cc_test", "matmul_py_test", "matmul_wide_py_test")
+        for t in tests:
             assert re.search(rf"//hello:{t} +(\(cached\) )?PASSED", out), out[-3000:]
-        assert "3 tests pass" in out
+        assert "4 tests pass" in out
+        # The slim runtime's runfiles (the test asserts < 50 MB itself and prints them).
+        testlogs = Path(ex.run("info", "bazel-testlogs").stdout.strip())
+        log = (testlogs / "hello" / "matmul_wide_py_test" / "test.log").read_text()
+        size = re.search(r"runfiles: \d+ paths, \d+ files, (\d+) B", log)
+        assert size and int(size.group(1)) < 50 << 20, log[-2000:]
+        # A cpu-only kernel (:matmul_wide, targets = ["cpu"]) does not fail //... for b200.
+        ex.run("build", "//...", "--symlink_prefix=/", "--config=b200")
     finally:
         ex.shutdown()
 

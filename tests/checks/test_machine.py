@@ -80,3 +80,33 @@ def test_cycle_through_an_alias_of_the_model():
     )
     _, diags = machine_of(src, "b200")
     assert [(d.code, d.span.line) for d in diags if d.severity == "error"] == [("E6006", 2)]
+
+
+@pytest.mark.parametrize(
+    "target, peak", [("cpu", 460), ("tpu", 197_000), ("b200", 2_250_000), ("h100", 989_000)]
+)
+def test_shipped_models_declare_their_peak(target, peak):
+    machine, diags = machine_of("", target)
+    assert machine.topologies["TensorCore"].peak_gflops == peak and diags == []
+
+
+@pytest.mark.parametrize(
+    "facet, message",
+    [
+        ("peak_gflops: 0", "`peak_gflops` must be positive, not 0"),
+        ("peak_gflops: 1 MB", "invalid Topology facet `peak_gflops`"),
+        ("peak_gflops: Memory::HBM", "invalid Topology facet `peak_gflops`"),
+        ("peak_flops: 10", "invalid Topology facet `peak_flops`"),
+    ],
+)
+def test_a_bad_peak_is_e0205(facet, message):
+    machine, diags = machine_of(f"Topology T {{ memory: Memory::CPU_DRAM, {facet} }}")
+    assert [(d.code, d.message) for d in diags] == [("E0205", message)]
+    assert machine.topologies["T"].peak_gflops == 0
+
+
+def test_a_program_may_declare_its_own_peak():
+    machine, diags = machine_of(
+        "Topology TensorCore { memory: Memory::VMEM, peak_gflops: 123 }", "cpu"
+    )
+    assert diags == [] and machine.topologies["TensorCore"].peak_gflops == 123

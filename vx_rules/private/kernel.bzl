@@ -181,8 +181,9 @@ vx_kernel_rule = rule(
         hir = attr.label(mandatory = True, providers = [VxHirInfo]),
         emit = attr.string(
             default = "artifact",
-            values = ["artifact", "vx-mlir", "target-ir"],
-            doc = "what to produce: the target's artifact, the vx dialect module, or the target IR",
+            values = ["artifact", "vx-mlir", "target-ir", "report"],
+            doc = "what to produce: the target's artifact, the vx dialect module, the target IR, " +
+                  "or the cost report (<stem>.<target>.report.txt and .roofline.svg, as `vxc report`)",
         ),
         tpu_instances = attr.int(
             default = 0,

@@ -15,10 +15,10 @@ def _vx_multi_kernel_impl(ctx):
         groups[t] = depset([info.artifact_dir])
     return [DefaultInfo(files = depset(files)), OutputGroupInfo(**groups)]
 
-def _check_targets(targets):
+def _check_targets(targets, what):
     for t in targets:
         if t not in TARGETS:
-            fail("vx_multi_kernel: unknown target %r; expected some of %s" % (t, ", ".join(TARGETS)))
+            fail("%s: unknown target %r; expected some of %s" % (what, t, ", ".join(TARGETS)))
 
 vx_multi_kernel_rule = rule(
     implementation = _vx_multi_kernel_impl,

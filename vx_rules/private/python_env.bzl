@@ -102,6 +102,31 @@ py_library(
     imports = ["venv/lib/python{minor}/site-packages"],
 )
 
+# numpy alone, for @vx//:runtime (a py_test that loads a cpu kernel needs numpy and
+# ctypes, nothing else). Left out: what only builds or type-checks numpy code (C headers,
+# the static npymath, f2py, distutils, .pyi stubs) and numpy's own tests.
+py_library(
+    name = "numpy",
+    data = ["env_id.txt"] + glob(
+        [
+            "venv/lib/python{minor}/site-packages/numpy/**",
+            "venv/lib/python{minor}/site-packages/numpy.libs/**",
+            "venv/lib/python{minor}/site-packages/numpy-*.dist-info/**",
+        ],
+        exclude = _PATH_DEPENDENT + [
+            "**/* *",
+            "**/tests/**",
+            "**/*.pyi",
+            "venv/lib/python{minor}/site-packages/numpy/_core/include/**",
+            "venv/lib/python{minor}/site-packages/numpy/_core/lib/**",
+            "venv/lib/python{minor}/site-packages/numpy/f2py/**",
+            "venv/lib/python{minor}/site-packages/numpy/distutils/**",
+            "venv/lib/python{minor}/site-packages/numpy/_pyinstaller/**",
+        ],
+    ),
+    imports = ["venv/lib/python{minor}/site-packages"],
+)
+
 # Everything the lock installs (pytest, jax, scipy...): the runfiles of vx_test.
 filegroup(
     name = "runtime",

@@ -56,6 +56,13 @@ class Topology:
     memory: str | None = None
     visible: list[str] = field(default_factory=list)
     edges: list[Hop] = field(default_factory=list)
+    # The device's dense bf16 matrix peak in GFLOP/s (all its cores: the roofline of
+    # `vxc report` sets it against the device memory's `bandwidth`); 0 = not declared.
+    peak_gflops: int = 0
+
+
+# Topology facets other than `transfer` edges, and the kind of value each takes.
+TOPOLOGY_FACETS = {"memory": "memory", "visible": "list", "peak_gflops": "int"}
 
 
 @dataclass
@@ -208,20 +215,30 @@ def _granule_fits(mem: Memory, d: A.MemoryDecl, sink: DiagnosticSink) -> None:
 def _topology(m: Machine, d: A.TopologyDecl, sink: DiagnosticSink) -> None:
     topo = Topology(d.name, d.span)
     for f in d.facets:
-        if f.name == "memory" and f.kind == "memory":
-            topo.memory = f.value
-        elif f.name == "visible" and f.kind == "list":
-            topo.visible = list(f.value)
-        else:
+        want = TOPOLOGY_FACETS.get(f.name)
+        if want is None or f.kind != want:
             sink.emit(
                 "E0205",
                 f"invalid Topology facet `{f.name}`",
                 f.span,
                 notes=[
-                    "facets are `memory: Memory::X`, `visible: [Memory::X, ...]` "
+                    "facets are `memory: Memory::X`, `visible: [Memory::X, ...]`, "
+                    "`peak_gflops: N` (the dense bf16 peak, GFLOP/s) "
                     "and `transfer Memory::A -> Memory::B : COST [relaxed|sync]`"
                 ],
             )
+        elif f.name == "peak_gflops" and f.value <= 0:
+            sink.emit(
+                "E0205",
+                f"`peak_gflops` must be positive, not {f.value}",
+                f.span,
+                help="give the device's dense bf16 peak in GFLOP/s (TPU v5e: 197000), "
+                "or leave the facet out",
+            )
+        elif f.name == "visible":
+            topo.visible = list(f.value)
+        else:
+            setattr(topo, f.name, f.value)
     topo.edges = [Hop(e.src, e.dst, e.cost, e.relaxed, e.span) for e in d.edges]
     m.topologies[d.name] = topo
 

@@ -134,7 +134,8 @@ _TABLE = [
         "E0205",
         "error",
         "invalid machine declaration",
-        "A `Memory` or `Topology` facet is unknown or has a value of the wrong kind.",
+        "A `Memory` or `Topology` facet is unknown or has a value of the wrong kind (or a "
+        "`peak_gflops` that is not a positive integer).",
     ),
     Code(
         "E0206",

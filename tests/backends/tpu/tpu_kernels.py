@@ -70,7 +70,7 @@ def reference(kernel, args: list[np.ndarray]) -> np.ndarray:
     if kernel.name in ("stream", "stream_blocking", "stream_triple"):
         tiles, w = f
         return sum(t @ w for t in tiles)
-    if kernel.name == "matmul":
+    if kernel.name in ("matmul", "matmul_wide"):
         x, w = f
         return x @ w
     if kernel.name == "stream_grid":  # instance k: its share of the tiles
