@@ -153,7 +153,36 @@ def test_items_of_an_edited_document_are_its_items(seed: int):
         text = text[:a] + rng.choice(_EDIT_TEXTS) + text[b:]
         r = checker.check("e.vx", text)
         assert r.items == split_items(text)
+        assert checker.versions["e.vx"].comps.groups == components(r.items)
         assert r.diagnostics == _full("e.vx", text, "cpu"), text
+
+
+def test_renamed_functions_are_grouped_again_where_the_names_are():
+    """Renaming a function, or naming another one in a body, regroups only the groups
+    that have or name the changed names; the result is the whole document's grouping
+    and `vxc check`'s diagnostics, and only the changed groups are re-checked."""
+    helper = (
+        "fn helper(t: &Tensor<f32, [8]>) -> Tensor<f32, [8]> {\n"
+        "  return transfer(t, Memory::VMEM);\n}\n"
+    )
+    caller = (
+        "fn caller(t: &Tensor<f32, [8]>) -> Tensor<f32, [8]> on Topology::TensorCore {\n"
+        "  let x = helpr(t);\n  return x;\n}\n"
+    )
+    text = _many(6) + "\n" + helper + caller + _many(3).replace("stream", "tail")
+    checker = IncrementalChecker()
+    checker.check("r.vx", text)
+    versions = [
+        text.replace("helpr(t)", "helper(t)"),  # the call now names helper: one group
+        text.replace("fn helper(", "fn helpr("),  # the function takes the called name
+        text.replace("fn stream3(", "fn tail1(", 1),  # a duplicate name joins two groups
+        text,
+    ]
+    for version in versions:
+        r = checker.check("r.vx", version)
+        assert checker.versions["r.vx"].comps.groups == components(r.items)
+        assert r.diagnostics == _full("r.vx", version, "cpu"), version
+        assert r.rechecked <= 2
 
 
 def test_a_brace_opened_and_closed_rechecks_nothing_it_swallowed():

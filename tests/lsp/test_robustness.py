@@ -94,6 +94,10 @@ def test_malformed_messages_get_json_rpc_errors(server):
     _error(s, 4, -32600)
     s.message({"jsonrpc": "2.0", "id": [5], "method": "shutdown"})
     _error(s, None, -32600)
+    s.request(5.5, "textDocument/hover", HOVER_NOWHERE)  # JSON-RPC's, not LSP's: refused
+    _error(s, 5.5, -32600)
+    s.request(5.75, "textDocument/hover", {"position": 3})  # and bad params: those win
+    _error(s, 5.75, -32602)
     s.message({"jsonrpc": "2.0", "id": 55})  # neither a request nor a response
     _error(s, 55, -32600)
     # Framing errors: the frame's end is unknown, so what follows up to the next

@@ -210,29 +210,37 @@ class Components:
     @staticmethod
     def of(items: list[Item]) -> Components:
         fns = [i for i, it in enumerate(items) if it.kind == "fn"]
-        parent = {i: i for i in fns}
+        return Components(_group(items, fns), frozenset(items[i].name for i in fns))
 
-        def find(i: int) -> int:
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
-
-        by_name: dict[str, list[int]] = {}
-        for i in fns:
-            by_name.setdefault(items[i].name, []).append(i)
-        names = frozenset(by_name)  # a set: `idents & names` walks the item's few names
-        for i in fns:
-            for name in items[i].idents & names:
-                same = by_name[name]
-                if len(same) == 1 and same[0] == i:
-                    continue  # its own name: most functions name no other
-                for j in same:
-                    parent[find(i)] = find(j)
-        groups: dict[int, list[int]] = {}
-        for i in fns:
-            groups.setdefault(find(i), []).append(i)
-        return Components(sorted(groups.values()), names)
+    def regroup(
+        self, old: list[Item], items: list[Item], edit: Edit
+    ) -> tuple[Components, list[int | None]] | None:
+        """The groups of `items` after an edit that replaced functions one for one but
+        changed the names they have or name: only the groups that have or name a changed
+        name are grouped again (any other link is as it was). Returns the groups and,
+        per group, the index of the same group here (None: grouped again); None when
+        the edit is not of that kind."""
+        mid = range(edit.head, edit.tail)
+        if edit.old != edit.new or not self.groups:
+            return None
+        if any(old[i].kind != "fn" or items[i].kind != "fn" for i in mid):
+            return None
+        names = frozenset(it.name for it in items if it.kind == "fn")
+        changed: set[str] = set()
+        for i in mid:
+            changed |= {old[i].name, items[i].name}
+            changed |= (old[i].idents & self.names) | (items[i].idents & names)
+        of = self.group_of
+        hit = {of[i] for i in mid}
+        hit |= {
+            of[i]
+            for i, it in enumerate(items)
+            if i in of and (it.name in changed or not it.idents.isdisjoint(changed))
+        }
+        again = _group(items, sorted(i for g in hit for i in self.groups[g]))
+        kept = [(comp, g) for g, comp in enumerate(self.groups) if g not in hit]
+        pairs = sorted(kept + [(comp, None) for comp in again], key=lambda p: p[0][0])
+        return Components([c for c, _ in pairs], names), [g for _, g in pairs]
 
     @cached_property
     def group_of(self) -> dict[int, int]:
@@ -249,6 +257,33 @@ class Components:
         return edit.old == edit.new and all(
             self.links(old[i]) == self.links(items[i]) for i in range(edit.head, edit.tail)
         )
+
+
+def _group(items: list[Item], fns: list[int]) -> list[list[int]]:
+    """The function items `fns` grouped (union-find): linked when one names the other."""
+    parent = {i: i for i in fns}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    by_name: dict[str, list[int]] = {}
+    for i in fns:
+        by_name.setdefault(items[i].name, []).append(i)
+    names = frozenset(by_name)  # a set: `idents & names` walks the item's few names
+    for i in fns:
+        for name in items[i].idents & names:
+            same = by_name[name]
+            if len(same) == 1 and same[0] == i:
+                continue  # its own name: most functions name no other
+            for j in same:
+                parent[find(i)] = find(j)
+    groups: dict[int, list[int]] = {}
+    for i in fns:
+        groups.setdefault(find(i), []).append(i)
+    return sorted(groups.values())
 
 
 def components(items: list[Item]) -> list[list[int]]:
@@ -422,14 +457,21 @@ class IncrementalChecker:
         """Check `text` (a str, or the document's lines as document.py keeps them)."""
         lines = _lines_from(text)
         last = self.versions.get(path)
+        same = regrouped = None
         if last is None:
             items, edit = split_items_lines(lines), None
             comps = Components.of(items)
         else:
             items, edit = resplit(last.lines, last.items, lines)
             same = last.comps.still(last.items, items, edit)
-            comps = last.comps if same else Components.of(items)
-        if last is not None and comps is last.comps:  # items replaced one for one, same kinds
+            regrouped = None if same else last.comps.regroup(last.items, items, edit)
+            if same:
+                comps = last.comps
+            elif regrouped:
+                comps, old_of = regrouped
+            else:
+                comps = Components.of(items)
+        if last is not None and (same or regrouped):  # replaced one for one, same kinds
             decls = last.decls
         else:
             decls = [i for i, it in enumerate(items) if it.kind == "decl"]
@@ -437,9 +479,12 @@ class IncrementalChecker:
         if last is not None:
             self.peak[path] = max(self.peak.get(path, 0), len(last.units))
         result = DocumentResult([], items)
-        version = (self._all if edited is None else self._some)(
-            path, lines, items, comps, decls, last, edit, edited, result
-        )
+        if last is not None and regrouped:
+            version = self._mapped(path, lines, items, comps, decls, last, edit, old_of, result)
+        else:
+            version = (self._all if edited is None else self._some)(
+                path, lines, items, comps, decls, last, edit, edited, result
+            )
         self.versions[path] = version
         result.units = version.placed
         result.diagnostics = _merge([version.placed[g] for g in version.loud])
@@ -476,6 +521,30 @@ class IncrementalChecker:
                     placed[g] = units[g].place(tuple(items[i].line for i in at), at)
         loud = sorted({*last.loud, *edited} - {g for g in edited if not units[g].loud})
         return _Version(lines, items, comps, decls, keys, units, placed, loud)
+
+    def _mapped(self, path, lines, items, comps, decls, last, edit, old_of, result) -> _Version:
+        """The last version's units for the groups that are as they were (`old_of`: their
+        index there), looked up or checked for the others."""
+        keys, units, placed = [], [], []
+        tail = edit.tail
+        moved_decl = bool(edit.lines and decls and decls[-1] >= tail)
+        for comp, o in zip(comps.groups, old_of, strict=True):
+            if o is None:
+                key, unit, at = self._unit(path, items, comp, decls, last.by_key, result)
+            else:
+                key, unit, at = last.keys[o], last.units[o], last.placed[o]
+                if edit.lines and (moved_decl or comp[-1] >= tail):
+                    at = unit.place(tuple([items[i].line for i in at.items]), at.items)
+            keys.append(key)
+            units.append(unit)
+            placed.append(at)
+        loud = [g for g, u in enumerate(units) if u.loud]
+        version = _Version(lines, items, comps, decls, keys, units, placed, loud)
+        kept = set(old_of)
+        for o, key in enumerate(last.keys):
+            if o not in kept and key not in version.by_key:
+                self._remember(path, key, last.units[o])
+        return version
 
     def _unit(self, path, items, comp, decls, by_key, result) -> tuple[tuple, Unit, Placed]:
         """A group's key, unit (cached, or checked now) and placement."""

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import traceback
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
@@ -136,6 +137,10 @@ class VxLanguageServer(LanguageServer):
             self._refuse(tp.Refusal(tp.PARSE_ERROR, f"Parse error: the body is not JSON: {e}"))
             return
         refusal = tp.envelope(data)
+        if refusal is not None and isinstance(refusal.msg_id, float):
+            # A fractional id is wrong for LSP; if the params are wrong too, that is the
+            # answer that helps (and what a JSON-RPC peer, for which the id is fine, gets).
+            refusal = self._params_refusal({**data, "id": 0}, refusal.msg_id) or refusal
         if refusal is None and "method" in data:
             refusal = self._gate(data)
         if refusal is not None:
@@ -174,18 +179,23 @@ class VxLanguageServer(LanguageServer):
             return tp.Refusal(0, "")
         return None
 
-    def _invalid_params(self, data: dict, e: Exception) -> None:
-        cause = e.__cause__ or e
+    def _params_refusal(self, data: dict, msg_id) -> tp.Refusal | None:
+        """The -32602 answer (with `msg_id`) if `data`'s params do not fit its method."""
+        r = tp.envelope(data)
+        if r is not None:
+            return replace(r, msg_id=msg_id) if r.code == tp.INVALID_PARAMS else None
         try:
-            detail = "; ".join(transform_error(cause)[:3])
-        except Exception:  # not a cattrs validation error
-            detail = str(cause) or type(cause).__name__
-        method = data.get("method", "a response")
-        message = f"Invalid params for {method}: {detail}"
+            self.protocol.structure_message(data)
+        except Exception as e:
+            return tp.Refusal(tp.INVALID_PARAMS, _params_message(data, e), msg_id)
+        return None
+
+    def _invalid_params(self, data: dict, e: Exception) -> None:
+        message = _params_message(data, e)
         if "method" in data and "id" in data:
             self._refuse(tp.Refusal(tp.INVALID_PARAMS, message, data["id"]))
         elif "method" in data:  # a notification has no answer (JSON-RPC): tell the client
-            self.tell(T.MessageType.Error, f"vxc: invalid params for {method}, ignored: {detail}")
+            self.tell(T.MessageType.Error, f"vxc: {message[0].lower()}{message[1:]}; ignored")
         else:
             log.error("%s", message)
 
@@ -234,6 +244,16 @@ class VxLanguageServer(LanguageServer):
             result.rechecked,
             self.last_check_ms,
         )
+
+
+def _params_message(data: dict, e: Exception) -> str:
+    """What is wrong with a message's params, from the error structuring them raised."""
+    cause = e.__cause__ or e
+    try:
+        detail = "; ".join(transform_error(cause)[:3])
+    except Exception:  # not a cattrs validation error
+        detail = str(cause) or type(cause).__name__
+    return f"Invalid params for {data.get('method', 'a response')}: {detail}"
 
 
 def _position(doc: Document, line: int, col: int) -> T.Position:

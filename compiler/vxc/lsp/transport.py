@@ -159,7 +159,12 @@ def envelope(data) -> Refusal | None:
     has_id = "id" in data
     msg_id = data.get("id")
     if has_id and not valid_id(msg_id) and not (msg_id is None and "method" not in data):
-        return Refusal(INVALID_REQUEST, "Invalid Request: `id` must be an integer or a string")
+        # A fractional number is a JSON-RPC id (one it advises against) but not an LSP
+        # one: refused, and answered with it, since it was read. Anything else: null.
+        echo = msg_id if isinstance(msg_id, float) else None
+        return Refusal(
+            INVALID_REQUEST, "Invalid Request: `id` must be an integer or a string", echo
+        )
     if data.get("jsonrpc") != "2.0":
         return Refusal(INVALID_REQUEST, 'Invalid Request: `jsonrpc` must be "2.0"', msg_id)
     if "method" in data:
