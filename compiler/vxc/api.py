@@ -84,14 +84,18 @@ def compiler_version() -> str:
     return f"{vxc.__version__}+{h.hexdigest()[:12]}"
 
 
-def sources_key(sources: list[Source], machine: Source | None) -> str:
+def sources_key(
+    sources: list[Source], machine: Source | None, consts: dict[str, int] | None = None
+) -> str:
     """The digest of everything an Analysis depends on: the compiler, each source's
-    display path and bytes, and the machine model, tagged as such (`--src m.vx` and
-    `--machine m.vx` are different programs). A .vxhir records it; the worker keys
-    its memory cache by it."""
+    display path and bytes, the machine model, tagged as such (`--src m.vx` and
+    `--machine m.vx` are different programs), and the `--const` values that instantiate
+    generic entries. A .vxhir records it; the worker keys its memory cache by it."""
     h = hashlib.sha256(compiler_version().encode())
     for role, s in [*((b"src", s) for s in sources), *([(b"machine", machine)] if machine else [])]:
         h.update(b"\0" + role + b"\0" + s.path.encode() + b"\0" + hashlib.sha256(s.data).digest())
+    if consts:
+        h.update(b"\0consts" + repr(sorted(consts.items())).encode())
     return h.hexdigest()
 
 
@@ -146,7 +150,10 @@ class Analysis:
         return Analysis(key, list(sources), machine, hir)
 
 
-def analyze(sources: list[Source], machine: Source | None = None) -> Analysis:
+def analyze(
+    sources: list[Source], machine: Source | None = None, consts: dict[str, int] | None = None
+) -> Analysis:
+    """The front half. `consts` instantiates generic kernel entries (`--const N=1024`)."""
     sink = DiagnosticSink()
     modules = [parse_source(s.data, s.path, sink) for s in sources]
     machine_mod = parse_source(machine.data, machine.path, sink) if machine else None
@@ -154,11 +161,11 @@ def analyze(sources: list[Source], machine: Source | None = None) -> Analysis:
     program = None
     if all(m is not None for m in modules) and (machine is None or machine_mod is not None):
         items = [i for m in modules for i in m.items]
-        program = typecheck(items, machine_decls, sink)
+        program = typecheck(items, machine_decls, sink, consts)
         check_ownership(program.functions, sink)
     diags = sorted(sink.items, key=Diagnostic.sort_key)
     return Analysis(
-        sources_key(sources, machine),
+        sources_key(sources, machine, consts),
         list(sources),
         machine,
         CheckedHir(program, diags, machine_decls),
@@ -228,8 +235,13 @@ def check_target(analysis: Analysis, target: str) -> Checked:
     return Checked(analysis, target, machine, plan, diags, solver)
 
 
-def check(sources: list[Source], target: str = "cpu", machine: Source | None = None) -> Checked:
-    return check_target(analyze(sources, machine), target)
+def check(
+    sources: list[Source],
+    target: str = "cpu",
+    machine: Source | None = None,
+    consts: dict[str, int] | None = None,
+) -> Checked:
+    return check_target(analyze(sources, machine, consts), target)
 
 
 def build(

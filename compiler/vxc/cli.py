@@ -28,6 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--target", choices=TARGET_NAMES, default="cpu")
     c.add_argument("--machine", metavar="MODEL.vx", help="adds to or replaces the target model")
     c.add_argument("--error-format", choices=("human", "json"), default="human")
+    c.add_argument("--const", action="append", default=[], metavar="NAME=VALUE", help=CONST_HELP)
     b = sub.add_parser("build", help="build sources for a target")
     b.add_argument("files", nargs="+", metavar="FILE.vx")
     b.add_argument("--target", choices=TARGET_NAMES, required=True)
@@ -41,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--emit", choices=EMITS, default="artifact")
     add_option_flags(b)  # --cpu, --link, --tpu-aot, --tpu-instances: vxc/targets.py
     b.add_argument("--error-format", choices=("human", "json"), default="human")
+    b.add_argument("--const", action="append", default=[], metavar="NAME=VALUE", help=CONST_HELP)
     _report_parser(sub)
     e = sub.add_parser("explain", help="explain a diagnostic code")
     e.add_argument("code")
@@ -98,6 +100,26 @@ def _read(path: str):
         raise UsageError(f"cannot read `{path}`: {why}") from e
 
 
+CONST_HELP = (
+    "instantiate the generic kernel entries' const parameter NAME as VALUE (repeatable); "
+    "an entry with const parameters is built once per instantiation"
+)
+
+
+def _consts(pairs: list[str]) -> dict[str, int]:
+    """`--const N=1024` -> {"N": 1024}; anything else is a usage error naming it."""
+    out: dict[str, int] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        try:
+            if not sep or not name.isidentifier():
+                raise ValueError
+            out[name] = int(value)
+        except ValueError:
+            raise UsageError(f"--const takes NAME=INTEGER, found `{pair[:200]}`") from None
+    return out
+
+
 def _report(diags, sources, machine, fmt: str) -> None:
     from vxc.api import render
 
@@ -109,7 +131,7 @@ def _check(args) -> int:
 
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None
-    checked = api.check(sources, args.target, machine)
+    checked = api.check(sources, args.target, machine, _consts(args.const))
     _report(checked.diagnostics, sources, machine, args.error_format)
     return EXIT_OK if checked.ok else EXIT_ERRORS
 
@@ -120,7 +142,10 @@ def _build(args) -> int:
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None
     result = api.build(
-        api.analyze(sources, machine), args.target, args.emit, **options_from(vars(args))
+        api.analyze(sources, machine, _consts(args.const)),
+        args.target,
+        args.emit,
+        **options_from(vars(args)),
     )
     _report(result.diagnostics, sources, machine, args.error_format)
     if not result.ok:

@@ -16,6 +16,16 @@ returns each result stacked along a new leading axis of length `n`.
 
 bf16 tensors are passed as `ml_dtypes.bfloat16` arrays (jax's bf16 dtype) or
 as `uint16` arrays holding the raw bits.
+
+Outputs (`c: &mut Tensor<f32, [m, n]>`, LANGUAGE.md section 4.2) are arrays the caller
+allocates: writable, C-contiguous, of the declared dtype and shape, written in place
+(`art.gemm.launch(n_instances, m, n, k, a, b, c)` fills `c`); a read-only, non-contiguous
+or wrongly shaped output raises `ArgumentError`, and nothing is copied behind the caller's
+back. Shape parameters (an integer parameter naming another parameter's dimension,
+LANGUAGE.md section 3) are checked against the arrays before any instance runs
+(`ArgumentError` naming the parameter); when the caller omits them (passing the
+arrays by keyword, `art.gemm.launch(4, a=a, b=b, c=c)`), they are inferred from the
+arrays.
 """
 
 from __future__ import annotations
@@ -162,12 +172,31 @@ class Kernel:
             if k in bound:
                 raise ArgumentError(f"{self.name}: parameter '{k}' given twice")
             bound[k] = v
+        self._infer_shapes(bound)
         missing = [n for n in names if n not in bound]
         if missing:
             raise ArgumentError(
                 f"{self.name}: missing argument(s) {missing}; expected {self.signature()}"
             )
         return [bound[n] for n in names]
+
+    def _infer_shapes(self, bound: dict[str, Any]) -> None:
+        """Fill omitted shape parameters from the arrays, and check every given one against
+        them: `m` of `a: &Tensor<bf16, [m, k]>` is `a.shape[0]`."""
+        for p in self.params:
+            for i, name in enumerate(p.get("dims", [])):
+                value = bound.get(p["name"])
+                if not name or not isinstance(value, np.ndarray) or value.ndim <= i:
+                    continue
+                size = int(value.shape[i])
+                if name not in bound:
+                    bound[name] = size
+                elif isinstance(bound[name], int | np.integer) and int(bound[name]) != size:
+                    raise ArgumentError(
+                        f"{self.name}: shape parameter '{name}' is {int(bound[name])} but "
+                        f"argument '{p['name']}' has {size} in dimension {i} "
+                        f"(shape {tuple(value.shape)})"
+                    )
 
     def _tensor(self, p: dict, value: Any) -> tuple[np.ndarray, list[Any]]:
         who = f"{self.name}: argument '{p['name']}'"
@@ -188,6 +217,8 @@ class Kernel:
             raise ArgumentError(
                 f"{who} must have shape {_shape_str(shape)}, got {tuple(value.shape)}"
             )
+        if not p["const"] and not value.flags.writeable:
+            raise ArgumentError(f"{who} is written by the kernel and must be writable")
         if not value.flags.c_contiguous:
             if not p["const"]:
                 raise ArgumentError(f"{who} is written by the kernel and must be C-contiguous")

@@ -28,6 +28,7 @@ STATUSES: tuple[Status, ...] = (
     Status("VX_ERR_LAUNCH", 5, "the instance count must be >= 1 and the thread count >= 0"),
     Status("VX_ERR_NULL", 6, "an output pointer was null, or an input with elements was null"),
     Status("VX_ERR_WHERE", 7, "the launch breaks the kernel's `where` clause"),
+    Status("VX_ERR_SHAPE_PARAM", 8, "a tensor's size differs from the shape parameter naming it"),
 )
 
 STATUS: dict[str, int] = {s.name: s.code for s in STATUSES}

@@ -68,7 +68,7 @@ def test_every_ast_form_has_a_hir_twin_with_the_same_fields():
         for c in vars(A).values()
         if isinstance(c, type) and issubclass(c, A.Expr | A.Stmt) and c not in (A.Expr, A.Stmt)
     }
-    assert forms | {A.Block, A.Param} == set(TWINS)
+    assert forms | {A.Block, A.Param, A.Range} == set(TWINS)
     for ast_cls, hir_cls in TWINS.items():
         hir_fields = [f.name for f in dataclasses.fields(hir_cls)]
         ast_fields = [f.name for f in dataclasses.fields(ast_cls)]

@@ -418,11 +418,15 @@ def swap_word(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
     """A type, space, dimension or unit for another of its kind: mutants that still
     parse and often check, so they reach placement, seams and the back end."""
     for _ in range(rng.randint(1, 3)):
-        group = rng.choice(SWAPS)
+        # A group the input has words of (a group it lacks changed nothing).
+        present = [g for g in SWAPS if any(t.group() in g for t in _tokens(data))]
+        group = rng.choice(present) if present else rng.choice(SWAPS)
         hits = [t for t in _tokens(data) if t.group() in group]
         if hits:
             t = rng.choice(hits)
-            data = data[: t.start()] + rng.choice(group) + data[t.end() :]
+            # Another word of the group: swapping a word for itself was a wasted mutant.
+            others = [w for w in group if w != t.group()] or list(group)
+            data = data[: t.start()] + rng.choice(others) + data[t.end() :]
     return data
 
 

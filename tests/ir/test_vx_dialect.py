@@ -129,7 +129,8 @@ _SIG = (
     '%t: memref<128x128xf32, "HBM">, %v: memref<128x128xf32, "VMEM">, '
     '%s: memref<128x128xf32, "SMEM">, %vec: memref<?x128x128xf32, "HBM">, '
     '%h: memref<128x128xf16, "VMEM">, %x: memref<64x32xf32, "VMEM">, '
-    '%tok: !vx.token<memref<128x128xf32, "VMEM">>, %i: index, %j: i64, %flag: i1'
+    '%tok: !vx.token<memref<128x128xf32, "VMEM">>, %i: index, %j: i64, %flag: i1, '
+    '%big: memref<?x?xf32, "HBM">'
 )
 _ALLOC = "offset = 0 : i64, slots = 1 : i64, slot_bytes = 65536 : i64, ring = 0 : i64"
 _XFER = (
@@ -137,6 +138,9 @@ _XFER = (
     'scope = "device", edge_cost = 50 : i64'
 )
 _T = 'memref<128x128xf32, "HBM">'
+_BIG = 'memref<?x?xf32, "HBM">'
+_STORE = 'space = "HBM", from = "VMEM", edge_cost = 50 : i64, proved = 1 : i64, disjoint = 1 : i64'
+_STORE_SMEM = _STORE.replace('space = "HBM"', 'space = "SMEM"')
 _V = 'memref<128x128xf32, "VMEM">'
 _TOK = f"!vx.token<{_V}>"
 
@@ -184,6 +188,15 @@ BAD = {
     "instances-attr": ("vx.instances", '%r = "vx.instances"() {axis = 0 : i64} : () -> i64', "unknown attribute"),
     "require-type": ("vx.require", '"vx.require"(%j) {clause = "n < 4"} : (i64) -> ()', "operand 'cond'"),
     "require-clause": ("vx.require", '"vx.require"(%flag) : (i1) -> ()', "missing attribute 'clause'"),
+    "view-offsets": ("vx.view", f'%r = "vx.view"(%big, %i) {{proved = 1 : i64}} : ({_BIG}, index) -> {_T}', "offset(s)"),
+    "view-too-big": ("vx.view", f'%r = "vx.view"(%t, %i, %i) {{proved = 1 : i64}} : ({_T}, index, index) -> memref<256x128xf32, "HBM">', "exceeds"),
+    "view-space": ("vx.view", f'%r = "vx.view"(%big, %i, %i) {{proved = 1 : i64}} : ({_BIG}, index, index) -> {_V}', "element type and space"),
+    "view-proved": ("vx.view", f'%r = "vx.view"(%big, %i, %i) {{proved = 2 : i64}} : ({_BIG}, index, index) -> {_T}', "proved must be 0 or 1"),
+    "store-space": ("vx.store", f'"vx.store"(%v, %big, %i, %i) {{{_STORE_SMEM}}} : ({_V}, {_BIG}, index, index) -> ()', "output memory space"),
+    "store-from": ("vx.store", f'"vx.store"(%s, %big, %i, %i) {{{_STORE}}} : (memref<128x128xf32, "SMEM">, {_BIG}, index, index) -> ()', 'from "VMEM"'),
+    "store-offset-type": ("vx.store", f'"vx.store"(%v, %big, %j, %i) {{{_STORE}}} : ({_V}, {_BIG}, i64, index) -> ()', "operand 'offsets'"),
+    "store-element": ("vx.store", f'"vx.store"(%h, %big, %i, %i) {{{_STORE}}} : (memref<128x128xf16, "VMEM">, {_BIG}, index, index) -> ()', "element type"),
+    "store-async-token": ("vx.store_async", f'%r = "vx.store_async"(%v, %big, %i, %i) {{{_STORE}}} : ({_V}, {_BIG}, index, index) -> {_TOK}', "the tile's region"),
     "unknown-op": ("vx.frobnicate", f'"vx.frobnicate"(%v) : ({_V}) -> ()', "is not a vx op"),
 }  # fmt: skip
 
@@ -216,6 +229,9 @@ def test_good_ops_pass():
             '%k = "vx.instance"() : () -> i64',
             '%m = "vx.instances"() : () -> i64',
             '"vx.require"(%flag) {clause = "instances() <= 4"} : (i1) -> ()',
+            f'%w = "vx.view"(%big, %i, %i) {{proved = 1 : i64}} : ({_BIG}, index, index) -> {_T}',
+            f'"vx.store"(%v, %big, %i, %i) {{{_STORE}}} : ({_V}, {_BIG}, index, index) -> ()',
+            f'%st = "vx.store_async"(%v, %big, %i, %i) {{{_STORE}}} : ({_V}, {_BIG}, index, index) -> !vx.token<{_T}>',
         ]
     )
     assert verify_module(_module(body)) == []

@@ -1,11 +1,13 @@
 """Whether a function raises any solver obligation, decided without z3.
 
-The seam checker (checks/seams.py) proves three kinds of facts with z3: reads of a
+The seam checker (checks/seams.py) proves these facts with z3: reads of a
 buffer that crossed a relaxed hop of the target plan or of a token before its `wait`
 (E6004), buffers with a value contract `assert(buf == v)` (E6004), the `where`
-bounds of a callee (E6005), and that a function's own `where` clauses can hold
-(E0403). A function with none of these forms has nothing to prove, so `vxc.api` runs
-the seam checker (and imports z3) only for functions where this returns True. It errs on the side of True: the checker then proves nothing or reports.
+bounds of a callee (E6005), that a function's own `where` clauses can hold (E0403), and
+views, stores and `Vec` indices (E6041-E6043). A function with none of these forms has
+nothing to prove, so `vxc.api` runs the seam checker (and imports z3) only for functions
+where this returns True. It errs on the side of True: the checker then proves nothing or
+reports.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ def needs_proof(fn: Function, placement: FnPlacement, functions: dict[str, Funct
         return True  # its clauses must be satisfiable (E0403)
     if any(h.relaxed for node in placement.nodes.values() for h in node.hops):
         return True  # a buffer crossed a relaxed seam
+    bounded_len = bool(fn.decl.where)  # a `where` clause may bound an index or a length
     for s in H.walk_stmts(fn.decl.body):
         if _token_as_tensor(s, fn):
             return True
         for top in (x for x in vars(s).values() if isinstance(x, H.Expr)):
             for e in H.walk_expr(top):
-                if _obliges(e, functions):
+                if _obliges(e, functions, bounded_len):
                     return True
     return False
 
@@ -44,7 +47,16 @@ def _token_as_tensor(s: H.Stmt, fn: Function) -> bool:
     return False
 
 
-def _obliges(e: H.Expr, functions: dict[str, Function]) -> bool:
+def _obliges(e: H.Expr, functions: dict[str, Function], bounded_len: bool) -> bool:
+    if isinstance(e, H.View):
+        return True  # a view's bounds (E6041); a store's races and in-flight source
+    if isinstance(e, H.Index):
+        # A Vec index out of bounds for every allowed value (E6041) needs a `where` clause
+        # (`tiles.len() == 4`, `n < 0`) or a negative index: without either some Vec is long
+        # enough, and the run-time check stays (the seed's `tiles[0]` imports no z3).
+        return bounded_len or any(
+            isinstance(n, H.Unary) and n.op == "-" for n in H.walk_expr(e.index)
+        )
     if isinstance(e, H.Transfer):
         return _is_token(e.src.ty)  # a transfer reads its token's buffer in flight
     if not isinstance(e, H.Call):

@@ -72,6 +72,41 @@ _TABLE = [
         "A type name is not a scalar (`i32`, `f32`, ...), `Tensor`, `Vec`, `Token` or `void`.",
     ),
     Code(
+        "E0106",
+        "error",
+        "view extent is not a compile-time constant",
+        "Every range `lo .. hi` of a view (LANGUAGE.md section 4.2) must have a positive "
+        "constant extent `hi - lo` once const parameters are substituted (`r .. r + 128`, "
+        "`i * 128 .. (i + 1) * 128`): tiles have static shapes on every target's DMA engine. "
+        "The offsets may be run-time values.",
+    ),
+    Code(
+        "E0107",
+        "error",
+        "view used as a value",
+        "A view `x[lo .. hi, ...]` is a place, like `tiles[i]`: it is the source of a "
+        "`transfer` / `transfer_async` (the DMA reads the region) or, of a `&mut` output, its "
+        "destination. It cannot be bound, moved, borrowed or computed on: transfer it into a "
+        "space first.",
+    ),
+    Code(
+        "E0108",
+        "error",
+        "store into a tensor that is not a `&mut` output",
+        "The destination of a store (`transfer(t, c[...])`) is a view of a tensor taken as "
+        "`&mut` (a kernel's output, which the caller allocates). A view of a `&` borrow or of "
+        "a by-value tensor cannot be written: take the parameter as `c: &mut Tensor<...>`.",
+    ),
+    Code(
+        "E0109",
+        "error",
+        "generic kernel entry without an instantiation",
+        "A kernel entry with const parameters (`fn k<const N: i64>(...)`, which no Vx function "
+        "calls) is built once per instantiation named on the command line (`vxc build --const "
+        'N=1024`, Bazel\'s `vx_kernel(consts = {"N": "1024"})`). Without one there is '
+        "nothing to build: name the values, or call it from another function.",
+    ),
+    Code(
         "E0201",
         "error",
         "mismatched types",
@@ -272,6 +307,36 @@ _TABLE = [
         "between HBM and VMEM must be a legal box: each dimension at most 256 elements, and "
         "a row (the innermost dimension) a multiple of 16 bytes. The message names the value "
         "and the limit; split or pad the tile.",
+    ),
+    Code(
+        "E6041",
+        "error",
+        "view or index out of bounds",
+        "A view `x[lo .. hi, ...]` must lie inside its tensor, `0 <= lo` and `hi <= dim` in "
+        "every dimension, for every value the parameters, shape parameters, `where` clauses, "
+        "loop ranges and launch facts allow; z3 proves it (nonlinear arithmetic where an index "
+        "divides by a non-literal). The counterexample names the values; add a `where` clause "
+        "or change the index. A `Vec` index that is out of bounds for every allowed value is "
+        "this error too (one that may be out of bounds keeps its run-time check). A query z3 "
+        "does not decide within the compilation's budget is reported as not proved.",
+    ),
+    Code(
+        "E6042",
+        "error",
+        "instances may write overlapping regions",
+        "Instances run in any order and at once, so every pair of stores of two instances "
+        "`p != q` to one output must touch disjoint regions. z3 found two instances and an "
+        "element both write (or could not prove disjointness within the budget). A kernel whose "
+        "stores do not depend on `instance()` needs `where instances() == 1`.",
+    ),
+    Code(
+        "E6043",
+        "error",
+        "store source changed while the store is in flight",
+        "`transfer_async(t, out[...])` reads `t` until its token is waited. Writing `t` "
+        "(`&mut t`), assigning or re-binding it (its slot is reused), or moving it away before "
+        "`wait` races with the DMA; the path that reaches the write is shown. Wait the store's "
+        "token first.",
     ),
     Code(
         "E6013",

@@ -136,10 +136,27 @@ class Index(Expr):
 
 
 @dataclass(frozen=True)
+class Range(Node):
+    """`lo .. hi` of one dimension of a view: half-open."""
+
+    lo: Expr
+    hi: Expr
+
+
+@dataclass(frozen=True)
+class View(Expr):
+    """`x[lo .. hi, ...]`: a rectangular region of a tensor, a place like `tiles[i]`."""
+
+    obj: Expr
+    ranges: tuple[Range, ...]
+
+
+@dataclass(frozen=True)
 class Transfer(Expr):
     src: Expr
-    space: str
+    space: str  # `Memory::X`; for a store, the output's space (filled by typecheck)
     is_async: bool
+    dest: Expr | None = None  # a store: a view of a `&mut` output (LANGUAGE.md 4.2)
 
 
 @dataclass(frozen=True)

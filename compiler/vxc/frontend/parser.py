@@ -429,10 +429,23 @@ class _ToAst(Transformer):
         return A.Name(self._s(meta), str(c[0]))
 
     def transfer(self, meta, c):
-        return A.Transfer(self._s(meta), c[0], c[1].name, False)
+        return self._transfer(meta, c, False)
 
     def transfer_async(self, meta, c):
-        return A.Transfer(self._s(meta), c[0], c[1].name, True)
+        return self._transfer(meta, c, True)
+
+    def _transfer(self, meta, c, is_async: bool):
+        """`Memory::X` names the destination space; anything else is a store's destination
+        (a view of an output; the type checker says what else it may not be)."""
+        if isinstance(c[1], A.MemPath):
+            return A.Transfer(self._s(meta), c[0], c[1].name, is_async)
+        return A.Transfer(self._s(meta), c[0], "", is_async, c[1])
+
+    def view(self, meta, c):
+        return A.View(self._s(meta), c[0], tuple(r for r in c[1:] if r is not None))
+
+    def range(self, meta, c):
+        return A.Range(self._s(meta), c[0], c[1])
 
     def wait(self, meta, c):
         return A.Wait(self._s(meta), c[0])

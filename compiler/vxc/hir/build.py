@@ -35,6 +35,8 @@ TWINS: dict[type, type] = {
         A.MethodCall,
         A.Index,
         A.Transfer,
+        A.View,
+        A.Range,
         A.Wait,
         A.TensorNew,
         A.Block,

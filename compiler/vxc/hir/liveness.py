@@ -58,9 +58,10 @@ class Cfg:
 
 
 class _Builder(StmtVisitor):
-    def __init__(self, identity: set[int]):
+    def __init__(self, identity: set[int], store_sources: dict[int, frozenset[int]]):
         self.instrs: list[Instr] = []
         self.identity = identity  # nids of Transfer nodes with no hop (already in place)
+        self.store_sources = store_sources
 
     def add(self, instr: Instr, preds: list[int]) -> int:
         idx = len(self.instrs)
@@ -122,6 +123,11 @@ class _Builder(StmtVisitor):
         makes: list[H.Expr] = []
         for e in exprs:
             _walk(e, uses, makes)
+            for node in H.walk_expr(e) if e is not None else ():
+                if isinstance(node, H.Wait) and isinstance(node.token, H.Name):
+                    # A store reads its source until the wait: the tile stays live (and its
+                    # slot unavailable) until then (LANGUAGE.md 4.2, E6043).
+                    uses |= self.store_sources.get(node.token.vid, frozenset())
         return Instr(span, uses=frozenset(uses), makes=makes)
 
     def origin(self, e: H.Expr) -> tuple[int | None, H.Expr | None]:
@@ -157,9 +163,35 @@ def makes_buffer(e: H.Expr) -> bool:
 children = H.expr_children  # one definition of an expression's operands, in ast.py
 
 
+def store_sources(body: H.Block) -> dict[int, frozenset[int]]:
+    """Token variable -> the variables whose tiles the stores it may hold read
+    (`let st = transfer_async(acc, c[...])`, `st = st2`); flow-insensitive, a union."""
+    out: dict[int, frozenset[int]] = {}
+    bindings = [s for s in H.walk_stmts(body) if isinstance(s, H.Let | H.Assign)]
+    for _ in range(len(bindings) + 1):  # copies between token variables reach a fixed point
+        before = dict(out)
+        for s in bindings:
+            v = s.value
+            if isinstance(v, H.Transfer) and v.dest is not None and v.is_async:
+                src = _strip_borrow(v.src)
+                if isinstance(src, H.Name) and src.vid >= 0:
+                    out[s.vid] = out.get(s.vid, frozenset()) | {src.vid}
+            elif isinstance(v, H.Name) and v.vid in out:
+                out[s.vid] = out.get(s.vid, frozenset()) | out[v.vid]
+        if out == before:
+            break
+    return out
+
+
+def _strip_borrow(e: H.Expr) -> H.Expr:
+    while isinstance(e, H.Borrow):
+        e = e.operand
+    return e
+
+
 def build_cfg(body: H.Block, identity: set[int]) -> Cfg:
     """Flatten `body`; `identity` holds the nids of transfers that move nothing (no hop)."""
-    b = _Builder(identity)
+    b = _Builder(identity, store_sources(body))
     b.add(Instr(body.span), [])  # entry: parameters are defined before it
     ends = b.block(body, [0])
     cfg = Cfg(b.instrs)

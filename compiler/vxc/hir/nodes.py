@@ -119,10 +119,27 @@ class Index(Expr):
 
 
 @dataclass
+class Range(Node):
+    """`lo .. hi` of one dimension of a view: half-open."""
+
+    lo: Expr
+    hi: Expr
+
+
+@dataclass
+class View(Expr):
+    """`x[lo .. hi, ...]`: a rectangular region of a tensor, a place like `tiles[i]`."""
+
+    obj: Expr
+    ranges: list[Range]
+
+
+@dataclass
 class Transfer(Expr):
     src: Expr
-    space: str
+    space: str  # `Memory::X`; for a store, the output's space (filled by typecheck)
     is_async: bool
+    dest: Expr | None = None  # a store: a view of a `&mut` output (LANGUAGE.md 4.2)
 
 
 @dataclass
@@ -244,7 +261,9 @@ def expr_children(e: Node) -> list[Expr]:
         case Call():
             return list(e.args)
         case Transfer():
-            return [e.src]
+            return [e.src] if e.dest is None else [e.src, e.dest]
+        case View():
+            return [e.obj, *(x for r in e.ranges for x in (r.lo, r.hi))]
         case Wait():
             return [e.token]
         case Borrow() | Unary():
@@ -283,11 +302,31 @@ def assigned_vars(block: Block | None) -> set[int]:
     return {s.vid for s in walk_stmts(block) if isinstance(s, Assign)}
 
 
+# Binding strength of the binary operators (grammar.lark): higher binds tighter.
+PRECEDENCE = {
+    "||": 1,
+    "&&": 2,
+    **dict.fromkeys(("==", "!=", "<", "<=", ">", ">="), 3),
+    "+": 4,
+    "-": 4,
+    "*": 5,
+    "/": 5,
+    "%": 5,
+}
+
+
 def show_expr(e: Expr) -> str:
     """A scalar expression as Vx source (for messages and the IR's `clause` attribute)."""
     match e:
         case Binary():
-            return f"{show_expr(e.lhs)} {e.op} {show_expr(e.rhs)}"
+            # Parentheses where precedence needs them: `(i + 1) * T`, `a - (b - c)`.
+            rank = PRECEDENCE[e.op]
+            lhs, rhs = show_expr(e.lhs), show_expr(e.rhs)
+            if isinstance(e.lhs, Binary) and PRECEDENCE[e.lhs.op] < rank:
+                lhs = f"({lhs})"
+            if isinstance(e.rhs, Binary) and PRECEDENCE[e.rhs.op] <= rank:
+                rhs = f"({rhs})"
+            return f"{lhs} {e.op} {rhs}"
         case Name():
             return e.name
         case IntLit() | SizeLit():
@@ -296,6 +335,11 @@ def show_expr(e: Expr) -> str:
             return f"{e.op}{show_expr(e.operand)}"
         case Call():
             return f"{e.callee}({', '.join(show_expr(a) for a in e.args)})"
+        case View():
+            ranges = ", ".join(f"{show_expr(r.lo)} .. {show_expr(r.hi)}" for r in e.ranges)
+            return f"{show_expr(e.obj)}[{ranges}]"
+        case Index():
+            return f"{show_expr(e.obj)}[{show_expr(e.index)}]"
         case MethodCall():
             return f"{show_expr(e.obj)}.{e.method}({', '.join(show_expr(a) for a in e.args)})"
     return type(e).__name__

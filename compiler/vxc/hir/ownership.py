@@ -198,8 +198,17 @@ class Ownership(StmtVisitor):
             case H.Binary():
                 self._expr(e.lhs, state, move=False)
                 self._expr(e.rhs, state, move=False)
+            case H.Transfer() if e.dest is not None:
+                # A store reads its source (LANGUAGE.md 4.2): the tile stays usable.
+                self._expr(e.src, state, move=False)
+                self._expr(e.dest, state, move=False)
             case H.Transfer():
                 self._expr(e.src, state, move=not isinstance(e.src.ty, T.TokenT))
+            case H.View():
+                self._expr(e.obj, state, move=False, loans_checked=loans_checked)
+                for r in e.ranges:
+                    self._expr(r.lo, state, move=False)
+                    self._expr(r.hi, state, move=False)
             case H.Wait():
                 if isinstance(e.token, H.Name) and e.token.vid >= 0:
                     self._use(e.token, state, True, "waited")
@@ -304,7 +313,7 @@ def _reads_token(want: T.Type, value: H.Expr) -> bool:
 
 
 def _root_var(e: H.Expr) -> H.Name | None:
-    while isinstance(e, H.Borrow | H.Index):
+    while isinstance(e, H.Borrow | H.Index | H.View):
         e = e.operand if isinstance(e, H.Borrow) else e.obj
     return e if isinstance(e, H.Name) and e.vid >= 0 else None
 

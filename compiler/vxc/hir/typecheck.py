@@ -9,7 +9,7 @@ any space when called from device code (visibility is checked per target).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from vxc.diagnostics import DiagnosticSink, Span
@@ -17,6 +17,7 @@ from vxc.frontend import ast as A
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.build import HirBuilder, scalar_name
+from vxc.hir.extent import extent
 from vxc.hir.program import Function, Program, Var
 from vxc.hir.visit import StmtVisitor
 
@@ -50,9 +51,14 @@ class _Error(Exception):
 
 class TypeChecker(StmtVisitor):
     def __init__(
-        self, items: Sequence[A.Node], machine_decls: Sequence[A.Node], sink: DiagnosticSink
+        self,
+        items: Sequence[A.Node],
+        machine_decls: Sequence[A.Node],
+        sink: DiagnosticSink,
+        consts: Mapping[str, int] | None = None,
     ):
         self.sink = sink
+        self.entry_consts = dict(consts or {})  # `--const N=1024`: generic entries' values
         self.decls = [i for i in items if isinstance(i, A.MemoryDecl | A.TopologyDecl)]
         self.homes = dict(PORTABLE_HOME)
         for d in [*machine_decls, *self.decls]:
@@ -87,6 +93,8 @@ class TypeChecker(StmtVisitor):
                 continue  # checked per call site, in the caller's placements (see _instance)
             self._function(decl, name, {}, None)
             self._entry_stacks(decl)
+            if decl.const_params and decl.body is not None and name not in helpers:
+                self._instantiate_entry(decl)
         # A helper whose every call failed to type-check was never instantiated: check its
         # body once as written, so its own errors are reported too (the program already
         # has errors, so no placement check sees this instance).
@@ -99,6 +107,38 @@ class TypeChecker(StmtVisitor):
             if name not in helpers and decl.body is not None and name in self.out:
                 self.out[name].entry = not self.out[name].is_template
         return Program(self.out, self.decls)
+
+    def _instantiate_entry(self, decl: A.FnDecl) -> None:
+        """A generic kernel entry: one instance for the values named on the build
+        (`--const N=1024`), or E0109, never silently nothing."""
+        missing = [c.name for c in decl.const_params if c.name not in self.entry_consts]
+        if missing:
+            example = " ".join(f"--const {m}=..." for m in missing)
+            self.sink.emit(
+                "E0109",
+                f"generic kernel entry `{decl.name}` has no instantiation: nothing would be built",
+                decl.name_span,
+                notes=[f"no value for const parameter `{missing[0]}`"],
+                help=f"name the values on the build (`vxc build {example}`), or call "
+                f"`{decl.name}::<...>(...)` from another function",
+            )
+            return
+        values = {c.name: self.entry_consts[c.name] for c in decl.const_params}
+        for cp in decl.const_params:
+            if _const_range(cp) is None:
+                return  # E0206 at the declaration
+            ty, lo, hi = _const_range(cp)
+            if not lo <= values[cp.name] <= hi:
+                self.sink.emit(
+                    "E0005",
+                    f"--const {cp.name}={values[cp.name]} does not fit `{cp.name}: {ty}` "
+                    f"({lo} ..= {hi})",
+                    cp.span,
+                )
+                return
+        name = f"{decl.name}<{', '.join(str(values[c.name]) for c in decl.const_params)}>"
+        self._function(decl, name, values, decl.name)
+        self.out[name].entry = True  # the instance is the kernel entry the build exports
 
     def _entry_stacks(self, decl: A.FnDecl) -> None:
         """A kernel entry is launched as N instances whose results the caller receives
@@ -198,8 +238,10 @@ class TypeChecker(StmtVisitor):
             return self._tensor(T.TensorT(self._elem(t.elem), tuple(t.dims), space), t.span)
         if isinstance(t, A.TokenType):
             inner = self._type(t.inner, t.space)
-            if not isinstance(inner, T.TensorT):
-                self.sink.emit("E0201", f"a token carries a tensor, not `{inner.show()}`", t.span)
+            if not isinstance(inner, T.TensorT | T.Void):  # void: a store's token
+                self.sink.emit(
+                    "E0201", f"a token carries a tensor or `void`, not `{inner.show()}`", t.span
+                )
                 inner = T.TensorT("f32", (), t.space)
             return T.TokenT(inner, t.space)
         if isinstance(t, A.NamedType):
@@ -385,6 +427,15 @@ class TypeChecker(StmtVisitor):
                 return T.RefT(e.mutable, inner)
             case H.Index():
                 return self._index(e, scope)
+            case H.View():
+                self.sink.emit(
+                    "E0107",
+                    "a view is a place: it can only be the source or destination of a transfer",
+                    e.span,
+                    notes=["the DMA reads (or writes) the region; nothing computes on it directly"],
+                    help="transfer it first: `transfer(x[...], Memory::VMEM)`",
+                )
+                raise _Error
             case H.MethodCall():
                 obj = T.deref(self._expr(e.obj, scope, None))
                 if e.method == "len" and isinstance(obj, T.VecT) and not e.args:
@@ -420,7 +471,7 @@ class TypeChecker(StmtVisitor):
         """`&mut x` needs `let mut x`, or `x: &mut T` (reborrowed); `&mut v[i]` needs `v`
         to be such a place too (Rust's E0596)."""
         root = e.operand
-        while isinstance(root, H.Index):
+        while isinstance(root, H.Index | H.View):
             root = root.obj
         if not isinstance(root, H.Name) or root.vid < 0:
             return  # a temporary: `&mut Tensor<f32>([4, 4])`
@@ -496,15 +547,121 @@ class TypeChecker(StmtVisitor):
         raise _Error
 
     def _transfer(self, e: H.Transfer, scope: _Scope) -> T.Type:
-        src = T.deref(self._expr(e.src, scope, None))
-        if isinstance(src, T.TokenT):
+        src = T.deref(self._operand(e.src, scope))
+        if isinstance(src, T.TokenT) and isinstance(src.inner, T.TensorT):
             src = src.inner  # transferring an in-flight buffer reads it: E6004 in checks
         if not isinstance(src, T.TensorT):
             what = "transfer_async" if e.is_async else "transfer"
             self.sink.emit("E0201", f"`{what}` moves a tensor, found `{src.show()}`", e.src.span)
             raise _Error
+        if e.dest is not None:
+            return self._store(e, src, scope)
         placed = replace(src, space=e.space)
         return T.TokenT(placed, e.space) if e.is_async else placed
+
+    def _operand(self, e: H.Expr, scope: _Scope) -> T.Type:
+        """A transfer's source or destination: a view is a place there (LANGUAGE.md 4.2)."""
+        if isinstance(e, H.View):
+            e.ty = self._view(e, scope)
+            return e.ty
+        return self._expr(e, scope, None)
+
+    def _view(self, e: H.View, scope: _Scope) -> T.Type:
+        """`x[lo .. hi, ...]`: a borrowed tensor of the constant extents, where `x` lives."""
+        obj = self._expr(e.obj, scope, None)
+        base = T.deref(obj)
+        if not isinstance(base, T.TensorT):
+            self.sink.emit(
+                "E0201",
+                f"cannot take a view of `{obj.show()}`",
+                e.span,
+                notes=["views are regions of tensors (`a[r .. r + 128, 0 .. 128]`)"],
+            )
+            raise _Error
+        if len(e.ranges) != len(base.dims):
+            self.sink.emit(
+                "E0201",
+                f"a view of `{base.show()}` needs {len(base.dims)} range(s), found {len(e.ranges)}",
+                e.span,
+                help="write one `lo .. hi` per dimension",
+            )
+            raise _Error
+        dims: list[int | str] = []
+        for r in e.ranges:
+            for bound in (r.lo, r.hi):
+                t = self._expr(bound, scope, T.I64)
+                if not T.is_int(t):
+                    self._mismatch(T.I64, t, bound, "a view bound")
+                    raise _Error
+            dims.append(self._extent(r))
+        mutable = isinstance(obj, T.RefT) and obj.mutable
+        return T.RefT(mutable, replace(base, dims=tuple(dims)))
+
+    def _extent(self, r: H.Range) -> int | str:
+        """`hi - lo`: a positive constant (E0106 otherwise, and the range's text stands in
+        for it, so the statement's other errors are still found)."""
+        consts = frozenset(v.vid for v in self.fn.vars.values() if v.kind == "const")
+        size = extent(r.lo, r.hi, consts)
+        if isinstance(size, str) or (size is not None and size > 0):
+            return size
+        lo, hi = H.show_expr(r.lo), H.show_expr(r.hi)
+        self.sink.emit(
+            "E0106",
+            f"the extent of `{lo} .. {hi}` is not a compile-time constant"
+            if size is None
+            else f"the extent of `{lo} .. {hi}` is {size}: it must be positive",
+            r.span,
+            notes=[
+                "tiles have static shapes: every `hi - lo` is a constant once const "
+                "parameters are substituted (the offset `lo` may be a run-time value)"
+            ],
+            help=f"write the range as `lo .. lo + SIZE` (for example `{lo} .. {lo} + 128`)",
+        )
+        return f"{hi} - {lo}"
+
+    def _store(self, e: H.Transfer, src: T.TensorT, scope: _Scope) -> T.Type:
+        """`transfer(t, out[view])`: the region is overwritten; the source is only read. The
+        route goes to the output's space like any transfer's (the plan computes it)."""
+        what = "transfer_async" if e.is_async else "transfer"
+        if not isinstance(e.dest, H.View):
+            got = self._expr(e.dest, scope, None)
+            self.sink.emit(
+                "E0201",
+                f"the destination of `{what}` is `Memory::X` or a view of a `&mut` output, "
+                f"found `{got.show()}`",
+                e.dest.span,
+            )
+            raise _Error
+        dest = self._operand(e.dest, scope)
+        region = T.deref(dest)
+        if not (isinstance(dest, T.RefT) and dest.mutable):
+            root = _view_root(e.dest)
+            var = self.fn.vars.get(root.vid) if root is not None else None
+            name = var.name if var is not None else "this tensor"
+            self.sink.emit(
+                "E0108",
+                f"cannot write through `{name}`: it is not a `&mut` output",
+                e.dest.span,
+                notes=[
+                    f"`{name}` is `{var.ty.show()}`"
+                    if var is not None
+                    else "only a `&mut` tensor parameter is written by a store"
+                ],
+                help=f"take it as `{name}: &mut {_unplaced(T.deref(var.ty))}`"
+                if var is not None and isinstance(T.deref(var.ty), T.TensorT)
+                else None,
+            )
+            raise _Error
+        if not region.shape_matches(src):
+            self.sink.emit(
+                "E0201",
+                f"the view is `{_unplaced(region)}` but the stored tile is `{_unplaced(src)}`",
+                e.span,
+                help="a store's view has the stored tile's element type and shape",
+            )
+            raise _Error
+        e.space = region.space
+        return T.TokenT(T.VOID, region.space) if e.is_async else T.VOID
 
     def _call(self, e: H.Call, scope: _Scope) -> T.Type:
         decl = self.fns.get(e.callee)
@@ -529,6 +686,8 @@ class TypeChecker(StmtVisitor):
                 e.span,
             )
             raise _Error
+        if self._forwards_consts(e):
+            return self._forwarded(decl, e, scope)
         arg_types = [self._expr(a, scope, None) for a in e.args]
         for a, t in zip(e.args, arg_types, strict=True):
             if T.is_int(t) and _int_literal_expr(a):
@@ -540,6 +699,29 @@ class TypeChecker(StmtVisitor):
             self._coerce(p.ty, a.ty, a, f"argument `{p.name}` of `{e.callee}`")
         e.callee = inst.name
         return inst.ret
+
+    def _forwards_consts(self, e: H.Call) -> bool:
+        """`pick::<M>()` in the generic body of `outer<const M: i64>`: M has no value here
+        (each instance of `outer` substitutes one, and then instantiates `pick`)."""
+        mine = {c.name for c in self.fn.decl.const_params}
+        return any(
+            isinstance(n, H.Name) and n.name in mine
+            for ca in e.const_args or []
+            for n in H.walk_expr(ca)
+        )
+
+    def _forwarded(self, decl: A.FnDecl, e: H.Call, scope: _Scope) -> T.Type:
+        """A call of the generic body that forwards const parameters: its arguments are
+        typed, and its result is the callee's with those parameters' names (`[M, M]`)."""
+        for a in [*e.args, *(e.const_args or [])]:
+            self._expr(a, scope, None)
+        names: dict[str, int | str] = {}
+        for cp, ca in zip(decl.const_params, e.const_args or [], strict=False):
+            value = _const_value(ca)
+            names[cp.name] = value if value is not None else H.show_expr(ca)
+        ret = _rename_dims(decl.ret, names) if decl.ret is not None else None
+        home = DEVICE_ARG_SPACE if decl.topology else HOST_SPACE
+        return self._type(ret, home) if ret is not None else T.VOID
 
     def _instance(
         self, decl: A.FnDecl, e: H.Call, scope: _Scope, arg_types: list[T.Type]
@@ -581,10 +763,9 @@ class TypeChecker(StmtVisitor):
             raise _Error
         args = dict(zip((c.name for c in decl.const_params), e.const_args or [], strict=False))
         for cp in decl.const_params:
-            ty = scalar_name(cp.type)
-            if ty is None or not T.is_int(T.Scalar(ty)):
+            if _const_range(cp) is None:
                 raise _Error  # E0206 at the declaration (its generic body is always checked)
-            lo, hi = T.int_range(ty)
+            ty, lo, hi = _const_range(cp)
             if not lo <= consts[cp.name] <= hi:
                 self.sink.emit(
                     "E0005",
@@ -660,7 +841,7 @@ class TypeChecker(StmtVisitor):
                 isinstance(want, T.TensorT)
                 and isinstance(got, T.RefT)
                 and isinstance(got.inner, T.TensorT)
-                and isinstance(e, H.Index)
+                and isinstance(e, H.Index | H.View)
             ):
                 self.sink.emit(
                     "E0304",
@@ -681,6 +862,33 @@ class TypeChecker(StmtVisitor):
     def _expect_bool(self, t: T.Type, e: H.Node) -> None:
         if t != T.BOOL:
             self._mismatch(T.BOOL, t, e, "a condition")
+
+
+def _const_range(cp: A.Param) -> tuple[str, int, int] | None:
+    """A const parameter's integer type and its values, or None (not an integer: E0206)."""
+    ty = scalar_name(cp.type)
+    if ty is None or not T.is_int(T.Scalar(ty)):
+        return None
+    return (ty, *T.int_range(ty))
+
+
+def _rename_dims(t: A.TypeExpr, names: Mapping[str, int | str]) -> A.TypeExpr:
+    """A callee's type with its const parameters' names replaced by the caller's."""
+    match t:
+        case A.TensorType():
+            dims = tuple(names.get(d, d) if isinstance(d, str) else d for d in t.dims)
+            return replace(t, elem=_rename_dims(t.elem, names), dims=dims)
+        case A.RefType() | A.TokenType():
+            return replace(t, inner=_rename_dims(t.inner, names))
+        case A.VecType():
+            return replace(t, elem=_rename_dims(t.elem, names))
+    return t
+
+
+def _view_root(e: H.Expr) -> H.Name | None:
+    while isinstance(e, H.View | H.Index | H.Borrow):
+        e = e.operand if isinstance(e, H.Borrow) else e.obj
+    return e if isinstance(e, H.Name) and e.vid >= 0 else None
 
 
 def _read(t: T.Type) -> T.Type:
@@ -787,6 +995,9 @@ def _unify_dims(pt: A.TypeExpr, at: T.Type, names: set[str], out: dict[str, int]
 
 
 def typecheck(
-    items: Sequence[A.Node], machine_decls: Sequence[A.Node], sink: DiagnosticSink
+    items: Sequence[A.Node],
+    machine_decls: Sequence[A.Node],
+    sink: DiagnosticSink,
+    consts: Mapping[str, int] | None = None,
 ) -> Program:
-    return TypeChecker(items, machine_decls, sink).run()
+    return TypeChecker(items, machine_decls, sink, consts).run()

@@ -69,8 +69,8 @@ class TensorT(Type):
             n *= d
         return n
 
-    def shape_matches(self, other: TensorT) -> bool:
-        return self.elem == other.elem and self.dims == other.dims
+    def shape_matches(self, other: Type) -> bool:
+        return isinstance(other, TensorT) and self.elem == other.elem and self.dims == other.dims
 
 
 @dataclass(frozen=True)
@@ -97,9 +97,10 @@ class RefT(Type):
 
 @dataclass(frozen=True)
 class TokenT(Type):
-    """Receipt of an asynchronous transfer of `inner` (already placed in `space`)."""
+    """Receipt of an asynchronous transfer of `inner` (already placed in `space`); a store's
+    token (`transfer_async(t, out[view])`) carries `void`: waiting it yields nothing."""
 
-    inner: TensorT
+    inner: TensorT | Void
     space: str
 
     def show(self) -> str:
@@ -122,6 +123,11 @@ I32 = Scalar("i32")
 F32 = Scalar("f32")
 BOOL = Scalar("bool")
 VOID = Void()
+
+
+def is_store_token(t: Type | None) -> bool:
+    """The token of a store into an output (`Token<void, Memory::HBM>`)."""
+    return isinstance(t, TokenT) and isinstance(t.inner, Void)
 
 
 def deref(t: Type) -> Type:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from jaxlib.mlir import ir
 
 from vxc.ir import types as T
-from vxc.ir.ops import OPS, OpDef
+from vxc.ir.ops import OPS, OpDef, arity_error
 
 
 class BuildError(ValueError):
@@ -66,8 +66,9 @@ def build(
     unknown = set(attrs) - {a.name for a in d.attrs}
     if unknown:
         raise BuildError(f"{name}: unknown attribute(s) {sorted(unknown)}")
-    if len(operands) != len(d.operands):
-        raise BuildError(f"{name}: expects {len(d.operands)} operand(s), got {len(operands)}")
+    arity = arity_error(d, len(operands))
+    if arity is not None:
+        raise BuildError(f"{name}: {arity}")
     _defaults(d, operands, attrs)
     if result_types is None:
         result_types = d.infer([v.type for v in operands], attrs)
@@ -106,6 +107,22 @@ len_ = _helper("vx.len")
 instance = _helper("vx.instance")
 instances = _helper("vx.instances")
 require = _helper("vx.require")
+store = _helper("vx.store")
+store_async = _helper("vx.store_async")
+
+
+def view(
+    src: ir.Value,
+    offsets: Sequence[ir.Value],
+    sizes: Sequence[int],
+    *,
+    loc: ir.Location | None = None,
+    **kwargs: object,
+) -> ir.Operation:
+    """A region of `sizes` of `src` at `offsets` (its type: the sizes, src's element/space)."""
+    t = src.type
+    result = T.memref_type(list(sizes), str(t.element_type), T.space_of(t))
+    return build("vx.view", [src, *offsets], result_types=[result], loc=loc, **kwargs)
 
 
 def zeros(

@@ -50,7 +50,10 @@ def _op_section(d: OpDef) -> str:
     lines = [f"## `{d.name}`", "", d.doc, ""]
     if d.operands:
         lines += ["| operand | type | meaning |", "|---|---|---|"]
-        lines += [f"| `{o.name}` | {o.type.summary} | {o.doc} |" for o in d.operands]
+        lines += [
+            f"| `{o.name}{'...' if o.variadic else ''}` | {o.type.summary} | {o.doc} |"
+            for o in d.operands
+        ]
         lines.append("")
     if d.results:
         lines += ["| result | type | meaning |", "|---|---|---|"]

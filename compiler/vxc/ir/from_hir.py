@@ -173,9 +173,7 @@ class Lowering:
             # definitions: the backend keeps them out of the C header.
             visibility=None if fn.entry else "private",
         )
-        op.arg_attrs = ir.ArrayAttr.get(
-            [ir.DictAttr.get({"vx.name": ir.StringAttr.get(p.name)}) for p in fn.params]
-        )
+        op.arg_attrs = ir.ArrayAttr.get([_arg_attrs(p) for p in fn.params])
         if fn.topology:
             op.attributes["vx.topology"] = ir.StringAttr.get(fn.topology)
         if fn.entry:
@@ -348,14 +346,44 @@ class Lowering:
             raise RuntimeError(f"`{type(e).__name__}` at line {e.span.line} has no placement")
         return node.ops
 
-    def transfer(self, ctx: _Ctx, e: H.Transfer) -> ir.Value:
+    def transfer(self, ctx: _Ctx, e: H.Transfer) -> ir.Value | None:
         value = self.expr(ctx, e.src)
         ops = self._ops(ctx, e)
+        if e.dest is not None:
+            return self.store(ctx, e, value, ops)
         for i, attrs in enumerate(ops):
             last = i == len(ops) - 1
             build = B.transfer_async if (last and e.is_async) else B.transfer
             value = build(value, **attrs).result
         return value
+
+    def store(self, ctx: _Ctx, e: H.Transfer, value: ir.Value, ops: list) -> ir.Value | None:
+        """`transfer(t, c[view])`: the route's leading hops move the tile blocking, the last
+        one is the store into the region (LANGUAGE.md 4.2); a tile already in the output's
+        space is stored with no edge."""
+        for attrs in ops[:-1]:
+            value = B.transfer(value, **attrs).result
+        last = ops[-1] if ops else {"space": self.space(e.space), "from": self.space(e.space)}
+        out, offsets = self._region(ctx, e.dest)
+        attrs = {
+            "space": last["space"],
+            "from": last["from"],
+            "edge_cost": last.get("edge_cost", 0),
+            "proved": int(e.dest.nid in ctx.placement.proved),
+            "disjoint": int(e.nid in ctx.placement.proved),
+        }
+        build = B.store_async if e.is_async else B.store
+        op = build(value, out, *offsets, **attrs)
+        return op.results[0] if e.is_async else None
+
+    def _region(self, ctx: _Ctx, v: H.View) -> tuple[ir.Value, list[ir.Value]]:
+        """The tensor a view is of, and its offsets as indices."""
+        return self.expr(ctx, v.obj), [self.index(self.expr(ctx, r.lo)) for r in v.ranges]
+
+    def view(self, ctx: _Ctx, e: H.View) -> ir.Value:
+        src, offsets = self._region(ctx, e)
+        sizes = list(T.deref(e.ty).dims)
+        return B.view(src, offsets, sizes, proved=int(e.nid in ctx.placement.proved)).result
 
     def zeros(self, ctx: _Ctx, e: H.TensorNew) -> ir.Value:
         (attrs,) = self._ops(ctx, e)
@@ -498,6 +526,7 @@ def _wait(lo: Lowering, ctx: _Ctx, e: H.Wait) -> ir.Value:
 EXPR_RULES[H.Unary] = Lowering.unary
 EXPR_RULES[H.Binary] = Lowering.binary
 EXPR_RULES[H.Transfer] = Lowering.transfer
+EXPR_RULES[H.View] = Lowering.view
 EXPR_RULES[H.TensorNew] = Lowering.zeros
 EXPR_RULES[H.Call] = Lowering.call
 
@@ -521,6 +550,18 @@ def _instance(lo: Lowering, ctx: _Ctx, e: H.Call) -> ir.Value:
 @_rule(INTRINSIC_RULES, "instances")
 def _instances(lo: Lowering, ctx: _Ctx, e: H.Call) -> ir.Value:
     return B.instances().result
+
+
+def _arg_attrs(p) -> ir.DictAttr:
+    """A parameter's name, and for a tensor the names of the dimensions that shape
+    parameters give (`vx.dims = ["m", "k"]`, "" for a literal), which the launcher checks
+    against the arguments before any instance runs (LANGUAGE.md section 3)."""
+    attrs = {"vx.name": ir.StringAttr.get(p.name)}
+    t = T.deref(p.ty)
+    if isinstance(t, T.TensorT) and any(isinstance(d, str) for d in t.dims):
+        names = [d if isinstance(d, str) else "" for d in t.dims]
+        attrs["vx.dims"] = ir.ArrayAttr.get([ir.StringAttr.get(n) for n in names])
+    return ir.DictAttr.get(attrs)
 
 
 def _space_name(t: ir.Type) -> str:

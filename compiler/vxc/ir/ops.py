@@ -56,6 +56,7 @@ class Operand:
     name: str
     type: TypeConstraint
     doc: str
+    variadic: bool = False  # the last operand only: zero or more values (a view's offsets)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,22 @@ class OpDef:
     verify: Verifier
     infer: Infer
     verifier_doc: str
+
+
+def arity_error(d: OpDef, n: int) -> str | None:
+    """Why `n` operands do not fit `d` (a trailing variadic operand takes any number)."""
+    fixed = len(d.operands) - (1 if d.operands and d.operands[-1].variadic else 0)
+    if fixed != len(d.operands):
+        return None if n >= fixed else f"expects at least {fixed} operand(s), got {n}"
+    return None if n == fixed else f"expects {fixed} operand(s), got {n}"
+
+
+def operand_specs(d: OpDef, n: int) -> list[Operand]:
+    """The table's operand for each of `n` operands (the variadic one repeated)."""
+    specs = list(d.operands)
+    if specs and specs[-1].variadic:
+        return specs[:-1] + [specs[-1]] * (n - len(specs) + 1)
+    return specs
 
 
 # ---------------------------------------------------------------------------
@@ -286,6 +303,94 @@ def _infer_element(ts: list[ir.Type], attrs: dict[str, object]) -> list[ir.Type]
     return [T.memref_type(shape, str(vec.element_type), T.space_of(vec))]
 
 
+_PROOF_ATTR = Attr(
+    "proved",
+    "i64",
+    "1: the checker proved the region inside the tensor for every allowed value (E6041), "
+    "so no run-time check is made; 0: not proved, the backend checks it at run time",
+    1,
+)
+
+_STORE_OPERANDS = (
+    Operand("src", PLACED, "the tile, static shape, in space `from`"),
+    Operand("dst", PLACED, "the output (a `&mut` tensor argument) in `space`"),
+    Operand("offsets", INDEX, "the region's first element, per dimension", True),
+)
+
+_STORE_ATTRS = (
+    Attr("space", "str", "the output's Vx memory space"),
+    Attr("from", "str", "the stored tile's space (one hop)"),
+    Attr("edge_cost", "i64", "cost of the declared transfer edge (0: already in place)", 0),
+    _PROOF_ATTR,
+    Attr(
+        "disjoint",
+        "i64",
+        "1: the checker proved that two instances never store to overlapping regions (E6042)",
+        1,
+    ),
+)
+
+
+def _check_region(region: list[int], tensor: ir.MemRefType, offsets: int, what: str) -> list[str]:
+    """A static region of `tensor` at `offsets` dynamic offsets (one per dimension)."""
+    errs: list[str] = []
+    if len(region) != tensor.rank or offsets != tensor.rank:
+        errs.append(
+            f"{what} of rank {len(region)} with {offsets} offset(s) does not address the "
+            f"rank-{tensor.rank} tensor {tensor}"
+        )
+        return errs
+    if any(d == T.DYNAMIC or d < 1 for d in region):
+        errs.append(f"{what} sizes must be static and positive, got {region}")
+    for d, full in zip(region, tensor.shape, strict=True):
+        if full != T.DYNAMIC and d > full:
+            errs.append(f"{what} size {d} exceeds the tensor's dimension {full}")
+    return errs
+
+
+def _check_proof(op: ir.Operation, *names: str) -> list[str]:
+    return [
+        f"{n} must be 0 or 1, got {attr_int(op, n)}" for n in names if attr_int(op, n) not in (0, 1)
+    ]
+
+
+def _verify_view(op: ir.Operation) -> list[str]:
+    src, res = op.operands[0].type, op.results[0].type
+    errs = _check_region(list(res.shape), src, len(op.operands) - 1, "the view")
+    if res.element_type != src.element_type or T.space_of(res) != T.space_of(src):
+        errs.append(f"result {res} must have the element type and space of {src}")
+    return errs + _check_proof(op, "proved")
+
+
+def _infer_none(ts: list[ir.Type], attrs: dict[str, object]) -> list[ir.Type]:
+    return []
+
+
+def _verify_store(op: ir.Operation) -> list[str]:
+    src, dst = op.operands[0].type, op.operands[1].type
+    errs = _check_region(list(src.shape), dst, len(op.operands) - 2, "the stored tile")
+    if src.element_type != dst.element_type:
+        errs.append(f"the stored tile {src} and the output {dst} differ in element type")
+    if T.space_of(dst) != attr_str(op, "space"):
+        errs.append(f'output memory space "{T.space_of(dst)}" != space "{attr_str(op, "space")}"')
+    if T.space_of(src) != attr_str(op, "from"):
+        errs.append(f'tile memory space "{T.space_of(src)}" != from "{attr_str(op, "from")}"')
+    return errs + _check_proof(op, "proved", "disjoint")
+
+
+def _verify_store_async(op: ir.Operation) -> list[str]:
+    errs = _verify_store(op)
+    with op.context:  # a type is built here; the verifier may run outside a context
+        want = _placed_like(op.operands[0].type, attr_str(op, "space"))
+    if T.token_inner(op.results[0].type) != want:
+        errs.append(f"result must be `!vx.token<{want}>` (the tile's region in the output)")
+    return errs
+
+
+def _infer_store_async(ts: list[ir.Type], attrs: dict[str, object]) -> list[ir.Type]:
+    return [T.token_type(_placed_like(ts[0], str(attrs["space"])))]
+
+
 def _no_checks(op: ir.Operation) -> list[str]:
     return []
 
@@ -373,6 +478,48 @@ OPS: dict[str, OpDef] = {
             _verify_element,
             _infer_element,
             "result = the Vec type without its leading dimension (same element and space).",
+        ),
+        OpDef(
+            "vx.view",
+            "A rectangular region of a tensor (LANGUAGE.md §4.2): static sizes (the result "
+            "type), dynamic offsets (one `index` per dimension). No copy: a transfer from it "
+            "copies the region (cpu: a strided copy; tpu: a DMA of a strided slice; "
+            "b200/h100: a TMA box at the offsets).",
+            (
+                Operand("src", PLACED, "the whole tensor"),
+                Operand("offsets", INDEX, "the region's first element, per dimension", True),
+            ),
+            (Result("region", PLACED, "the region: static shape, the tensor's element and space"),),
+            (_PROOF_ATTR,),
+            _verify_view,
+            lambda ts, attrs: [],
+            "one offset per dimension; result rank == operand rank; result sizes static, "
+            "positive, and within the operand's static dimensions; same element type and "
+            "space; proved is 0 or 1.",
+        ),
+        OpDef(
+            "vx.store",
+            "Blocking store of a tile into a region of an output (`transfer(t, c[view])`), "
+            "one hop from `from` to `space`; the tile is only read.",
+            _STORE_OPERANDS,
+            (),
+            _STORE_ATTRS,
+            _verify_store,
+            _infer_none,
+            "one offset per output dimension; tile rank == output rank; tile sizes static and "
+            "within the output's static dimensions; same element type; output space == "
+            "`space`; tile space == `from`; proved and disjoint are 0 or 1.",
+        ),
+        OpDef(
+            "vx.store_async",
+            "Starts a store (`transfer_async(t, c[view])`); the token's `vx.wait` completes "
+            "it. The tile must not change until then (E6043).",
+            _STORE_OPERANDS,
+            (Result("token", TOKEN, "`!vx.token` of the region (the tile's shape in `space`)"),),
+            _STORE_ATTRS,
+            _verify_store_async,
+            _infer_store_async,
+            "as `vx.store`; the result is the token of the tile's type placed in `space`.",
         ),
         OpDef(
             "vx.len",
@@ -504,7 +651,10 @@ def _getter(kind: str, name: str) -> property:
 def _view_class(d: OpDef) -> type[OpView]:
     ns: dict[str, object] = {"__slots__": (), "DEF": d, "__doc__": d.doc}
     for i, o in enumerate(d.operands):
-        ns[o.name] = property(lambda self, i=i: self.op.operands[i], doc=o.doc)
+        if o.variadic:  # the trailing variadic operand: every value from its position on
+            ns[o.name] = property(lambda self, i=i: list(self.op.operands[i:]), doc=o.doc)
+        else:
+            ns[o.name] = property(lambda self, i=i: self.op.operands[i], doc=o.doc)
     for i, r in enumerate(d.results):
         ns[r.name] = property(lambda self, i=i: self.op.results[i], doc=r.doc)
     for a in d.attrs:
@@ -524,6 +674,9 @@ LenOp = VIEWS["vx.len"]
 InstanceOp = VIEWS["vx.instance"]
 InstancesOp = VIEWS["vx.instances"]
 RequireOp = VIEWS["vx.require"]
+ViewOp = VIEWS["vx.view"]
+StoreOp = VIEWS["vx.store"]
+StoreAsyncOp = VIEWS["vx.store_async"]
 
 
 def view(op: ir.Operation) -> OpView:

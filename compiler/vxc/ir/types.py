@@ -112,6 +112,18 @@ def arg_name(func: ir.Operation, i: int) -> str:
     return f"arg{i}"
 
 
+def arg_dims(func: ir.Operation, i: int) -> tuple[str, ...]:
+    """Per dimension of tensor argument `i`, the shape parameter naming its size ("" for
+    none): its `vx.dims` argument attribute (LANGUAGE.md section 3), else ()."""
+    if "arg_attrs" in func.attributes:
+        attrs = ir.ArrayAttr(func.attributes["arg_attrs"])
+        if i < len(attrs):
+            d = ir.DictAttr(attrs[i])
+            if "vx.dims" in d:
+                return tuple(ir.StringAttr(a).value for a in ir.ArrayAttr(d["vx.dims"]))
+    return ()
+
+
 def is_private(func: ir.Operation) -> bool:
     """A helper: private visibility (kernel entries are public)."""
     vis = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes else None

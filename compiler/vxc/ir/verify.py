@@ -11,7 +11,15 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
-from vxc.ir.ops import OPS, OpDef, attr_ok, ring_layout, verify_call_placement
+from vxc.ir.ops import (
+    OPS,
+    OpDef,
+    arity_error,
+    attr_ok,
+    operand_specs,
+    ring_layout,
+    verify_call_placement,
+)
 
 
 @dataclass(frozen=True)
@@ -35,10 +43,11 @@ class IRVerificationError(ValueError):
 def _generic(op: ir.Operation, d: OpDef) -> list[str]:
     """Arity, type constraints and attribute kinds from the table."""
     errs: list[str] = []
-    if len(op.operands) != len(d.operands):
-        errs.append(f"expects {len(d.operands)} operand(s), got {len(op.operands)}")
+    arity = arity_error(d, len(op.operands))
+    if arity is not None:
+        errs.append(arity)
     else:
-        for spec, v in zip(d.operands, op.operands, strict=True):
+        for spec, v in zip(operand_specs(d, len(op.operands)), op.operands, strict=True):
             if not spec.type.check(v.type):
                 errs.append(f"operand '{spec.name}' must be a {spec.type.summary}, got {v.type}")
     if len(op.results) != len(d.results):

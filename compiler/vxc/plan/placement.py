@@ -98,6 +98,9 @@ class FnPlacement:
     rings: list[Ring] = field(default_factory=list)
     working_set: dict[str, int] = field(default_factory=dict)
     footprint: dict[str, int] = field(default_factory=dict)
+    # nids the seam checker proved: views inside their tensors, Vec indices in bounds,
+    # stores whose instances write disjoint regions (the IR's `proved` / `disjoint`).
+    proved: set[int] = field(default_factory=set)
 
     def of(self, node: H.Expr) -> NodePlacement:
         return self.nodes[node.nid]

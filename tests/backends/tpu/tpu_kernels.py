@@ -15,9 +15,14 @@ os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 
 ROOT = Path(__file__).resolve().parents[3]
 # Every kernel of the repository that has a TPU artifact (seed.vx calls an extern fn:
-# tested for its diagnostic instead).
+# tested for its diagnostic instead; the gemm kernels take shape parameters and use views,
+# which the tpu backend refuses with a code until their lowering lands:
+# tests/e2e/test_views.py).
+NO_TPU_ARTIFACT = {"seed.vx", "gemm.vx", "gemm_3stage.vx"}
 KERNELS = sorted(
-    p for p in [*ROOT.glob("kernels/*.vx"), *ROOT.glob("examples/**/*.vx")] if p.name != "seed.vx"
+    p
+    for p in [*ROOT.glob("kernels/*.vx"), *ROOT.glob("examples/**/*.vx")]
+    if p.name not in NO_TPU_ARTIFACT
 )
 
 

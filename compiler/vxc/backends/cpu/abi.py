@@ -11,7 +11,7 @@ header, the manifest, the lowering and `vxc.runtime` all read this one descripti
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from jaxlib.mlir import ir
 
@@ -36,6 +36,9 @@ class Param:
     shape: tuple[int | None, ...]  # () for scalars; None marks a dynamic dim
     space: str | None
     const: bool  # the kernel never writes through it
+    # Per dimension, the shape parameter that gives its size ("" for none): the launcher
+    # checks the argument against it before any instance runs (VX_ERR_SHAPE_PARAM).
+    dim_names: tuple[str, ...] = ()
 
     @property
     def dynamic_dims(self) -> list[int]:
@@ -58,6 +61,7 @@ class Param:
             "shape": list(self.shape),
             "space": self.space,
             "const": self.const,
+            **({"dims": list(self.dim_names)} if any(self.dim_names) else {}),
         }
 
 
@@ -129,7 +133,12 @@ def signature(func: ir.Operation, written: set[int]) -> Signature:
     extern = not T.has_body(func)
     internal = not extern and T.is_private(func)
     params = tuple(
-        _param(t, _c_name(T.arg_name(func, i)), i not in written, f"@{name} argument {i}", internal)
+        replace(
+            _param(
+                t, _c_name(T.arg_name(func, i)), i not in written, f"@{name} argument {i}", internal
+            ),
+            dim_names=T.arg_dims(func, i),
+        )
         for i, t in enumerate(fty.inputs)
     )
     results = []

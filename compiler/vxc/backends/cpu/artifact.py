@@ -61,7 +61,17 @@ def header(name: str, sigs: list[Signature], target: HostTarget) -> str:
         where = f" on Topology::{sig.topology}" if sig.topology else ""
         lines.append(f"/* {sig.name}: {kind}{where}.")
         for p in sig.params:
-            lines.append(f" *   {p.name}: {_describe(p)}")
+            written = p.kind == "tensor" and not p.const
+            role = " (output: the caller allocates it, C-contiguous; written in place)"
+            lines.append(f" *   {p.name}: {_describe(p)}{role if written else ''}")
+        shapes = [
+            f"{p.name}_dim{i} == {n}" if p.shape[i] is None else f"{p.shape[i]} == {n}"
+            for p in sig.params
+            for i, n in enumerate(p.dim_names)
+            if n
+        ]
+        if shapes:
+            lines.append(f" *   shapes: {', '.join(shapes)} (else VX_ERR_SHAPE_PARAM)")
         for r in sig.results:
             lines.append(f" *   {r.name} (output, caller-allocated): {_describe(r)}")
         for clause in sig.requires:
@@ -84,7 +94,10 @@ def header(name: str, sigs: list[Signature], target: HostTarget) -> str:
 def _describe(p) -> str:
     if p.kind == "scalar":
         return p.dtype
-    dims = ", ".join("?" if d is None else str(d) for d in p.shape)
+    names = p.dim_names or ("",) * len(p.shape)
+    dims = ", ".join(
+        n or ("?" if d is None else str(d)) for d, n in zip(p.shape, names, strict=True)
+    )
     return f"{p.dtype}[{dims}] @ {p.space}"
 
 

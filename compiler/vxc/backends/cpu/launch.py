@@ -107,6 +107,31 @@ def _check_pointers(b: ll.IRBuilder, fn: ll.Function, sig: abi.Signature, first:
     fail(bad, "VX_ERR_NULL")
 
 
+def _check_shapes(b: ll.IRBuilder, fn: ll.Function, sig: abi.Signature, first: int, fail) -> None:
+    """VX_ERR_SHAPE_PARAM when a tensor's size differs from the shape parameter that names
+    it (`a: &Tensor<bf16, [m, k]>` with `m`): checked before any instance runs."""
+    args = iter(fn.args[first:])
+    scalars: dict[str, ll.Value] = {}
+    sizes: list[tuple[str, ll.Value]] = []
+    for p in sig.params:
+        if p.kind != "tensor":
+            scalars[p.name] = next(args)
+            continue
+        next(args)
+        dyn = {i: next(args) for i in p.dynamic_dims}
+        for i, name in enumerate(p.dim_names):
+            if name:
+                sizes.append((name, dyn[i] if i in dyn else _c(p.shape[i])))
+    bad = ll.Constant(ll.IntType(1), 0)
+    for name, size in sizes:
+        if name in scalars and isinstance(scalars[name].type, ll.IntType):
+            want = scalars[name]
+            if want.type.width != 64:
+                want = b.sext(want, I64)
+            bad = b.or_(bad, b.icmp_signed("!=", size, want))
+    fail(bad, "VX_ERR_SHAPE_PARAM")
+
+
 class _Guards:
     """Early returns with a status from a function being built."""
 
@@ -133,6 +158,7 @@ def define_single(mod: ll.Module, sig: abi.Signature, fnty: ll.FunctionType, bod
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     _check_pointers(b, fn, sig, 0, _Guards(b))
     _check_lengths(b, fn, sig, 0, _Guards(b))
+    _check_shapes(b, fn, sig, 0, _Guards(b))
     b.ret(b.call(body, [*fn.args, _c(0), _c(1)]))
     return fn
 
@@ -229,6 +255,7 @@ def define_launch(
     )
     _check_pointers(b, launch, sig, 2, guard)
     _check_lengths(b, launch, sig, 2, guard)
+    _check_shapes(b, launch, sig, 2, guard)
     if where is not None:
         _check_where(b, where, launch.args[2:], n)
 

@@ -20,12 +20,20 @@ from vxc.backends.cpu import abi, launch
 from vxc.backends.cpu.arith import lltype, lower_arith
 from vxc.backends.cpu.errors import STATUS, BackendError
 from vxc.backends.cpu.loops import I64, counted_loop
-from vxc.backends.cpu.matmul import WIDEN, Blocking, define_matmul, define_widen
+from vxc.backends.cpu.matmul import (
+    WIDEN,
+    Blocking,
+    bf16dot_fits,
+    define_matmul,
+    define_matmul_bf16,
+    define_pack,
+    define_widen,
+)
 from vxc.backends.walk import Walk
 from vxc.errors import Refusal
 from vxc.ir import types as T
 from vxc.ir.loc import span_of
-from vxc.ir.ops import MatmulAccOp, RequireOp, ring_layout
+from vxc.ir.ops import MatmulAccOp, RequireOp, StoreAsyncOp, StoreOp, ViewOp, ring_layout
 
 I8, I32 = ll.IntType(8), ll.IntType(32)
 PTR = ll.PointerType()
@@ -51,6 +59,16 @@ class Mem:
 
     ptr: ll.Value
     dims: list[ll.Value]
+
+
+@dataclass
+class Region:
+    """A lowered `vx.view`: a static-size region of a contiguous tensor at run-time
+    offsets. Only transfers read it (a strided copy into their slot)."""
+
+    base: Mem
+    offsets: list[ll.Value]
+    sizes: list[int]
 
 
 def _memref(t: ir.Type) -> ir.MemRefType:
@@ -175,6 +193,8 @@ def written_args(func: ir.Operation) -> set[int]:
             for v in op.operands:
                 if isinstance(v.type, ir.MemRefType):
                     root(v)
+        elif op.name in ("vx.store", "vx.store_async"):
+            root(op.operands[1])  # an output: the C caller allocates it, writable
         return ir.WalkResult.ADVANCE
 
     func.walk(visit)
@@ -284,7 +304,8 @@ class FunctionLowering(Walk):
     rule_surface = frozenset(
         {"values", "get", "bind_flat", "region_values", "b", "allocas", "mod", "fn", "sig",
          "plan", "counters", "exit", "instance", "instances", "guard", "nbytes", "memcpy",
-         "at", "slot", "_copy_in", "require"}
+         "at", "slot", "_copy_in", "require", "strided", "region_guard", "bf16dot",
+         "op_vx_store"}
     )  # fmt: skip
 
     def __init__(self, mod: ModuleLowering, func: ir.Operation):
@@ -502,9 +523,45 @@ class FunctionLowering(Walk):
         base = self.plan.space_base[lay.space] + lay.offset
         return self.at(self.b.add(_c(base), self.b.mul(index, _c(lay.slot_bytes))))
 
+    def strided(self, tile: ll.Value, r: Region, elem: ir.Type, into_tile: bool) -> None:
+        """Copy between a contiguous tile and region `r` of a larger tensor: one memcpy
+        per innermost row, loops over the leading dimensions."""
+        eb = T.element_bytes(elem)
+        row = _c(r.sizes[-1] * eb)
+
+        def level(d: int, base_lin: ll.Value, tile_lin: ll.Value) -> None:
+            # base_lin/tile_lin: the linear element index of the leading dims fixed so far.
+            if d == len(r.sizes) - 1:
+                src_el = self.b.add(self.b.mul(base_lin, r.base.dims[d]), r.offsets[d])
+                dst_el = self.b.mul(tile_lin, _c(r.sizes[d]))
+                at_base = self.b.gep(
+                    r.base.ptr, [self.b.mul(src_el, _c(eb))], inbounds=True, source_etype=I8
+                )
+                at_tile = self.b.gep(
+                    tile, [self.b.mul(dst_el, _c(eb))], inbounds=True, source_etype=I8
+                )
+                dst, src = (at_tile, at_base) if into_tile else (at_base, at_tile)
+                self.memcpy(dst, src, row)
+                return
+
+            def body(i: ll.Value, carried: list) -> list:
+                b_lin = self.b.add(
+                    self.b.mul(base_lin, r.base.dims[d]), self.b.add(r.offsets[d], i)
+                )
+                level(d + 1, b_lin, self.b.add(self.b.mul(tile_lin, _c(r.sizes[d])), i))
+                return []
+
+            counted_loop(self.b, _c(0), _c(r.sizes[d]), _c(1), body, [], name=f"rows{d}")
+
+        level(0, _c(0), _c(0))
+
     def _copy_in(self, op: ir.Operation) -> Mem:
         src = self.get(op.operands[0])
         t = _memref(op.results[0].type)
+        if isinstance(src, Region):  # a view: a strided copy of the region into the slot
+            dst = self.slot(op, t, _c(_static_bytes(t, "a view")))
+            self.strided(dst, src, t.element_type, into_tile=True)
+            return Mem(dst, [_c(d) for d in src.sizes])
         n = self.nbytes(op.operands[0].type, src)
         dst = self.slot(op, t, n)
         self.memcpy(dst, src.ptr, n)
@@ -533,6 +590,44 @@ class FunctionLowering(Walk):
         f = self.mod.intrinsic("llvm.memset.p0.i64", ll.VoidType(), [PTR, I8, I64, ll.IntType(1)])
         self.b.call(f, [m.ptr, ll.Constant(I8, 0), n, ll.Constant(ll.IntType(1), 0)])
         self.values[op.results[0]] = m
+
+    def bf16dot(self, ta: ir.MemRefType, tb: ir.MemRefType) -> bool:
+        if not (ta.has_static_shape and tb.has_static_shape):
+            return False
+        (mm, kk), (_, nn) = ta.shape, tb.shape
+        return bf16dot_fits(self.mod.blocking, mm, nn, kk)
+
+    def op_vx_view(self, op: ir.Operation) -> None:
+        v = ViewOp(op)
+        base = self.get(v.src)
+        offsets = [self.get(x) for x in v.offsets]
+        sizes = list(_memref(v.region.type).shape)
+        self.region_guard(v.proved, base, offsets, sizes)
+        self.values[v.region] = Region(base, offsets, sizes)
+
+    def region_guard(self, proved: int, base: Mem, offsets, sizes) -> None:
+        """A region the checker did not prove inside its tensor is checked here."""
+        if proved:
+            return  # E6041 proved it for every allowed value
+        bad = ll.Constant(ll.IntType(1), 0)
+        for off, size, dim in zip(offsets, sizes, base.dims, strict=True):
+            past = self.b.icmp_signed(">", self.b.add(off, _c(size)), dim)
+            bad = self.b.or_(bad, self.b.or_(self.b.icmp_signed("<", off, _c(0)), past))
+        self.guard(bad, "VX_ERR_INDEX")
+
+    def op_vx_store(self, op: ir.Operation) -> None:
+        st = StoreOp(op) if op.name == "vx.store" else StoreAsyncOp(op)
+        tile, out = self.get(st.src), self.get(st.dst)
+        offsets = [self.get(v) for v in st.offsets]
+        t = _memref(st.src.type)
+        region = Region(out, offsets, list(t.shape))
+        self.region_guard(st.proved, out, offsets, region.sizes)
+        self.strided(tile.ptr, region, t.element_type, into_tile=False)
+
+    def op_vx_store_async(self, op: ir.Operation) -> None:
+        # The copy completes here (as a transfer_async's does); the token is the tile.
+        self.op_vx_store(op)
+        self.values[op.results[0]] = self.get(op.operands[0])
 
     def op_vx_element(self, op: ir.Operation) -> None:
         vec, i = self.get(op.operands[0]), self.get(op.operands[1])
@@ -579,6 +674,14 @@ class FunctionLowering(Walk):
                 ),
             )
             self.guard(bad, "VX_ERR_SHAPE")
+        if elem == "bf16" and self.bf16dot(ta, tb):
+            # AVX512_BF16: B packed in row pairs (into b's widening buffer, which is twice
+            # the size it needs), A read in place, `vdpbf16ps` accumulating in f32.
+            packed = self.at(_c(self.plan.site[(op, 2)]))
+            self.b.call(define_pack(self.mod.ll), [packed, b.ptr, k, n])
+            fn = define_matmul_bf16(self.mod.ll, self.mod.blocking)
+            self.b.call(fn, [acc.ptr, a.ptr, packed, m, n, k])
+            return
         ptrs = []
         for i, (mem, t) in enumerate(((a, ta), (b, tb)), start=1):
             if elem == "f32":
@@ -655,6 +758,9 @@ RULES: dict[str, Callable[[FunctionLowering, ir.Operation], None]] = {
     "vx.wait": FunctionLowering.op_vx_wait,
     "vx.zeros": FunctionLowering.op_vx_zeros,
     "vx.element": FunctionLowering.op_vx_element,
+    "vx.view": FunctionLowering.op_vx_view,
+    "vx.store": FunctionLowering.op_vx_store,
+    "vx.store_async": FunctionLowering.op_vx_store_async,
     "vx.len": FunctionLowering.op_vx_len,
     "vx.matmul_acc": FunctionLowering.op_vx_matmul_acc,
     "vx.instance": FunctionLowering.op_vx_instance,

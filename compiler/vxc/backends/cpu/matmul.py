@@ -31,6 +31,7 @@ class Blocking:
     vw: int  # f32 lanes per vector register
     mr: int  # rows of the register tile
     nv: int  # vectors per row of the register tile
+    bf16dot: bool = False  # AVX512_BF16: bf16 operands go to `vdpbf16ps`, not widened
 
     @property
     def nr(self) -> int:
@@ -41,7 +42,8 @@ def blocking_for(features: str) -> Blocking:
     """Register tile for the host: accumulators + loads must fit the register file."""
     feats = set(features.split(","))
     if "+avx512f" in feats:
-        return Blocking(vw=16, mr=8, nv=2)  # 16 acc + 2 b + broadcasts of 32 zmm
+        # 16 acc + 2 b + broadcasts of 32 zmm
+        return Blocking(vw=16, mr=8, nv=2, bf16dot="+avx512bf16" in feats)
     if "+avx" in feats:
         return Blocking(vw=8, mr=6, nv=2)  # 12 acc + 2 b + 1 broadcast of 16 ymm
     return Blocking(vw=4, mr=4, nv=2)
@@ -182,5 +184,120 @@ def define_widen(module: ll.Module, elem: str) -> ll.Function:
         return []
 
     counted_loop(b, _c(0), count, _c(1), step, name="widen")
+    b.ret_void()
+    return fn
+
+
+# ---- bf16 with AVX512_BF16 (`vdpbf16ps`) ------------------------------------------------
+# `vdpbf16ps zmm_acc, zmm_a, zmm_b` adds a[2i]*b[2i] + a[2i+1]*b[2i+1] to f32 lane i (products
+# exact, f32 accumulation): twice the multiply-adds of an f32 FMA per instruction. With
+# a = a broadcast pair (A[m, 2p], A[m, 2p+1]) and b = 16 pairs (B[2p, j], B[2p+1, j]) that
+# is acc[m, j] += A[m, 2p] B[2p, j] + A[m, 2p+1] B[2p+1, j]: B is packed in pairs of rows
+# once per call (O(KN) against O(MNK)); A is read in place (its pairs are adjacent).
+BF16_NAME = "__vx_matmul_acc_bf16dot"
+PACK_NAME = "__vx_pack_bf16_pairs"
+I32 = ll.IntType(32)
+
+
+class _BFloat(ll.Type):
+    """LLVM's `bfloat` (llvmlite has no such type; the IR is text)."""
+
+    def _to_string(self) -> str:
+        return "bfloat"
+
+
+def bf16dot_fits(blk: Blocking, m: int, n: int, k: int) -> bool:
+    """Whether a static `acc[m, n] += a[m, k] @ b[k, n]` runs on the bf16 dot kernel."""
+    return blk.bf16dot and m % blk.mr == 0 and n % blk.nr == 0 and k % 2 == 0 and k > 0
+
+
+def define_pack(module: ll.Module) -> ll.Function:
+    """void PACK(ptr dst_i32, ptr b_bf16, i64 K, i64 N): dst[p*N + j] = B[2p, j] | B[2p+1, j] << 16."""
+    if PACK_NAME in module.globals:
+        return module.globals[PACK_NAME]
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR, I64, I64]), name=PACK_NAME)
+    fn.linkage = "internal"
+    dst, src, k, n = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    i16 = ll.IntType(16)
+
+    def row(p: ll.Value, _c0: list) -> list:
+        def col(j: ll.Value, _c1: list) -> list:
+            lo_at = b.add(b.mul(b.mul(p, _c(2)), n), j)
+            hi_at = b.add(lo_at, n)
+            lo = b.load(b.gep(src, [lo_at], inbounds=True, source_etype=i16), typ=i16, align=2)
+            hi = b.load(b.gep(src, [hi_at], inbounds=True, source_etype=i16), typ=i16, align=2)
+            pair = b.or_(b.zext(lo, I32), b.shl(b.zext(hi, I32), ll.Constant(I32, 16)))
+            at = b.gep(dst, [b.add(b.mul(p, n), j)], inbounds=True, source_etype=I32)
+            b.store(pair, at, align=4)
+            return []
+
+        counted_loop(b, _c(0), n, _c(1), col, name="pack.j")
+        return []
+
+    counted_loop(b, _c(0), b.sdiv(k, _c(2)), _c(1), row, name="pack.p")
+    b.ret_void()
+    return fn
+
+
+def define_matmul_bf16(module: ll.Module, blk: Blocking) -> ll.Function:
+    """void NAME(ptr acc_f32, ptr a_bf16, ptr b_pairs, i64 M, i64 N, i64 K): the register
+    tile of `_micro`, one `vdpbf16ps` per (row, vector) and pair of K; M, N and K fit
+    (`bf16dot_fits`)."""
+    if BF16_NAME in module.globals:
+        return module.globals[BF16_NAME]
+    fnty = ll.FunctionType(ll.VoidType(), [PTR, PTR, PTR, I64, I64, I64])
+    fn = ll.Function(module, fnty, name=BF16_NAME)
+    fn.linkage = "internal"
+    for arg in fn.args[:3]:
+        arg.add_attribute("noalias")
+    acc, a, bp, m, n, k = fn.args
+    vty, pty = ll.VectorType(F32, 16), ll.VectorType(I32, 16)
+    bty = ll.VectorType(_BFloat(), 32)
+    dot = module.globals.get("llvm.x86.avx512bf16.dpbf16ps.512") or ll.Function(
+        module, ll.FunctionType(vty, [vty, bty, bty]), name="llvm.x86.avx512bf16.dpbf16ps.512"
+    )
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    i16 = ll.IntType(16)
+
+    def tile(i0: ll.Value, j0: ll.Value) -> None:
+        cptrs = [
+            [_gep(b, acc, b.add(b.mul(b.add(i0, _c(r)), n), b.add(j0, _c(v * 16))))
+             for v in range(blk.nv)]
+            for r in range(blk.mr)
+        ]  # fmt: skip
+        init = [b.load(p, typ=vty, align=4) for row in cptrs for p in row]
+
+        def step(p: ll.Value, c: list[ll.Value]) -> list[ll.Value]:
+            bv = []
+            for v in range(blk.nv):
+                at = b.gep(bp, [b.add(b.mul(p, n), b.add(j0, _c(v * 16)))], source_etype=I32)
+                bv.append(b.bitcast(b.load(at, typ=pty, align=4), bty))
+            out = []
+            for r in range(blk.mr):
+                el = b.add(b.mul(b.add(i0, _c(r)), k), b.mul(p, _c(2)))
+                pair = b.load(b.gep(a, [el], inbounds=True, source_etype=i16), typ=I32, align=2)
+                splat = b.insert_element(ll.Constant(pty, ll.Undefined), pair, _c(0))
+                splat = b.shuffle_vector(
+                    splat, ll.Constant(pty, ll.Undefined), ll.Constant(pty, [0] * 16)
+                )
+                av = b.bitcast(splat, bty)
+                out += [b.call(dot, [c[r * blk.nv + v], av, bv[v]]) for v in range(blk.nv)]
+            return out
+
+        final = counted_loop(b, _c(0), b.sdiv(k, _c(2)), _c(1), step, init, name="bd.k")
+        for r, row in enumerate(cptrs):
+            for v, ptr in enumerate(row):
+                b.store(final[r * blk.nv + v], ptr, align=4)
+
+    def tile_row(i0: ll.Value, _c0: list) -> list:
+        def col(j0: ll.Value, _c1: list) -> list:
+            tile(i0, j0)
+            return []
+
+        counted_loop(b, _c(0), n, _c(blk.nv * 16), col, name="bd.j")
+        return []
+
+    counted_loop(b, _c(0), m, _c(blk.mr), tile_row, name="bd.i")
     b.ret_void()
     return fn

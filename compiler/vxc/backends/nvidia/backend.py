@@ -5,7 +5,7 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 
 from vxc.backends import Backend
-from vxc.backends.nvidia.lower import RULES, NvidiaError, lower_module
+from vxc.backends.nvidia.lower import REFUSALS, RULES, NvidiaError, lower_module
 from vxc.backends.nvidia.manifest import Manifest
 from vxc.ir.verify import check_module
 from vxc.targets import NvidiaOptions, Target
@@ -45,4 +45,4 @@ def emit(
     return build(module, target, stem)
 
 
-BACKEND = Backend("nvidia", NvidiaOptions, emit, RULES)
+BACKEND = Backend("nvidia", NvidiaOptions, emit, RULES, REFUSALS)

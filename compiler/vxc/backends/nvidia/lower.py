@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from jaxlib.mlir import ir
 
+from vxc.backends import RefusalEntry
 from vxc.backends.nvidia import tma
 from vxc.backends.nvidia.encoders import (
     MMA_TYPES,
@@ -1146,3 +1147,12 @@ FunctionLowering.rule_surface = frozenset(
      "instance", "status", "exit"}
 )  # fmt: skip
 FunctionLowering.no_rule = "the NVIDIA backends have no lowering for `{name}`"
+# Views and stores (LANGUAGE.md 4.2) are TMA boxes at the view's coordinates and TMA
+# stores (TARGETS.md); not written yet: refused with the op's line.
+REFUSALS: dict[str, RefusalEntry] = {
+    name: RefusalEntry(
+        "E7001", f"the NVIDIA backends do not lower `{name}` (a view or a store) yet"
+    )
+    for name in ("vx.view", "vx.store", "vx.store_async")
+}
+FunctionLowering.refusals = REFUSALS

@@ -149,6 +149,9 @@ RULES: dict[str, Rule] = {}
 rule = registrar(RULES)
 
 
+VIEW_OPS = ("vx.view", "vx.store", "vx.store_async")
+
+
 def _call_refusal(op: ir.Operation) -> str:
     callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
     return (
@@ -161,6 +164,12 @@ def _call_refusal(op: ir.Operation) -> str:
 # Ops the tpu backend refuses by design (the walk raises these; see vxc/backends/walk.py).
 REFUSALS: dict[str, RefusalEntry] = {
     "func.call": RefusalEntry("E7002", _call_refusal),
+    # Views and stores (LANGUAGE.md 4.2) lower to `tpu.enqueue_dma` of a strided slice
+    # (TARGETS.md); not written yet: refused with the op's line.
+    **{
+        name: RefusalEntry("E7001", f"tpu backend: `{name}` (a view or a store) is not lowered yet")
+        for name in VIEW_OPS
+    },
     "memref.memory_space_cast": RefusalEntry(
         "E7005",
         "tpu backend: a tensor is reinterpreted in another memory space "
