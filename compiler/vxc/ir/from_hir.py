@@ -48,6 +48,16 @@ def symbol(name: str) -> str:
     return base + "__" + "_".join(a.strip().replace("-", "m") for a in args.rstrip(">").split(","))
 
 
+def _arg_attrs(p) -> ir.DictAttr:
+    """`vx.name` names the parameter in headers and manifests; `vx.mut` marks a `&mut`
+    parameter, which a caller's code may see written (an `extern fn`'s C prototype drops
+    `const` for it, so a C definition with a plain pointer matches)."""
+    attrs: dict[str, ir.Attribute] = {"vx.name": ir.StringAttr.get(p.name)}
+    if isinstance(p.ty, T.RefT) and p.ty.mutable:
+        attrs["vx.mut"] = ir.UnitAttr.get()
+    return ir.DictAttr.get(attrs)
+
+
 def _elem(name: str) -> str:
     return BY_NAME[name].mlir
 
@@ -136,9 +146,7 @@ class Lowering:
             # definitions: the backend keeps them out of the C header.
             visibility="private" if fn.is_extern or fn.name in self.helpers else None,
         )
-        op.arg_attrs = ir.ArrayAttr.get(
-            [ir.DictAttr.get({"vx.name": ir.StringAttr.get(p.name)}) for p in fn.params]
-        )
+        op.arg_attrs = ir.ArrayAttr.get([_arg_attrs(p) for p in fn.params])
         if fn.topology:
             op.attributes["vx.topology"] = ir.StringAttr.get(fn.topology)
         if not fn.is_extern and fn.name not in self.helpers:

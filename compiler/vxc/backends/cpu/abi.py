@@ -121,12 +121,26 @@ def _param(t: ir.Type, name: str, const: bool, what: str, internal: bool = False
     return Param(name, "scalar", dtype, (), None, const)
 
 
-def _arg_name(func: ir.Operation, i: int) -> str:
+def _arg_attr(func: ir.Operation, i: int, key: str) -> ir.Attribute | None:
     if "arg_attrs" in func.attributes:
         attrs = ir.DictAttr(ir.ArrayAttr(func.attributes["arg_attrs"])[i])
-        if "vx.name" in attrs:
-            return _c_name(ir.StringAttr(attrs["vx.name"]).value)
-    return f"arg{i}"
+        if key in attrs:
+            return attrs[key]
+    return None
+
+
+def _arg_name(func: ir.Operation, i: int) -> str:
+    name = _arg_attr(func, i, "vx.name")
+    return f"arg{i}" if name is None else _c_name(ir.StringAttr(name).value)
+
+
+def _const(func: ir.Operation, i: int, extern: bool, written: set[int]) -> bool:
+    """A kernel's pointer is const when its body never writes through it; an extern has
+    no body, so its declaration decides: `&mut` is writable, `&` and by-value are read
+    (the C definition the user writes must match the prototype exactly)."""
+    if extern:
+        return _arg_attr(func, i, "vx.mut") is None
+    return i not in written
 
 
 def signature(func: ir.Operation, written: set[int]) -> Signature:
@@ -137,7 +151,13 @@ def signature(func: ir.Operation, written: set[int]) -> Signature:
     vis = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes else None
     internal = not extern and vis is not None and ir.StringAttr(vis).value == "private"
     params = tuple(
-        _param(t, _arg_name(func, i), i not in written, f"@{name} argument {i}", internal)
+        _param(
+            t,
+            _arg_name(func, i),
+            _const(func, i, extern, written),
+            f"@{name} argument {i}",
+            internal,
+        )
         for i, t in enumerate(fty.inputs)
     )
     results = []

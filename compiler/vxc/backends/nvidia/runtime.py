@@ -21,6 +21,7 @@ import numpy as np
 
 from vxc.backends.nvidia.encoders import TMA_DTYPES, TMA_SWIZZLE, TensorMap
 from vxc.backends.nvidia.manifest import Manifest
+from vxc.errors import NotRunnableHere
 
 # The compute capability each architecture's cubin runs on (the `a` variants run on
 # exactly that major.minor).
@@ -28,7 +29,7 @@ CAPABILITY = {"sm_90a": (9, 0), "sm_100a": (10, 0)}
 NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32}
 
 
-class NoGpu(RuntimeError):
+class NoGpu(NotRunnableHere):
     """No usable NVIDIA GPU here; the message is one line."""
 
 
