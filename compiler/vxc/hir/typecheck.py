@@ -17,6 +17,7 @@ from vxc.frontend import ast as A
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.build import HirBuilder, scalar_name
+from vxc.hir.literals import literal_types
 from vxc.hir.program import Function, Program, Var
 from vxc.hir.visit import StmtVisitor
 
@@ -76,6 +77,10 @@ class TypeChecker(StmtVisitor):
         self.checked: set[str] = set()  # declared names with at least one checked instance
         self.next_vid = 0
         self.hir = HirBuilder()
+        # Inferred integer types of literal-valued `let`s, by Let nid (hir/literals.py;
+        # nids are unique in the program, so one table serves every instance).
+        self.literal_pins: dict[int, T.Type] = {}
+        self.flexible: dict[int, H.Let] = {}  # vid -> its `let` (help on a mismatch)
 
     # ---- driver ----------------------------------------------------------------
     def run(self) -> Program:
@@ -165,6 +170,8 @@ class TypeChecker(StmtVisitor):
             p.vid = self._bind(scope, p.name, ty, False, p.span, "param")
             fn.params.append(fn.vars[p.vid])
         fn.ret = self._type(hir.ret, arg_space) if hir.ret else T.VOID
+        params = {v.name: v.ty for v in fn.params}
+        self.literal_pins.update(literal_types(hir, params, fn.ret, self.fns))
         self.home = home
         for w in hir.where:
             try:
@@ -266,12 +273,15 @@ class TypeChecker(StmtVisitor):
         self.visit(s, scope)
 
     def visit_let(self, s: H.Let, scope: _Scope) -> None:
-        want = self._type(s.declared, self.home) if s.declared else None
-        ty = self._expr(s.value, scope, want)
-        if want is not None:
-            self._coerce(want, ty, s.value, "this `let`")
+        if s.declared is None:  # an inferred integer type only guides the value's literals
+            ty = self._expr(s.value, scope, self.literal_pins.get(s.nid))
+        else:
+            want = self._type(s.declared, self.home)
+            self._coerce(want, self._expr(s.value, scope, want), s.value, "this `let`")
             ty = want
         s.vid = self._bind(scope, s.name, ty, s.mutable, s.span, "let")
+        if s.declared is None and _int_literal_expr(s.value):
+            self.flexible[s.vid] = s
 
     def visit_assign(self, s: H.Assign, scope: _Scope) -> None:
         vid = self._resolve(s.name, scope, s.span)
@@ -662,7 +672,26 @@ class TypeChecker(StmtVisitor):
             "E0201",
             f"mismatched types in {what}: expected `{want.show()}`, found `{got.show()}`",
             e.span,
+            help=self._annotate_help(want, got, e),
         )
+
+    def _annotate_help(self, want: T.Type, got: T.Type, e: H.Node) -> str | None:
+        """When a side of the mismatch is a literal-valued `let` whose uses disagree on its
+        integer type (so none was inferred), name the annotation that settles it."""
+        sides = [e.lhs, e.rhs] if isinstance(e, H.Binary) else [e]
+        for side in sides:
+            let = self.flexible.get(side.vid) if isinstance(side, H.Name) else None
+            if let is None:
+                continue
+            other = got if side.ty == want else want
+            if T.is_int(other):
+                return (
+                    f"`{let.name}` (line {let.span.line}) holds an integer literal and is "
+                    f"`{side.ty.show()}` here; if it is meant as `{other.show()}`, "
+                    f"declare it: `let {'mut ' if let.mutable else ''}{let.name}: "
+                    f"{other.show()} = ...;`"
+                )
+        return None
 
     def _expect_bool(self, t: T.Type, e: H.Node) -> None:
         if t != T.BOOL:
