@@ -11,7 +11,7 @@ import os
 import sys
 import traceback
 
-from vxc.targets import CPU_LEVELS, EMITS, TARGET_NAMES
+from vxc.targets import CPU_LEVELS, EMIT_MEANING, EMITS, TARGET_NAMES, TARGETS
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -20,30 +20,83 @@ class UsageError(Exception):
     """Bad command line or unreadable input: exit 2 with one line, no traceback."""
 
 
+class _Version(argparse.Action):
+    """`vxc --version`: the package version and the digest of the compiler's own files
+    (the one `api.compiler_version` keys every cache with); api loads only when asked."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from vxc.api import compiler_version
+
+        print(f"vxc {compiler_version()}")
+        parser.exit()
+
+
+# The help texts the subcommands share (argparse fills in %(default)s).
+TARGET_HELP = "the target to check for: " + "; ".join(
+    f"{t.name}, {t.description}" for t in TARGETS.values()
+)
+MACHINE_HELP = "a machine model that adds to or replaces the target's declarations"
+FORMAT_HELP = "diagnostics as rustc-style text (human) or one JSON object per line (json)"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vxc", description="The Vx kernel compiler.")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("check", help="check sources for a target")
+    c = sub.add_parser(
+        "check",
+        help="check sources for a target",
+        description="Check Vx sources for one target: diagnostics on stderr; exit 0 (no "
+        "errors), 1 (errors) or 2 (bad usage).",
+    )
     c.add_argument("files", nargs="+", metavar="FILE.vx")
-    c.add_argument("--target", choices=TARGET_NAMES, default="cpu")
-    c.add_argument("--machine", metavar="MODEL.vx", help="adds to or replaces the target model")
-    c.add_argument("--error-format", choices=("human", "json"), default="human")
-    b = sub.add_parser("build", help="build sources for a target")
+    c.add_argument(
+        "--target",
+        choices=TARGET_NAMES,
+        default="cpu",
+        help=TARGET_HELP + " (default: %(default)s)",
+    )
+    c.add_argument("--machine", metavar="MODEL.vx", help=MACHINE_HELP)
+    c.add_argument(
+        "--error-format",
+        choices=("human", "json"),
+        default="human",
+        help=FORMAT_HELP + " (default: %(default)s)",
+    )
+    b = sub.add_parser(
+        "build",
+        help="build sources for a target",
+        description="Build Vx sources for one target into OUT (or print the IR).",
+    )
     b.add_argument("files", nargs="+", metavar="FILE.vx")
-    b.add_argument("--target", choices=TARGET_NAMES, required=True)
-    b.add_argument("--machine", metavar="MODEL.vx")
+    b.add_argument(
+        "--target", choices=TARGET_NAMES, required=True, help=TARGET_HELP.replace("check", "build")
+    )
+    b.add_argument("--machine", metavar="MODEL.vx", help=MACHINE_HELP)
     b.add_argument(
         "-o",
         "--out",
         metavar="OUT",
         help="output directory (default: stdout for vx-mlir/target-ir, . otherwise)",
     )
-    b.add_argument("--emit", choices=EMITS, default="artifact")
+    b.add_argument(
+        "--emit",
+        choices=EMITS,
+        default="artifact",
+        help="what to write: "
+        + "; ".join(f"{k}: {v}" for k, v in EMIT_MEANING.items())
+        + " (default: %(default)s)",
+    )
     b.add_argument(
         "--cpu",
         default="native",
         choices=CPU_LEVELS,
-        help="cpu target: native (default, this machine) or x86-64[-v2|-v3|-v4] (portable)",
+        help="cpu target: native (default: this machine's CPU) or x86-64[-v2|-v3|-v4] "
+        "(an object that runs on any CPU of that level); Bazel's vx_kernel builds x86-64-v3 "
+        "(--//vx_rules:cpu), so pass --cpu x86-64-v3 for the same object",
     )
     b.add_argument(
         "--tpu-aot",
@@ -60,7 +113,12 @@ def _parser() -> argparse.ArgumentParser:
         help="tpu target: build the kernel for a launch of N instances (results stacked); "
         "default 0, a plain call",
     )
-    b.add_argument("--error-format", choices=("human", "json"), default="human")
+    b.add_argument(
+        "--error-format",
+        choices=("human", "json"),
+        default="human",
+        help=FORMAT_HELP + " (default: %(default)s)",
+    )
     e = sub.add_parser("explain", help="explain a diagnostic code")
     e.add_argument("code")
     s = sub.add_parser("lsp", help="run the language server (LSP over stdio) for editors")

@@ -70,9 +70,15 @@ TARGETS: dict[str, Target] = {
 
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
 
-# What `vxc build --emit` (and the Bazel rules' `emit`) may ask for: the vx dialect
-# module, the target's own IR, or the target's artifact files.
-EMITS: tuple[str, ...] = ("vx-mlir", "target-ir", "artifact")
+# What `vxc build --emit` (and the Bazel rules' `emit`) may ask for, and what each gives
+# (the CLI's --help prints these).
+EMIT_MEANING: dict[str, str] = {
+    "vx-mlir": "the checked program as a vx dialect MLIR module (docs/IR.md), any target",
+    "target-ir": "the target's own IR: LLVM IR (cpu), Mosaic MLIR (tpu), PTX (b200, h100)",
+    "artifact": "the files a program links or loads: .o/.h/.so/.json (cpu), a jax.export "
+    "and manifest (tpu), a fatbin and manifest (b200, h100)",
+}
+EMITS: tuple[str, ...] = tuple(EMIT_MEANING)
 
 # Host CPU levels of cpu artifacts (`--cpu`, //vx_rules:cpu): this machine, or a named
 # x86-64 psABI level that gives the same object on every build machine.
