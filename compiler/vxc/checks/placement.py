@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from vxc.checks.machine import CPU_DRAM, Hop, Machine, Memory
 from vxc.checks.scratchpad import Alloc, Allocator, Ring, Tile, human_size
 from vxc.diagnostics import DiagnosticSink
+from vxc.diagnostics.suggest import did_you_mean
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.liveness import build_cfg, children, makes_buffer
@@ -248,6 +249,7 @@ class _Placer(StmtVisitor):
             f"`Topology::{topo}` is not declared",
             span,
             notes=[f"declared topologies: {', '.join(sorted(self.machine.topologies)) or 'none'}"],
+            help=did_you_mean(topo, self.machine.topologies, "Topology::{}"),
         )
         return False
 
@@ -353,7 +355,10 @@ class _Placer(StmtVisitor):
                 "E6002",
                 f"`Memory::{name}` is not declared",
                 e.span,
-                notes=[f"declared spaces: {', '.join(sorted(self.machine.memories))}"],
+                notes=[f"declared spaces: {self.machine.declared_spaces()}"],
+                help=did_you_mean(
+                    name, [*self.machine.memories, *self.machine.aliases], "Memory::{}"
+                ),
             )
         return space
 

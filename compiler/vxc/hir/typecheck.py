@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from vxc.diagnostics import DiagnosticSink, Span
+from vxc.diagnostics.suggest import did_you_mean
 from vxc.frontend import ast as A
 from vxc.hir import nodes as H
 from vxc.hir import types as T
@@ -26,6 +27,9 @@ HOST_SPACE = "CPU_DRAM"
 DEVICE_ARG_SPACE = "HBM"
 INTRINSICS = {"matmul_acc", "assert", "instance", "instances"}
 LAUNCH_INTRINSICS = {"instance", "instances"}  # the launch grid (LANGUAGE.md section 4.1)
+# Keywords written like calls: a misspelt one (`wiat(t)`) parses as a call to an unknown
+# function, so they are candidates for its "did you mean".
+CALL_KEYWORDS = ("wait", "transfer", "transfer_async")
 
 
 MAX_BYTES = (1 << 63) - 1  # the largest size of a tensor: a signed 64-bit byte count
@@ -35,6 +39,14 @@ MAX_BYTES = (1 << 63) - 1  # the largest size of a tensor: a signed 64-bit byte 
 class _Scope:
     names: dict[str, int]
     parent: _Scope | None
+
+    def visible(self) -> set[str]:
+        s: _Scope | None = self
+        names: set[str] = set()
+        while s is not None:
+            names |= s.names.keys()
+            s = s.parent
+        return names
 
     def lookup(self, name: str) -> int | None:
         s: _Scope | None = self
@@ -454,7 +466,12 @@ class TypeChecker(StmtVisitor):
     def _resolve(self, name: str, scope: _Scope, span: Span) -> int:
         vid = scope.lookup(name)
         if vid is None:
-            self.sink.emit("E0101", f"cannot find `{name}` in this scope", span)
+            self.sink.emit(
+                "E0101",
+                f"cannot find `{name}` in this scope",
+                span,
+                help=did_you_mean(name, scope.visible()),
+            )
             raise _Error
         return vid
 
@@ -507,7 +524,12 @@ class TypeChecker(StmtVisitor):
         if decl is None and e.callee in INTRINSICS:
             return self._intrinsic(e, scope)
         if decl is None:
-            self.sink.emit("E0203", f"cannot find function `{e.callee}`", e.span)
+            self.sink.emit(
+                "E0203",
+                f"cannot find function `{e.callee}`",
+                e.span,
+                help=did_you_mean(e.callee, [*self.fns, *INTRINSICS, *CALL_KEYWORDS]),
+            )
             raise _Error
         if len(e.args) != len(decl.params):
             self.sink.emit(
