@@ -5,19 +5,34 @@ is parsed and executed thread by thread (128 threads, round-robin, `bar.sync` an
 mbarrier waits block), with the hardware rules written down independently of the
 backend's encoders:
 
-- shared-memory matrix descriptors are *decoded* (start address, stride byte offset,
-  swizzle field) and operands read through the 128-byte swizzle as the hardware applies
-  it (address bits 4-6 XOR bits 7-9);
-- TMA copies write / read boxes with that swizzle and complete only when every thread is
-  blocked (so a tile read before its `wait` holds stale bytes and the numbers go wrong);
+- shared-memory matrix descriptors and the tcgen05 instruction descriptor are decoded
+  field by field (start, LBO, SBO, base offset, swizzle, version; D/A/B formats, M, N,
+  transpose/negate/sparsity bits); operands are read through the 128-byte swizzle as
+  the hardware applies it (address bits 4-6 XOR bits 7-9);
+- asynchrony as the PTX memory model allows it, completing as late as allowed:
+  TMA loads land only when every thread is blocked; `tcgen05.mma` runs on the tensor
+  core's queue when its `tcgen05.commit` barrier is needed; wgmma results reach the
+  accumulator registers at `wgmma.wait_group` (touching them before is an error);
+  bulk stores read shared memory by `cp.async.bulk.wait_group.read` and write global
+  memory by `wait_group`; `tcgen05.st`/`ld` complete at `tcgen05.wait::st`/`::ld`.
+  MMA and store operands are read at issue and must not change until completion
+  (a write-after-read race is an error);
+- two views of shared memory: the async proxy (TMA, MMA) sees a thread's generic
+  stores only after that thread's `fence.proxy.async`; memory starts as NaN bits;
+- tcgen05 ordering: a TMEM access by another thread (or by an MMA) is ordered before
+  this thread's only through `tcgen05.fence::before_thread_sync` -> a thread sync ->
+  `tcgen05.fence::after_thread_sync`, and an MMA after a TMA wait needs the latter;
+- TMEM allocation (power-of-two column blocks, the highest free block so that a
+  kernel assuming column 0 fails, relinquish, dealloc before exit) and lane quadrants
+  (warp w reaches lanes 32 (w % 4) .. + 31);
 - mbarrier phases, `expect_tx` byte counts and `try_wait.parity` follow the PTX ISA;
-- wgmma's D fragment layout (warp w, lane l: rows 16w + l/4 (+8), columns 8j + 2(l%4))
-  and tcgen05's TMEM (128 lanes x 512 columns; 32x32b ld/st: a warp's 32 lanes) are
-  modelled as the ISA describes them.
+  wgmma's D fragment layout (warp w, lane l: rows 16w + l/4 (+8), columns 8j + 2(l%4))
+  as the ISA describes it.
 
 It checks the backends' bookkeeping (slots, phases, descriptors, fragment layouts,
-epilogues) against numpy; it cannot check what only hardware can (timing, the real
-instruction semantics), which tools/gpu_check.sh does on a GPU.
+epilogues, ordering) against numpy; it cannot check what only hardware can (timing,
+the real instruction semantics, the driver's opaque tensor-map bytes: tensor maps here
+are the fields `cuTensorMapEncodeTiled` is given), which tools/gpu_check.sh does on a GPU.
 """
 
 from __future__ import annotations
@@ -77,13 +92,84 @@ class Ins:
     args: list[str]
 
 
+POISON = 0xFF  # what shared memory and TMEM hold before anything writes them (NaN bits)
+TMEM_LANES, TMEM_COLUMNS = 128, 512
+
+
+class Regs(dict):
+    """A thread's registers. A register an asynchronous instruction will still write
+    (a wgmma accumulator before its `wgmma.wait_group`, a `tcgen05.ld` destination
+    before `tcgen05.wait::ld`) is in flight: touching it is an error. `written` holds
+    the registers written since the thread's last `wgmma.fence`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inflight: dict[str, tuple[int, str]] = {}  # reg -> (count, which instruction)
+        self.written: set[str] = set()
+
+    def __getitem__(self, k: str):
+        if k in self.inflight:
+            raise SimError(f"reads {k} while {self.inflight[k][1]} may still write it")
+        return dict.__getitem__(self, k)
+
+    def __setitem__(self, k: str, v) -> None:
+        if k in self.inflight:
+            raise SimError(f"writes {k} while {self.inflight[k][1]} may still write it")
+        self.written.add(k)
+        dict.__setitem__(self, k, v)
+
+    def fly(self, k: str, what: str) -> None:
+        n, _ = self.inflight.get(k, (0, what))
+        self.inflight[k] = (n + 1, what)
+
+    def land(self, k: str, v) -> None:
+        n, what = self.inflight[k]
+        if n == 1:
+            del self.inflight[k]
+        else:
+            self.inflight[k] = (n - 1, what)
+        dict.__setitem__(self, k, v)
+
+
+@dataclass
+class TcEvent:
+    """One tcgen05 access of TMEM (an allocation, st, ld, mma or dealloc), for the
+    ordering rules of the PTX memory model: an access by another thread (or by the
+    tensor core, for an MMA) is ordered before this thread's access only through
+    `tcgen05.fence::before_thread_sync` -> a thread synchronisation ->
+    `tcgen05.fence::after_thread_sync`."""
+
+    id: int
+    kind: str
+    issuer: int  # thread id (-1: a warp-collective allocation)
+    lanes: tuple[int, int]
+    cols: tuple[int, int]
+    write: bool
+    pc: int
+
+
 @dataclass
 class Thread:
     tid: int
-    regs: dict = field(default_factory=dict)
+    regs: Regs = field(default_factory=Regs)
     pc: int = 0
     done: bool = False
-    waiting: str | None = None  # "bar" | "wgmma" | None
+    waiting: str | None = None  # "bar" | "wgmma" | "spin" | None
+    unfenced: list = field(default_factory=list)  # generic smem writes the async proxy lacks
+    tc_issued: set = field(default_factory=set)  # tcgen05 events this thread took part in
+    tc_since_fence: set = field(default_factory=set)
+    tc_releasable: set = field(default_factory=set)  # covered by a before_thread_sync
+    tc_acquired: set = field(default_factory=set)  # from a sync, before after_thread_sync
+    tc_visible: set = field(default_factory=set)
+    tma_unfenced: bool = False  # passed a TMA wait, no after_thread_sync since
+    tc_st: list = field(default_factory=list)  # tcgen05.st not yet waited
+    tc_ld: list = field(default_factory=list)  # tcgen05.ld not yet waited
+    wg_open: list = field(default_factory=list)  # wgmma ops not yet committed
+    wg_groups: list = field(default_factory=list)  # committed, not yet waited
+    bulk_open: list = field(default_factory=list)  # bulk stores not yet committed
+    bulk_groups: list = field(default_factory=list)
+    allocs: int = 0  # tcgen05.alloc / dealloc executed (a warp's collective sequence)
+    deallocs: int = 0
 
 
 def _split(s: str) -> list[str]:
@@ -127,7 +213,132 @@ def parse(ptx: str, kernel: str) -> tuple[list[str], list[Ins], dict[str, int]]:
     return params, prog, labels
 
 
+# -- descriptors, decoded in full ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SmemDesc:
+    """A shared-memory matrix descriptor (wgmma or tcgen05), every field decoded."""
+
+    start: int
+    lbo: int
+    sbo: int
+    base_offset: int
+    swizzle: str
+    version: int
+    lbo_mode: int
+
+    def check_kmajor_sw128(self, what: str) -> None:
+        """The one layout the backends use: K-major, 128-byte swizzle, 8-row atoms 1024
+        bytes apart. The ISA leaves LBO unused for swizzled K-major operands (one MMA step
+        stays inside its 128-byte row) and CUTLASS sets it to 16 bytes; the base offset
+        is the swizzle phase of a start address that is not on a 1024-byte pattern."""
+        if self.swizzle != "128B":
+            raise SimError(f"{what}: descriptor swizzle {self.swizzle} is not modelled")
+        if self.lbo != 16:
+            raise SimError(f"{what}: leading byte offset {self.lbo} for a K-major 128B layout")
+        if self.sbo != 1024:
+            raise SimError(f"{what}: stride byte offset {self.sbo}, the 8-row atom is 1024 B")
+        phase = (self.start >> 7) & 7
+        if self.base_offset != phase:
+            raise SimError(
+                f"{what}: base offset {self.base_offset}, the start {self.start:#x} needs {phase}"
+            )
+
+
+def decode_wgmma_desc(d: int) -> SmemDesc:
+    swz = {0: "none", 1: "128B", 2: "64B", 3: "32B"}[(d >> 62) & 3]
+    return SmemDesc(
+        (d & 0x3FFF) << 4,
+        ((d >> 16) & 0x3FFF) << 4,
+        ((d >> 32) & 0x3FFF) << 4,
+        (d >> 49) & 7,
+        swz,
+        0,
+        0,
+    )
+
+
+def decode_tcgen05_desc(d: int) -> SmemDesc:
+    code = (d >> 61) & 7
+    swz = {0: "none", 1: "128B_base32B", 2: "128B", 4: "64B", 6: "32B"}.get(code, f"code {code}")
+    desc = SmemDesc(
+        (d & 0x3FFF) << 4,
+        ((d >> 16) & 0x3FFF) << 4,
+        ((d >> 32) & 0x3FFF) << 4,
+        (d >> 49) & 7,
+        swz,
+        (d >> 46) & 3,
+        (d >> 52) & 1,
+    )
+    if desc.version != 1:
+        raise SimError(f"tcgen05 descriptor version {desc.version}; sm_100 needs 1")
+    if desc.lbo_mode != 0:
+        raise SimError("tcgen05 descriptor with the absolute LBO mode is not modelled")
+    return desc
+
+
+@dataclass(frozen=True)
+class Idesc:
+    """The tcgen05.mma instruction descriptor (kind::tf32 / kind::f16), decoded."""
+
+    sparse: int
+    saturate: int
+    d_fmt: str
+    a_fmt: str
+    b_fmt: str
+    negate: tuple[int, int]
+    transpose: tuple[int, int]
+    n: int
+    m: int
+    shift: int
+
+
+def decode_idesc(x: int, kind: str) -> Idesc:
+    fmts = {"tf32": {2: "f32"}, "f16": {0: "f16", 1: "bf16"}}[kind]
+
+    def fmt(code: int, which: str) -> str:
+        if code not in fmts:
+            raise SimError(
+                f"instruction descriptor {which} format {code} is not a kind::{kind} type"
+            )
+        return fmts[code]
+
+    d = {0: "f16", 1: "f32"}.get((x >> 4) & 3)
+    if d is None:
+        raise SimError(f"instruction descriptor D format {(x >> 4) & 3}")
+    idesc = Idesc(
+        x & 7,
+        (x >> 3) & 1,
+        d,
+        fmt((x >> 7) & 7, "A"),
+        fmt((x >> 10) & 7, "B"),
+        ((x >> 13) & 1, (x >> 14) & 1),
+        ((x >> 15) & 1, (x >> 16) & 1),
+        ((x >> 17) & 63) << 3,
+        ((x >> 24) & 31) << 4,
+        (x >> 30) & 3,
+    )
+    if idesc.sparse or idesc.saturate or idesc.shift or any(idesc.negate):
+        raise SimError(f"instruction descriptor {x:#x}: sparsity/saturate/negate not modelled")
+    if any(idesc.transpose):
+        raise SimError(f"instruction descriptor {x:#x}: MN-major operands are not modelled")
+    return idesc
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
 class Cta:
+    """One CTA. Shared memory has two views: what generic loads/stores see and what the
+    async proxy (TMA, wgmma, tcgen05.mma) sees; a thread's generic stores reach the
+    async view at its `fence.proxy.async`. Asynchronous work completes as late as the
+    PTX ISA allows: TMA loads when every thread is blocked, tcgen05.mma at its commit's
+    barrier (when nothing else can run), wgmma at `wgmma.wait_group`, bulk stores at
+    `cp.async.bulk.wait_group`. Operands are read at issue (they must be ready) and
+    must not change before completion (write-after-read races are errors)."""
+
     def __init__(
         self,
         ptx: str,
@@ -141,13 +352,21 @@ class Cta:
         self.memory = memory
         self.names, self.prog, self.labels = parse(ptx, kernel)
         self.params = params
-        self.smem = bytearray(SMEM_BASE + smem_bytes)
-        self.tmem = np.zeros((128, 512), dtype=np.uint32)
+        self.smem = bytearray([POISON]) * (SMEM_BASE + smem_bytes)
+        self.asmem = bytearray(self.smem)
+        self.tmem = np.full((TMEM_LANES, TMEM_COLUMNS), 0xFFFFFFFF, dtype=np.uint32)
+        self.tmem_free = [True] * TMEM_COLUMNS
+        self.tmem_blocks: dict[int, int] = {}  # first column -> columns
+        self.alloc_results: dict[tuple[int, int], int] = {}  # (warp, n-th alloc) -> column
+        self.dealloc_done: set[tuple[int, int]] = set()
+        self.relinquished: set[int] = set()
         self.bars: dict[int, dict] = {}
         self.pending: deque = deque()  # TMA loads not yet landed
+        self.tc_pipe: deque = deque()  # tcgen05.mma / commit, in issue order
+        self.tc_events: list[TcEvent] = []
+        self.wg_pending: list[dict] = []  # wgmma ops some thread has not retired
         self.threads = [Thread(t) for t in range(THREADS)]
         self.ctaid, self.nctaid = ctaid, nctaid
-        self.tmem_alloc = False
         self.steps = 0
 
     # -- values ---------------------------------------------------------------------
@@ -159,7 +378,7 @@ class Cta:
                 return self.ctaid
             if a == "%nctaid.x":
                 return self.nctaid
-            if a not in t.regs:
+            if a not in t.regs and a not in t.regs.inflight:
                 raise SimError(f"thread {t.tid} reads {a} before writing it")
             return t.regs[a]
         if a.startswith("0f"):
@@ -184,25 +403,63 @@ class Cta:
         return [self.val(t, x.strip()) for x in a[1:-1].split(",")]
 
     # -- shared memory ----------------------------------------------------------------
-    def st(self, off: int, data: bytes) -> None:
-        if off < 0 or off + len(data) > len(self.smem):
-            raise SimError(f"shared store out of bounds at {off}")
+    def _bounds(self, off: int, n: int, what: str) -> None:
+        if off < 0 or off + n > len(self.smem):
+            raise SimError(f"shared {what} out of bounds at {off}")
+
+    def st(self, t: Thread, off: int, data: bytes) -> None:
+        """A generic store: the async proxy sees it after the thread's fence.proxy.async."""
+        self._bounds(off, len(data), "store")
         self.smem[off : off + len(data)] = data
+        t.unfenced.append((off, len(data)))
+
+    def st_async(self, off: int, data: bytes) -> None:
+        """An async-proxy write (a TMA load, tcgen05.alloc's address): both views."""
+        self._bounds(off, len(data), "store")
+        self.smem[off : off + len(data)] = data
+        self.asmem[off : off + len(data)] = data
 
     def ld(self, off: int, n: int) -> bytes:
-        if off < 0 or off + n > len(self.smem):
-            raise SimError(f"shared load out of bounds at {off}")
+        self._bounds(off, n, "load")
         return bytes(self.smem[off : off + n])
+
+    def ld_async(self, off: int, n: int) -> bytes:
+        self._bounds(off, n, "load")
+        return bytes(self.asmem[off : off + n])
+
+    def fence_proxy_async(self, t: Thread) -> None:
+        for off, n in t.unfenced:
+            self.asmem[off : off + n] = self.smem[off : off + n]
+        t.unfenced.clear()
 
     @staticmethod
     def swz(off: int) -> int:
         return off ^ (((off >> 7) & 7) << 4)
 
+    def check_no_reader(self, lo: int, hi: int, what: str) -> None:
+        """An async write of [lo, hi) must not overwrite what an MMA still reads."""
+        for kind, op in self.tc_pipe:
+            if kind == "mma" and any(_overlap((lo, hi), r) for r in op["reads"]):
+                raise SimError(
+                    f"{what} overwrites shared memory the tcgen05.mma at instruction {op['pc']} "
+                    "may still read (its commit barrier was not waited)"
+                )
+        for op in self.wg_pending:
+            if any(_overlap((lo, hi), r) for r in op["reads"]):
+                missing = THREADS - len(op["retired"])
+                raise SimError(
+                    f"{what} overwrites shared memory the wgmma at instruction {op['pc']} may "
+                    f"still read ({missing} threads have not passed its wgmma.wait_group)"
+                )
+
     # -- mbarriers --------------------------------------------------------------------
-    def bar_arrive(self, a: int, tx: int = 0) -> None:
+    def bar_arrive(self, a: int, tx: int = 0, carried: set | None = None) -> None:
         b = self.bars[a]
         b["tx"] += tx
+        b["had_tx"] |= tx > 0
         b["pending"] -= 1
+        if carried:
+            b["carried"] |= carried
         self._bar_check(a)
 
     def _bar_check(self, a: int) -> None:
@@ -210,6 +467,7 @@ class Cta:
         if b["pending"] == 0 and b["tx"] == 0:
             b["phase"] += 1
             b["pending"] = b["count"]
+            b["tx_phase"], b["had_tx"] = b["had_tx"], False
 
     def complete_one_copy(self) -> bool:
         if not self.pending:
@@ -224,7 +482,7 @@ class Cta:
                 else:
                     src = bytes(e)
                 off = dst + r * tmap.box[0] * e + (x - c0) * e
-                self.st(self.swz(off) if tmap.swizzle == "128B" else off, src)
+                self.st_async(self.swz(off) if tmap.swizzle == "128B" else off, src)
         nbytes = tmap.box[0] * tmap.box[1] * e
         b = self.bars[bar]
         b["tx"] -= nbytes
@@ -232,23 +490,89 @@ class Cta:
         return True
 
     # -- matrix operands ----------------------------------------------------------------
-    def read_kmajor(self, desc: int, rows: int, kbytes: int, elem: int, dtype: str, sbo_shift=32):
-        start = (desc & 0x3FFF) << 4
-        sbo = ((desc >> sbo_shift) & 0x3FFF) << 4
+    def read_kmajor(self, desc: SmemDesc, rows: int, kbytes: int, elem: int, dtype: str):
+        """Rows x kbytes of a K-major 128B-swizzled operand, as the async proxy sees them,
+        and the byte ranges read (for the write-after-read check)."""
         out = np.zeros((rows, kbytes // elem), dtype=np.float32)
+        reads = []
         for m in range(rows):
-            row = self.ld_row(start + (m // 8) * sbo + (m % 8) * 128, kbytes)
+            a = desc.start + (m // 8) * desc.sbo + (m % 8) * 128
+            row = b"".join(self.ld_async(self.swz(a + i), 16) for i in range(0, kbytes, 16))
+            reads += [(self.swz(a + i), self.swz(a + i) + 16) for i in range(0, kbytes, 16)]
             if dtype == "f32":
                 vals = np.frombuffer(row, np.uint32) & np.uint32(0xFFFFE000)  # tf32
                 out[m] = vals.view(np.float32)
             else:
                 bits = np.frombuffer(row, np.uint16)
                 out[m] = _bf16_to_f32(bits) if dtype == "bf16" else bits.view(np.float16)
-        return out
+        return out, reads
 
-    def ld_row(self, a: int, n: int) -> bytes:
-        # The row's bytes through the 128-byte swizzle, 16 bytes at a time.
-        return b"".join(self.ld(self.swz(a + i), 16) for i in range(0, n, 16))
+    def check_unchanged(self, op: dict, what: str) -> None:
+        for (lo, hi), data in zip(op["reads"], op["snapshot"], strict=True):
+            if bytes(self.asmem[lo:hi]) != data:
+                raise SimError(
+                    f"shared memory read by the {what} at instruction {op['pc']} changed before "
+                    "it completed (a write-after-read race)"
+                )
+
+    def _snapshot(self, reads) -> list[bytes]:
+        return [bytes(self.asmem[lo:hi]) for lo, hi in reads]
+
+    # -- tcgen05 ordering -----------------------------------------------------------------
+    def tc_event(self, t: Thread, kind: str, lanes, cols, write: bool, issuer=None) -> TcEvent:
+        e = TcEvent(
+            len(self.tc_events), kind, t.tid if issuer is None else issuer, lanes, cols, write, t.pc
+        )
+        for x in self.tc_events:
+            if x.id in t.tc_visible or (x.id in t.tc_issued and x.kind != "mma"):
+                continue
+            if x.kind == "mma" and kind == "mma":
+                continue  # one issuing thread: the tensor core runs its MMAs in order
+            if (x.write or write) and _overlap(x.lanes, lanes) and _overlap(x.cols, cols):
+                raise SimError(
+                    f"tcgen05 {kind} (instruction {t.pc}, thread {t.tid}) is not ordered after "
+                    f"the {x.kind} at instruction {x.pc} (thread {x.issuer}): it needs "
+                    "tcgen05.fence::before_thread_sync, a thread sync, then "
+                    "tcgen05.fence::after_thread_sync"
+                )
+        self.tc_events.append(e)
+        if kind != "mma":
+            t.tc_issued.add(e.id)
+            t.tc_since_fence.add(e.id)
+        return e
+
+    def tmem_range(self, t: Thread, addr: int, ncols: int, what: str):
+        """Lanes and columns a 32x32b access by `t`'s warp touches, checked against the
+        warp's lane quadrant and the allocated columns."""
+        lane, col = addr >> 16, addr & 0xFFFF
+        warp = t.tid // 32
+        if lane != 32 * (warp % 4):
+            raise SimError(
+                f"{what}: warp {warp} addresses TMEM lane {lane}; it may only access lanes "
+                f"{32 * (warp % 4)}..{32 * (warp % 4) + 31}"
+            )
+        self.check_allocated(col, ncols, what)
+        mine = lane + t.tid % 32  # a 32x32b access: each thread its own lane
+        return (mine, mine + 1), (col, col + ncols)
+
+    def check_allocated(self, col: int, ncols: int, what: str) -> None:
+        if col + ncols > TMEM_COLUMNS or any(self.tmem_free[col : col + ncols]):
+            raise SimError(f"{what}: TMEM columns {col}..{col + ncols - 1} are not allocated")
+
+    def drain_tc_pipe(self) -> bool:
+        """Run the tensor core's queue up to and including its first commit."""
+        if not self.tc_pipe:
+            return False
+        done: set[int] = set()
+        while self.tc_pipe:
+            kind, op = self.tc_pipe.popleft()
+            if kind == "commit":
+                self.bar_arrive(op["bar"], carried=done | op["events"])
+                return True
+            self.check_unchanged(op, "tcgen05.mma")
+            self.apply_tcgen05(op)
+            done.add(op["event"])
+        return True
 
     # -- execution --------------------------------------------------------------------
     def run(self, max_steps: int = 20_000_000) -> None:
@@ -259,20 +583,41 @@ class Cta:
                     continue
                 progressed |= self.step_until_block(t)
             if all(t.done for t in self.threads):
-                if self.pending:
-                    raise SimError("the kernel exited with TMA loads in flight")
+                self.check_exit()
                 return
             if self._release_collectives():
                 continue
-            if not progressed and not self.complete_one_copy():
+            if not progressed and not self.complete_one_copy() and not self.drain_tc_pipe():
                 if not any(t.waiting == "spin" for t in self.threads):
                     raise SimError("deadlock: every thread is blocked")
-                raise SimError("deadlock: threads spin on an mbarrier no copy will complete")
+                raise SimError("deadlock: threads spin on an mbarrier nothing will complete")
             for t in self.threads:
                 if t.waiting == "spin":
                     t.waiting = None
             if self.steps > max_steps:
                 raise SimError("too many steps")
+
+    def check_exit(self) -> None:
+        if self.pending:
+            raise SimError("the kernel exited with TMA loads in flight")
+        if self.tc_pipe:
+            raise SimError("the kernel exited with tcgen05.mma in flight")
+        used = sum(not f for f in self.tmem_free)
+        if used:
+            raise SimError(f"the kernel exited with {used} TMEM columns allocated (no dealloc)")
+
+    def thread_exit(self, t: Thread) -> None:
+        if t.wg_open or t.wg_groups:
+            raise SimError(f"thread {t.tid} exits with a wgmma group not waited")
+        if t.bulk_open or any(not g["read"] for g in t.bulk_groups):
+            raise SimError(
+                f"thread {t.tid} exits while a bulk store may still read shared memory "
+                "(no cp.async.bulk.wait_group)"
+            )
+        self.retire_bulk(t, 0, writes=True)
+        for lane, col, vals in t.tc_st:  # never waited: lands whenever; here, last
+            self.tmem[lane, col : col + len(vals)] = vals
+        t.tc_st.clear()
 
     def _release_collectives(self) -> bool:
         live = [t for t in self.threads if not t.done]
@@ -283,6 +628,10 @@ class Cta:
                     raise SimError(f"threads reach different {kind} points: {sorted(pcs)}")
                 if kind == "wgmma":
                     self.wgmma(live, self.prog[live[0].pc])
+                else:
+                    carried = set().union(*(t.tc_releasable for t in live))
+                    for t in live:
+                        t.tc_acquired |= carried
                 for t in live:
                     t.waiting = None
                     t.pc += 1
@@ -320,15 +669,55 @@ class Cta:
         R = t.regs
         base = op.split(".")[0]
         if op == "ret":
+            self.thread_exit(t)
             t.done = True
             return None
         if base == "bra":
             return self.labels[a[0]]
-        if op.startswith(("fence", "tcgen05.fence", "wgmma.fence", "wgmma.commit", "wgmma.wait")):
+        if op.startswith("fence.proxy.async"):
+            self.fence_proxy_async(t)
             return None
-        if op.startswith(("tcgen05.wait", "tcgen05.relinquish", "cp.async.bulk.commit")):
+        if op.startswith("fence.mbarrier_init"):
+            return None
+        if op == "tcgen05.fence::before_thread_sync":
+            t.tc_releasable |= t.tc_since_fence
+            t.tc_since_fence = set()
+            return None
+        if op == "tcgen05.fence::after_thread_sync":
+            t.tc_visible |= t.tc_acquired
+            t.tc_acquired = set()
+            t.tma_unfenced = False
+            return None
+        if op.startswith("wgmma.fence"):
+            R.written.clear()
+            return None
+        if op.startswith("wgmma.commit_group"):
+            t.wg_groups.append(t.wg_open)
+            t.wg_open = []
+            return None
+        if op.startswith("wgmma.wait_group"):
+            self.wgmma_wait(t, V(a[0]))
+            return None
+        if op.startswith("tcgen05.wait::st"):
+            for lane, col, vals in t.tc_st:
+                self.tmem[lane, col : col + len(vals)] = vals
+            t.tc_st.clear()
+            return None
+        if op.startswith("tcgen05.wait::ld"):
+            for regs, lane, col in t.tc_ld:
+                for r, v in zip(regs, self.tmem[lane, col : col + len(regs)], strict=True):
+                    R.land(r, int(v))
+            t.tc_ld.clear()
+            return None
+        if op.startswith("tcgen05.relinquish"):
+            self.relinquished.add(t.tid // 32)
+            return None
+        if op == "cp.async.bulk.commit_group":
+            t.bulk_groups.append({"stores": t.bulk_open, "read": False})
+            t.bulk_open = []
             return None
         if op.startswith("cp.async.bulk.wait_group"):
+            self.retire_bulk(t, V(a[0]), writes=not op.endswith(".read"))
             return None
         if base == "mov":
             v = V(a[1])
@@ -412,15 +801,16 @@ class Cta:
         if base == "st" and ".shared" in op:
             p, off = self.addr(t, a[0])
             if op.endswith(("v2.f32",)):
-                self.st(p + off, struct.pack("<2f", *self.vec(t, a[1])))
+                data = struct.pack("<2f", *self.vec(t, a[1]))
             elif op.endswith("v4.b32"):
-                self.st(p + off, struct.pack("<4I", *[x & 0xFFFFFFFF for x in self.vec(t, a[1])]))
+                data = struct.pack("<4I", *[x & 0xFFFFFFFF for x in self.vec(t, a[1])])
             elif op.endswith("b32"):
-                self.st(p + off, struct.pack("<I", V(a[1]) & 0xFFFFFFFF))
+                data = struct.pack("<I", V(a[1]) & 0xFFFFFFFF)
             elif op.endswith("b16"):
-                self.st(p + off, struct.pack("<H", V(a[1]) & 0xFFFF))
+                data = struct.pack("<H", V(a[1]) & 0xFFFF)
             else:
                 raise SimError(f"no model for {op}")
+            self.st(t, p + off, data)
             return None
         if op == "ld.shared.b32":
             p, off = self.addr(t, a[1])
@@ -439,11 +829,19 @@ class Cta:
             return None
         if op.startswith("mbarrier.init"):
             p, off = self.addr(t, a[0])
-            self.bars[p + off] = {"count": V(a[1]), "pending": V(a[1]), "tx": 0, "phase": 0}
+            self.bars[p + off] = {
+                "count": V(a[1]),
+                "pending": V(a[1]),
+                "tx": 0,
+                "phase": 0,
+                "had_tx": False,
+                "tx_phase": False,
+                "carried": set(),
+            }
             return None
         if op.startswith("mbarrier.arrive.expect_tx"):
             p, off = self.addr(t, a[1])
-            self.bar_arrive(p + off, V(a[2]))
+            self.bar_arrive(p + off, V(a[2]), carried=t.tc_releasable)
             return None
         if op.startswith("mbarrier.try_wait.parity"):
             p, off = self.addr(t, a[1])
@@ -451,92 +849,239 @@ class Cta:
             done = (b["phase"] & 1) != (V(a[2]) & 1)
             if not done:
                 return "spin"
+            t.tc_acquired |= b["carried"]
+            t.tma_unfenced |= b["tx_phase"]
             R[a[0]] = True
             return None
         if op.startswith("cp.async.bulk.tensor.2d.shared::cluster"):
             dst, doff = self.addr(t, a[0])
             (_, name), cs = self.coords(t, a[1])
             bar, boff = self.addr(t, a[2])
-            self.pending.append((dst + doff, self.params[name], cs[0], cs[1], bar + boff))
+            tm = self.params[name]
+            lo = dst + doff
+            self.check_no_reader(lo, lo + tm.box[0] * tm.box[1] * tm.elem, "a TMA load")
+            self.pending.append((lo, tm, cs[0], cs[1], bar + boff))
             return None
         if op.startswith("cp.async.bulk.tensor.2d.global.shared"):
             (_, name), cs = self.coords(t, a[0])
             src, soff = self.addr(t, a[1])
             tm = self.params[name]
-            e = tm.elem
-            for r in range(tm.box[1]):
-                row = self.ld(src + soff + r * tm.box[0] * e, tm.box[0] * e)
-                o = (cs[1] + r) * tm.stride + cs[0] * e
-                tm.buf[o : o + len(row)] = np.frombuffer(row, np.uint8)
+            n = tm.box[0] * tm.elem
+            reads = [(src + soff + r * n, src + soff + (r + 1) * n) for r in range(tm.box[1])]
+            t.bulk_open.append(
+                {"tm": tm, "cs": cs, "reads": reads, "snapshot": self._snapshot(reads), "pc": t.pc}
+            )
             return None
         if op.startswith("tcgen05.alloc"):
-            p, off = self.addr(t, a[0])
-            if not self.tmem_alloc:
-                self.tmem_alloc = True
-            self.st(p + off, struct.pack("<I", 0))
+            self.tmem_alloc(t, a)
             return None
         if op.startswith("tcgen05.dealloc"):
+            self.tmem_dealloc(t, V(a[0]), V(a[1]))
             return None
         if op.startswith("tcgen05.st.sync.aligned.32x32b.x32"):
             p, off = self.addr(t, a[0])
-            addr = p + off
-            lane, col = (addr >> 16) + (t.tid % 32), addr & 0xFFFF
-            self.tmem[lane, col : col + 32] = [x & 0xFFFFFFFF for x in self.vec(t, a[1])]
+            lanes, cols = self.tmem_range(t, p + off, 32, "tcgen05.st")
+            self.check_tmem_mma_free(lanes, cols, "tcgen05.st")
+            self.tc_event(t, "st", lanes, cols, True)
+            vals = [x & 0xFFFFFFFF for x in self.vec(t, a[1])]
+            t.tc_st.append((lanes[0], cols[0], vals))
             return None
         if op.startswith("tcgen05.ld.sync.aligned.32x32b.x32"):
             p, off = self.addr(t, a[1])
-            addr = p + off
-            lane, col = (addr >> 16) + (t.tid % 32), addr & 0xFFFF
-            for r, v in zip(a[0][1:-1].split(","), self.tmem[lane, col : col + 32], strict=True):
-                R[r.strip()] = int(v)
+            lanes, cols = self.tmem_range(t, p + off, 32, "tcgen05.ld")
+            self.check_tmem_mma_free(lanes, cols, "tcgen05.ld")
+            self.tc_event(t, "ld", lanes, cols, False)
+            regs = [r.strip() for r in a[0][1:-1].split(",")]
+            for r in regs:
+                R.fly(r, f"the tcgen05.ld at instruction {t.pc} (no tcgen05.wait::ld)")
+            t.tc_ld.append((regs, lanes[0], cols[0]))
             return None
         if op.startswith("tcgen05.mma"):
             self.tcgen05_mma(t, ins)
             return None
         if op.startswith("tcgen05.commit"):
             p, off = self.addr(t, a[0])
-            self.bar_arrive(p + off)
+            self.tc_pipe.append(("commit", {"bar": p + off, "events": set(t.tc_releasable)}))
             return None
         raise SimError(f"no model for `{op}`")
 
+    # -- TMEM allocation ---------------------------------------------------------------------
+    def tmem_alloc(self, t: Thread, a: list[str]) -> None:
+        """Warp-collective: the warp's n-th alloc returns one block for all 32 threads. The
+        block is the highest free one, so a kernel that assumes column 0 reads garbage."""
+        warp = t.tid // 32
+        key = (warp, t.allocs)
+        t.allocs += 1
+        ncols = self.val(t, a[1])
+        if key not in self.alloc_results:
+            if warp in self.relinquished:
+                raise SimError(f"warp {warp} allocates TMEM after relinquishing the permit")
+            if ncols < 32 or ncols > TMEM_COLUMNS or ncols & (ncols - 1):
+                raise SimError(f"tcgen05.alloc of {ncols} columns: a power of 2 in 32..512")
+            starts = [
+                c for c in range(0, TMEM_COLUMNS, ncols) if all(self.tmem_free[c : c + ncols])
+            ]
+            if not starts:
+                raise SimError(f"tcgen05.alloc of {ncols} columns: TMEM is full")
+            col = starts[-1]
+            self.tmem_free[col : col + ncols] = [False] * ncols
+            self.tmem_blocks[col] = ncols
+            self.alloc_results[key] = col
+            ev = self.tc_event(t, "alloc", (0, TMEM_LANES), (col, col + ncols), True, issuer=-1)
+            self.alloc_results[(warp, "event", key[1])] = ev.id
+        ev_id = self.alloc_results[(warp, "event", key[1])]
+        t.tc_issued.add(ev_id)
+        t.tc_since_fence.add(ev_id)
+        p, off = self.addr(t, a[0])
+        self.st_async(p + off, struct.pack("<I", self.alloc_results[key]))
+
+    def tmem_dealloc(self, t: Thread, taddr: int, ncols: int) -> None:
+        warp = t.tid // 32
+        key = (warp, t.deallocs)
+        t.deallocs += 1
+        col = taddr & 0xFFFF
+        if key in self.dealloc_done:
+            return
+        if taddr >> 16 or self.tmem_blocks.get(col) != ncols:
+            raise SimError(f"tcgen05.dealloc of {ncols} columns at {taddr:#x}: not an allocation")
+        self.check_tmem_mma_free((0, TMEM_LANES), (col, col + ncols), "tcgen05.dealloc")
+        self.tc_event(t, "dealloc", (0, TMEM_LANES), (col, col + ncols), True)
+        self.tmem_free[col : col + ncols] = [True] * ncols
+        del self.tmem_blocks[col]
+        self.dealloc_done.add(key)
+
+    def check_tmem_mma_free(self, lanes, cols, what: str) -> None:
+        for kind, op in self.tc_pipe:
+            if kind == "mma" and _overlap(lanes, op["lanes"]) and _overlap(cols, op["cols"]):
+                raise SimError(
+                    f"{what} touches TMEM that the tcgen05.mma at instruction {op['pc']} still "
+                    "writes (its commit barrier was not waited)"
+                )
+
+    # -- bulk stores ------------------------------------------------------------------------
+    def retire_bulk(self, t: Thread, keep: int, writes: bool) -> None:
+        """cp.async.bulk.wait_group[.read] N: all but the newest N groups have read their
+        shared memory (and, without .read, written global memory)."""
+        for g in t.bulk_groups[: max(len(t.bulk_groups) - keep, 0)]:
+            if not g["read"]:
+                for s in g["stores"]:
+                    self.check_unchanged(s, "bulk store")
+                g["read"] = True
+            if writes:
+                for s in g["stores"]:
+                    self.bulk_write(s)
+                g["stores"] = []
+        if writes:
+            t.bulk_groups = [g for g in t.bulk_groups if g["stores"]]
+
+    def bulk_write(self, s: dict) -> None:
+        tm, cs = s["tm"], s["cs"]
+        for r, data in enumerate(s["snapshot"]):
+            o = (cs[1] + r) * tm.stride + cs[0] * tm.elem
+            tm.buf[o : o + len(data)] = np.frombuffer(data, np.uint8)
+
+    # -- wgmma ------------------------------------------------------------------------------
     def wgmma(self, threads: list[Thread], ins: Ins) -> None:
+        """Issue: operands read now (they must be ready); the accumulator registers stay
+        in flight until each thread's wgmma.wait_group retires the op."""
         m = re.search(r"m64n(\d+)k(\d+)\.f32\.(\w+)\.", ins.op)
         n, kk, ty = int(m.group(1)), int(m.group(2)), m.group(3)
         dtype = {"tf32": "f32", "bf16": "bf16", "f16": "f16"}[ty]
         elem = 4 if dtype == "f32" else 2
         t0 = threads[0]
-        da, db = self.val(t0, ins.args[1]), self.val(t0, ins.args[2])
-        if (da >> 62) != 1 or (db >> 62) != 1:
-            raise SimError("wgmma descriptor without the 128B swizzle")
-        A = self.read_kmajor(da, 64, kk * elem, elem, dtype)
-        B = self.read_kmajor(db, n, kk * elem, elem, dtype)  # B^T: [n, k]
-        D = A.astype(np.float64) @ B.T.astype(np.float64)
+        regs = [x.strip() for x in ins.args[0][1:-1].split(",")]
         for t in threads:
-            w, lane = t.tid // 32, t.tid % 32
-            regs = [x.strip() for x in ins.args[0][1:-1].split(",")]
-            for i, r in enumerate(regs):
-                row = 16 * w + lane // 4 + (8 if (i % 4) >= 2 else 0)
-                col = 8 * (i // 4) + 2 * (lane % 4) + (i % 2)
-                t.regs[r] = float(np.float32(t.regs[r] + D[row, col]))
+            stale = t.regs.written.intersection(regs)
+            if stale:
+                raise SimError(
+                    f"wgmma at instruction {t.pc}: accumulator {sorted(stale)[0]} was written "
+                    f"by thread {t.tid} since its last wgmma.fence"
+                )
+        da = decode_wgmma_desc(self.val(t0, ins.args[1]))
+        db = decode_wgmma_desc(self.val(t0, ins.args[2]))
+        da.check_kmajor_sw128("wgmma A")
+        db.check_kmajor_sw128("wgmma B")
+        A, ra = self.read_kmajor(da, 64, kk * elem, elem, dtype)
+        B, rb = self.read_kmajor(db, n, kk * elem, elem, dtype)  # B^T: [n, k]
+        scale_d = bool(dict.__getitem__(t0.regs, ins.args[3]))
+        op = {
+            "P": A.astype(np.float64) @ B.T.astype(np.float64),
+            "scale_d": scale_d,
+            "regs": regs,
+            "reads": ra + rb,
+            "retired": set(),
+            "pc": t0.pc,
+        }
+        op["snapshot"] = self._snapshot(op["reads"])
+        self.wg_pending.append(op)
+        for t in threads:
+            for r in regs:
+                t.regs.fly(r, f"the wgmma at instruction {t0.pc} (not yet waited)")
+            t.wg_open.append(op)
 
+    def wgmma_wait(self, t: Thread, keep: int) -> None:
+        while len(t.wg_groups) > keep:
+            for op in t.wg_groups.pop(0):
+                w, lane = t.tid // 32, t.tid % 32
+                for i, r in enumerate(op["regs"]):
+                    row = 16 * w + lane // 4 + (8 if (i % 4) >= 2 else 0)
+                    col = 8 * (i // 4) + 2 * (lane % 4) + (i % 2)
+                    old = dict.__getitem__(t.regs, r) if op["scale_d"] else 0.0
+                    t.regs.land(r, float(np.float32(old + op["P"][row, col])))
+                op["retired"].add(t.tid)
+                if len(op["retired"]) == THREADS:
+                    self.check_unchanged(op, "wgmma")
+                    self.wg_pending.remove(op)
+
+    # -- tcgen05.mma --------------------------------------------------------------------------
     def tcgen05_mma(self, t: Thread, ins: Ins) -> None:
+        """Issue: descriptors decoded in full, operands read now; the MMA runs on the tensor
+        core's queue, in order, when its commit barrier is needed."""
+        if t.tma_unfenced:
+            raise SimError(
+                f"tcgen05.mma at instruction {t.pc} follows a TMA wait without "
+                "tcgen05.fence::after_thread_sync"
+            )
         kind = ins.op.rsplit("::", 1)[1]
         p, off = self.addr(t, ins.args[0])
         d = p + off
-        da, db, idesc = (self.val(t, x) for x in ins.args[1:4])
-        enable = bool(t.regs[ins.args[4]])
-        fmt = (idesc >> 7) & 7
-        n, m = ((idesc >> 17) & 63) << 3, ((idesc >> 24) & 31) << 4
-        dtype = "f32" if kind == "tf32" else {0: "f16", 1: "bf16"}[fmt]
-        if (da >> 61) != 2 or (db >> 61) != 2 or ((da >> 46) & 3) != 1:
-            raise SimError("tcgen05 descriptor without version 1 and the 128B swizzle")
-        elem = 4 if dtype == "f32" else 2
-        A = self.read_kmajor(da, m, 32, elem, dtype)
-        B = self.read_kmajor(db, n, 32, elem, dtype)
+        raw_a, raw_b, raw_i = (self.val(t, x) for x in ins.args[1:4])
+        idesc = decode_idesc(raw_i, kind)
+        da, db = decode_tcgen05_desc(raw_a), decode_tcgen05_desc(raw_b)
+        da.check_kmajor_sw128("tcgen05.mma A")
+        db.check_kmajor_sw128("tcgen05.mma B")
+        m, n = idesc.m, idesc.n
+        A, ra = self.read_kmajor(da, m, 32, 2 if idesc.a_fmt != "f32" else 4, idesc.a_fmt)
+        B, rb = self.read_kmajor(db, n, 32, 2 if idesc.b_fmt != "f32" else 4, idesc.b_fmt)
         lane0, col = d >> 16, d & 0xFFFF
-        cur = self.tmem[lane0 : lane0 + m, col : col + n].view(np.float32).astype(np.float64)
-        res = A.astype(np.float64) @ B.T.astype(np.float64) + (cur if enable else 0)
-        self.tmem[lane0 : lane0 + m, col : col + n] = res.astype(np.float32).view(np.uint32)
+        width = n if idesc.d_fmt == "f32" else n // 2
+        self.check_allocated(col, width, "tcgen05.mma D")
+        lanes, cols = (lane0, lane0 + m), (col, col + width)
+        ev = self.tc_event(t, "mma", lanes, cols, True)
+        op = {
+            "P": A.astype(np.float64) @ B.T.astype(np.float64),
+            "enable": bool(t.regs[ins.args[4]]),
+            "d_fmt": idesc.d_fmt,
+            "lanes": lanes,
+            "cols": cols,
+            "reads": ra + rb,
+            "event": ev.id,
+            "pc": t.pc,
+        }
+        op["snapshot"] = self._snapshot(op["reads"])
+        self.tc_pipe.append(("mma", op))
+
+    def apply_tcgen05(self, op: dict) -> None:
+        (l0, l1), (c0, c1) = op["lanes"], op["cols"]
+        block = self.tmem[l0:l1, c0:c1]
+        if op["d_fmt"] == "f32":
+            cur = block.view(np.float32).astype(np.float64)
+            res = op["P"] + (cur if op["enable"] else 0)
+            self.tmem[l0:l1, c0:c1] = res.astype(np.float32).view(np.uint32)
+        else:  # f16 D: two halves per 32-bit column
+            cur = block.copy().view(np.float16).astype(np.float64)
+            res = op["P"] + (cur if op["enable"] else 0)
+            self.tmem[l0:l1, c0:c1] = res.astype(np.float16).view(np.uint32)
 
 
 def run_kernel(

@@ -6,6 +6,7 @@ match exactly. Mutated PTX (a wrong swizzle, a wrong phase, a wrong box) must fa
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -149,3 +150,173 @@ def test_b200_bf16_with_n_256_and_k_64():
     (out,) = ptxsim.run_kernel(ptx, k, [tiles, w], 1)
     ref = tiles.astype(np.float64).sum(0) @ w.astype(np.float64)
     np.testing.assert_array_equal(out[0], ref)
+
+
+# -- ordering: mutations that ptxas accepts and hardware would get wrong ---------------------
+# Each deletes or changes what the PTX ISA requires for asynchronous work; the simulator
+# must refuse each (a SimError naming the rule) or compute a wrong result.
+
+
+def _drop(*prefixes: str):
+    def mutate(ptx: str) -> str:
+        keep = [x for x in ptx.splitlines() if not x.strip().startswith(prefixes)]
+        return "\n".join(keep) + "\n"
+
+    return mutate
+
+
+def _drop_wait_loop(label: str):
+    """Delete every `$L_<label>_N:` spin loop (the try_wait and its branch back)."""
+
+    def mutate(ptx: str) -> str:
+        out, lines, i = [], ptx.splitlines(), 0
+        while i < len(lines):
+            if lines[i].startswith(f"$L_{label}_"):
+                i += 3  # label, try_wait, branch back
+                continue
+            out.append(lines[i])
+            i += 1
+        return "\n".join(out) + "\n"
+
+    return mutate
+
+
+def _sub(pattern: str, repl, count: int = 0):
+    def mutate(ptx: str) -> str:
+        new, n = re.subn(pattern, repl, ptx, count=count, flags=re.M)
+        assert n, f"the mutation {pattern!r} matched nothing"
+        return new
+
+    return mutate
+
+
+def _idesc(change):
+    """Rewrite the tcgen05 instruction descriptor constant (`mov.b32 %r, IDESC;` right
+    before the MMAs) with `change(value)`."""
+    from vxc.backends.nvidia.encoders import tcgen05_idesc
+
+    consts = {tcgen05_idesc(t, 128, 128) for t in ("f32", "bf16", "f16")}
+    return _sub(
+        r"mov\.b32 (%r\d+), (\d+);",
+        lambda m: (
+            f"mov.b32 {m.group(1)}, {change(int(m.group(2)))};"
+            if int(m.group(2)) in consts
+            else m.group(0)
+        ),
+    )
+
+
+ORDERING_MUTATIONS = {
+    # b200 (tcgen05)
+    "b200 without any fence or tcgen05.wait": (
+        "b200",
+        "stream",
+        _drop("fence", "tcgen05.fence", "tcgen05.wait"),
+        "not ordered|tcgen05.ld|tcgen05.st|mismatch|TMA wait",
+    ),
+    "b200 without the MMA-completion wait (write-after-read)": (
+        "b200",
+        "stream",
+        _drop_wait_loop("mma_wait"),
+        "may still read|still writes|changed before",
+    ),
+    "b200 without the fence between the TMA wait and the MMA": (
+        "b200",
+        "stream",
+        _sub(r"^\s*tcgen05\.fence::after_thread_sync;\n(?=\s*@!%p0 bra \$L_mma_issued)", ""),
+        "follows a TMA wait",
+    ),
+    "b200 with B as f16 in a bf16 MMA's instruction descriptor": (
+        "b200",
+        "stream_grid",
+        _idesc(lambda x: x & ~(7 << 10)),
+        "mismatch",
+    ),
+    "b200 with B as bf16 in a tf32 MMA's instruction descriptor": (
+        "b200",
+        "stream",
+        _idesc(lambda x: (x & ~(7 << 10)) | (1 << 10)),
+        "B format",
+    ),
+    "b200 with an f16 D in the instruction descriptor": (
+        "b200",
+        "stream",
+        _idesc(lambda x: x & ~(3 << 4)),
+        "mismatch",
+    ),
+    "b200 without fence.proxy.async": ("b200", "stream", _drop("fence.proxy.async"), "mismatch"),
+    "b200 reading TMEM from the wrong lane quadrant": (
+        "b200",
+        "stream",
+        _sub(r"(shl\.b32 %r\d+, %r1), 21;", r"\1, 16;"),
+        "lane",
+    ),
+    "b200 assuming TMEM column 0": (
+        "b200",
+        "stream",
+        _sub(r"add\.u32 (%r\d+), (%r\d+), (%r12);", r"add.u32 \1, \2, 0;", count=1),
+        "not allocated|not ordered",
+    ),
+    "b200 without tcgen05.dealloc": (
+        "b200",
+        "stream",
+        _drop("tcgen05.dealloc"),
+        "TMEM columns allocated",
+    ),
+    # h100 (wgmma)
+    "h100 without wgmma.fence": (
+        "h100",
+        "stream",
+        _drop("wgmma.fence"),
+        "since its last wgmma.fence",
+    ),
+    "h100 without wgmma.commit_group": (
+        "h100",
+        "stream",
+        _drop("wgmma.commit_group"),
+        "not yet waited|not waited|may still read",
+    ),
+    "h100 without wgmma.wait_group": (
+        "h100",
+        "stream",
+        _drop("wgmma.wait_group"),
+        "not yet waited|not waited|may still read",
+    ),
+    "h100 without the bar.sync after wgmma.wait_group": (
+        "h100",
+        "stream",
+        _sub(r"(wgmma\.wait_group\.sync\.aligned 0;\n)\s*bar\.sync 0;\n", r"\1"),
+        "threads have not passed its wgmma.wait_group",
+    ),
+    "h100 without fence.proxy.async": ("h100", "stream", _drop("fence.proxy.async"), "mismatch"),
+    "h100 with a wrong leading byte offset": (
+        "h100",
+        "stream",
+        _sub(
+            r"or\.b64 (%rd\d+), (%rd\d+), (\d+);",
+            lambda m: m.group(0).replace(m.group(3), str(int(m.group(3)) + (1 << 16))),
+            count=1,
+        ),
+        "leading byte offset",
+    ),
+}
+
+
+def _refused(case: str) -> None:
+    target, name, mutate, expect = ORDERING_MUTATIONS[case]
+    got = _bad(target, name, 3, mutate)
+    assert re.search(expect, got), got
+
+
+FAST = {"b200 without the MMA-completion wait (write-after-read)", "h100 without wgmma.wait_group"}
+
+
+@pytest.mark.parametrize("case", sorted(FAST))
+def test_the_simulator_refuses_an_ordering_mutation(case):
+    _refused(case)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(set(ORDERING_MUTATIONS) - FAST))
+def test_the_simulator_refuses_each_ordering_mutation(case):
+    _refused(case)

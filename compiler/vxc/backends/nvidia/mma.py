@@ -253,6 +253,9 @@ class Blackwell:
         idesc = k.mov("b32", Imm(tcgen05_idesc(ab_type, acc.m, acc.n)))
         d = k.reg("b32")
         k.ins("add.u32", d, self.taddr, Imm(acc.column))
+        # The operands' TMA wait is a thread synchronisation: the MMA is ordered after it
+        # only through this fence (PTX ISA, tcgen05 memory consistency).
+        k.ins("tcgen05.fence::after_thread_sync")
         skip = k.label("mma_issued")
         k.bra(skip, pred=c.leader, negate=True)
         da, db = _desc_base(k, self.arch, a.addr), _desc_base(k, self.arch, b.addr)
