@@ -157,3 +157,45 @@ def test_a_second_definition_of_an_extern_is_refused(tmp_path):
     )  # fmt: skip
     assert p.returncode == 3, p.stdout + p.stderr
     assert "extern `add_tile` is already defined in this process" in p.stdout
+
+
+PASS_THROUGH = """\
+extern fn fill(t: &mut Tensor<f32, [8, 8]>) -> void on Topology::TensorCore;
+extern fn look(t: &Tensor<f32, [8, 8]>) -> void on Topology::TensorCore;
+
+fn k(a: &mut Tensor<f32, [8, 8]>, b: &Tensor<f32, [8, 8]>) -> void on Topology::TensorCore {
+  fill(a);
+  look(b);
+}
+"""
+
+PASS_THROUGH_C = """\
+#include "pass.cpu.h"
+int32_t fill(float *t) { for (int i = 0; i < 64; i++) t[i] = (float)i; return VX_OK; }
+int32_t look(const float *t) { return t[0] == t[0] ? VX_OK : VX_OK; }
+"""
+
+# A C caller hands the kernel a read-only `b`: with -Werror this fails to compile if the
+# header dropped its const.
+PASS_THROUGH_CALLER = """#include "pass.cpu.h"
+static const float weights[64];
+int call_k(float *a) { return k(a, weights); }
+"""
+
+
+def test_a_kernel_parameter_passed_to_an_extern_keeps_its_declared_constness(tmp_path):
+    """The kernel's own header follows what its externs may write: `b` goes to a `&`
+    extern and stays `const`; `a` goes to a `&mut` one and is writable."""
+    out = _build(tmp_path, "pass", PASS_THROUGH.encode())
+    assert "int32_t k(float *a, const float *b);" in (out / "pass.cpu.h").read_text()
+    (tmp_path / "caller.c").write_text(PASS_THROUGH_CALLER)
+    subprocess.run(
+        ["cc", "-std=c11", "-Wall", "-Werror", "-c", "-I", str(out), str(tmp_path / "caller.c"),
+         "-o", str(tmp_path / "caller.o")],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    lib = _shared(tmp_path, out, PASS_THROUGH_C, "pass")
+    art = runtime.load(out, externs=[lib])
+    a = np.zeros((8, 8), np.float32)
+    assert art.k(a, np.ones((8, 8), np.float32)) is None
+    np.testing.assert_array_equal(a, np.arange(64, dtype=np.float32).reshape(8, 8))

@@ -121,7 +121,7 @@ def _param(t: ir.Type, name: str, const: bool, what: str, internal: bool = False
     return Param(name, "scalar", dtype, (), None, const)
 
 
-def _arg_attr(func: ir.Operation, i: int, key: str) -> ir.Attribute | None:
+def arg_attr(func: ir.Operation, i: int, key: str) -> ir.Attribute | None:
     if "arg_attrs" in func.attributes:
         attrs = ir.DictAttr(ir.ArrayAttr(func.attributes["arg_attrs"])[i])
         if key in attrs:
@@ -130,7 +130,7 @@ def _arg_attr(func: ir.Operation, i: int, key: str) -> ir.Attribute | None:
 
 
 def _arg_name(func: ir.Operation, i: int) -> str:
-    name = _arg_attr(func, i, "vx.name")
+    name = arg_attr(func, i, "vx.name")
     return f"arg{i}" if name is None else _c_name(ir.StringAttr(name).value)
 
 
@@ -139,7 +139,7 @@ def _const(func: ir.Operation, i: int, extern: bool, written: set[int]) -> bool:
     no body, so its declaration decides: `&mut` is writable, `&` and by-value are read
     (the C definition the user writes must match the prototype exactly)."""
     if extern:
-        return _arg_attr(func, i, "vx.mut") is None
+        return arg_attr(func, i, "vx.mut") is None
     return i not in written
 
 
