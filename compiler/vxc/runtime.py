@@ -28,8 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from vxc.targets import TARGET_NAMES
-
 _NUMPY = {
     "f16": np.float16,
     "f32": np.float32,
@@ -345,18 +343,28 @@ def _load_externs(
     return libs
 
 
-# What each manifest format loads as here, keyed by the manifest's "format".
+# The manifest formats vxc writes (cpu, tpu, b200/h100): a manifest is known by its
+# "format", not its name, so this module needs nothing else of vxc (the slim Bazel
+# runtime ships it alone with numpy).
 _CPU, _TPU, _NVIDIA = "vx-cpu-artifact", "vx-tpu-artifact", "vx-nvidia-1"
-_MANIFEST_SUFFIXES = tuple(f".{t}.json" for t in TARGET_NAMES)
+_FORMATS = (_CPU, _TPU, _NVIDIA)
+
+
+def _format(data: bytes) -> str | None:
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return None
+    return doc.get("format") if isinstance(doc, dict) else None
 
 
 def _find_manifest(d: Path) -> Path:
-    manifests = sorted(p for p in d.iterdir() if p.name.endswith(_MANIFEST_SUFFIXES))
+    manifests = sorted(p for p in d.glob("*.json") if _format(p.read_bytes()) in _FORMATS)
     if len(manifests) != 1:
-        kinds = ", ".join("*" + s for s in _MANIFEST_SUFFIXES)
         found = ", ".join(p.name for p in manifests) or "none"
         raise FileNotFoundError(
-            f"expected one vx artifact manifest ({kinds}) in {d}, found {found}"
+            f"expected one vx artifact manifest (x.cpu.json, x.tpu.json, x.b200.json, "
+            f"x.h100.json) in {d}, found {found}"
             + ("; load one of them by name" if manifests else "")
         )
     return manifests[0]
@@ -385,10 +393,7 @@ def load(path: str | Path, externs: Sequence[str | Path] = ()) -> Any:
         p = p.with_suffix(".json")
     if not p.is_file():
         raise FileNotFoundError(f"no artifact manifest at {p}")
-    try:
-        fmt = json.loads(p.read_bytes()).get("format")
-    except (ValueError, AttributeError):
-        fmt = None
+    fmt = _format(p.read_bytes())
     if externs and fmt != _CPU:
         raise ArgumentError(f"{p.name}: externs= applies to cpu artifacts only")
     if fmt == _CPU:
@@ -413,7 +418,9 @@ def load_outputs(
     """Write the outputs of `api.build` into `directory` and load them (see `load`)."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    manifests = [n for n in outputs if n.endswith(_MANIFEST_SUFFIXES)]
+    manifests = [
+        n for n, data in outputs.items() if n.endswith(".json") and _format(data) in _FORMATS
+    ]
     if len(manifests) != 1:
         raise ArgumentError(f"expected one vx artifact manifest among {sorted(outputs)}")
     for name, data in outputs.items():
