@@ -58,7 +58,7 @@ def main() -> None:
 
     source = api.Source("kernels/stream.vx", KERNEL.read_bytes())
     checked = api.check_target(api.analyze([source]), "tpu")
-    module = lower_program(checked)
+    module = lower_program(checked.analysis.program, checked.plan)
     lower_best, _ = timed(lambda: mosaic_kernels(module), args.repeat)
     (kernel,) = mosaic_kernels(module)
     export_best, _ = timed(lambda: export_kernel(kernel), args.repeat)

@@ -26,6 +26,7 @@ GROUPS = [
     ("E02", "Types and calls"),
     ("E03", "Ownership and borrows"),
     ("E60", "Placement, seams and bounds"),
+    ("E70", "Backend refusals: the program cannot be built for the target"),
     ("W", "Warnings"),
 ]
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The Hopper GPU check, one command (< 5 minutes): builds the h100 stream_grid kernel
-# (bf16 tiles, f32 accumulator) and its blocking twin, runs both on 132 instances x 256
-# tiles of 128x128, checks the sums against numpy, prints TB/s and TFLOP/s for each.
-# Without a Hopper GPU it says so in one line and exits 2. Extra arguments go to
-# benchmarks/nvidia/gpu_check.py (--instances, --tiles, --repeat).
-set -euo pipefail
+# The GPU check on a device machine (no network, none of this repo's environment):
+#   here:   .venv/bin/python tools/gpu_build.py            # fatbins + manifests -> build/gpu/
+#   there:  bash tools/gpu_check.sh                         # (the device tool: carry build/gpu)
+# Runs tools/gpu_check.py with the device's own python3 (numpy, ml_dtypes, cuda-python),
+# unbuffered, every launch under a 10 s watchdog; the JSON log goes to $OUT (or
+# gpu_check_out/). Exit 0 all match numpy, 1 mismatch, 2 no usable GPU, 3 a hang.
+set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-[ -x .venv/bin/python ] || tools/setup.sh >/dev/null
-exec timeout 290 .venv/bin/python benchmarks/nvidia/gpu_check.py "$@"
+[ -f build/gpu/index.json ] || { echo "gpu_check: build/gpu/ is missing: run tools/gpu_build.py here first" >&2; exit 2; }
+export PYTHONUNBUFFERED=1 PYTHONPATH="$root/compiler${PYTHONPATH:+:$PYTHONPATH}"
+exec timeout 290 python3 tools/gpu_check.py --artifacts build/gpu --out "${OUT:-gpu_check_out}" "$@"

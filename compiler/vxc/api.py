@@ -2,10 +2,13 @@
 
 Pipeline: frontend (parse) -> hir (resolve, types, one HIR per function instance,
 ownership, token linearity) -> Analysis (target-independent, cacheable as .vxhir)
--> the target plan (checks/plan.py: routes, allocations and every op's attributes,
+-> the target plan (plan/__init__.py: routes, allocations and every op's attributes,
 computed once per target) -> seams and bounds with z3 (reading the plan's routes)
 -> ir (vx dialect, attributes copied from the plan, locations from spans)
--> backends/<target>. Each per-target fact is computed in one place.
+-> backends/<target> (vxc.backends: a `Backend` per family, handed the `Target` record
+and its options dataclass). A backend that cannot lower a valid program raises a
+`Refusal`, which `build` turns into a coded diagnostic at the op's span (exit 1); any
+other exception is a compiler bug. Each per-target fact is computed in one place.
 Heavy modules are imported only when needed: jaxlib and llvmlite when a build needs
 them, z3 when a function raises a solver obligation, protobuf for the .vxhir cache,
 so `vxc check` stays fast. `render` and `vxc.outputs` are what the CLI and the worker
@@ -23,16 +26,16 @@ from pathlib import Path
 import vxc
 from vxc.checks.machine import Machine, build_machine
 from vxc.checks.obligations import needs_proof
-from vxc.checks.plan import TargetPlan, plan_target
 from vxc.checks.solver import Solver
 from vxc.diagnostics import Diagnostic, DiagnosticSink
 from vxc.diagnostics.render import render_all_human, render_json
-from vxc.errors import Unsupported
+from vxc.errors import Refusal, Unsupported
 from vxc.frontend import ast as A
 from vxc.frontend.parser import parse_source
 from vxc.hir.ownership import check_ownership
 from vxc.hir.program import CheckedHir, Program
 from vxc.hir.typecheck import typecheck
+from vxc.plan import TargetPlan, plan_target
 from vxc.targets import EMITS, TARGETS, model_source
 
 # Front-half errors after which the per-target checks still run (see Analysis.checkable).
@@ -81,10 +84,14 @@ def compiler_version() -> str:
     return f"{vxc.__version__}+{h.hexdigest()[:12]}"
 
 
-def _key(sources: list[Source], machine: Source | None) -> str:
+def sources_key(sources: list[Source], machine: Source | None) -> str:
+    """The digest of everything an Analysis depends on: the compiler, each source's
+    display path and bytes, and the machine model, tagged as such (`--src m.vx` and
+    `--machine m.vx` are different programs). A .vxhir records it; the worker keys
+    its memory cache by it."""
     h = hashlib.sha256(compiler_version().encode())
-    for s in [*sources, *([machine] if machine else [])]:
-        h.update(b"\0" + s.path.encode() + b"\0" + hashlib.sha256(s.data).digest())
+    for role, s in [*((b"src", s) for s in sources), *([(b"machine", machine)] if machine else [])]:
+        h.update(b"\0" + role + b"\0" + s.path.encode() + b"\0" + hashlib.sha256(s.data).digest())
     return h.hexdigest()
 
 
@@ -129,7 +136,7 @@ class Analysis:
     def from_bytes(data: bytes, sources: list[Source], machine: Source | None = None) -> Analysis:
         from vxc.hir import serial
 
-        key = _key(sources, machine)
+        key = sources_key(sources, machine)
         try:
             hir = serial.load(data, key, compiler_version())
         except serial.CacheError as e:
@@ -151,7 +158,10 @@ def analyze(sources: list[Source], machine: Source | None = None) -> Analysis:
         check_ownership(program.functions, sink)
     diags = sorted(sink.items, key=Diagnostic.sort_key)
     return Analysis(
-        _key(sources, machine), list(sources), machine, CheckedHir(program, diags, machine_decls)
+        sources_key(sources, machine),
+        list(sources),
+        machine,
+        CheckedHir(program, diags, machine_decls),
     )
 
 
@@ -188,7 +198,7 @@ class Checked:
 
     @property
     def placements(self) -> dict:
-        """Function instance name -> checks.placement.FnPlacement (the plan's parts)."""
+        """Function instance name -> plan.placement.FnPlacement (the plan's parts)."""
         return self.plan.functions
 
 
@@ -229,15 +239,14 @@ def build(
     cpu: str = "native",
     tpu_aot: str = "none",
     tpu_instances: int = 0,
+    tpu_matmul_precision: str = "f32",
     link: str = "cc",
 ) -> BuildResult:
     """Check for `target` and produce `emit` (vx-mlir text, target IR, or the artifact files).
 
-    `cpu` picks the host CPU code is tuned for on the cpu target: `native` (this
-    machine), or a named x86-64 level (`x86-64-v3`) that gives the same object on every
-    build machine, as shared build caches need. `link` is "cc" (the cpu backend links
-    the shared library with `cc`) or "none" (the caller links it; Bazel does, with its
-    C++ toolchain).
+    The keywords after `emit` are the build options of vxc/targets.py (`CpuOptions`,
+    `TpuOptions`, ...; a test checks that they agree); the target's backend gets its
+    family's dataclass of them. A backend's refusal is a diagnostic of the result.
     """
     import time
 
@@ -249,22 +258,44 @@ def build(
     result = BuildResult(checked.diagnostics, stats={"check_s": t1 - t0})
     if not checked.ok:
         return result
+    options = {
+        "cpu": cpu,
+        "tpu_aot": tpu_aot,
+        "tpu_instances": tpu_instances,
+        "tpu_matmul_precision": tpu_matmul_precision,
+        "link": link,
+    }
+    try:
+        result.outputs.update(_emit(checked, emit, options))
+    except Refusal as e:
+        result.diagnostics = sorted(
+            [*result.diagnostics, refusal_diagnostic(e, analysis.sources)], key=Diagnostic.sort_key
+        )
+    result.stats["emit_s"] = time.perf_counter() - t1
+    return result
+
+
+def _emit(checked: Checked, emit: str, options: dict) -> dict[str, bytes]:
     from vxc.ir.from_hir import lower_program
 
-    module = lower_program(checked)
-    stem = _stem(analysis.sources)
+    module = lower_program(checked.analysis.program, checked.plan)
+    stem = _stem(checked.analysis.sources)
     if emit == "vx-mlir":
         from vxc.ir import print_module
 
-        result.outputs[f"{stem}.{target}.mlir"] = print_module(module).encode()
-    else:
-        from vxc.backends import emit_target
-        from vxc.targets import BackendOptions
+        return {f"{stem}.{checked.target}.mlir": print_module(module).encode()}
+    from vxc.backends import emit_target
 
-        options = BackendOptions(cpu=cpu, tpu_aot=tpu_aot, tpu_instances=tpu_instances, link=link)
-        result.outputs.update(emit_target(target, module, stem, emit, options))
-    result.stats["emit_s"] = time.perf_counter() - t1
-    return result
+    return emit_target(checked.target, module, stem, emit, options)
+
+
+def refusal_diagnostic(e: Refusal, sources: list[Source]) -> Diagnostic:
+    """The diagnostic of a refusal: at its op's span, else (a refusal of the whole
+    program, such as one without a kernel) at the start of the first source."""
+    from vxc.diagnostics import Span
+
+    span = e.span or Span(sources[0].path if sources else "<input>", 1, 1)
+    return Diagnostic(e.code, e.message, span, help=e.help)
 
 
 def _stem(sources: list[Source]) -> str:

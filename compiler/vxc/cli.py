@@ -11,7 +11,7 @@ import os
 import sys
 import traceback
 
-from vxc.targets import CPU_LEVELS, EMIT_MEANING, EMITS, TARGET_NAMES, TARGETS
+from vxc.targets import EMIT_MEANING, EMITS, TARGET_NAMES, TARGETS, add_option_flags, options_from
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -90,29 +90,7 @@ def _parser() -> argparse.ArgumentParser:
         + "; ".join(f"{k}: {v}" for k, v in EMIT_MEANING.items())
         + " (default: %(default)s)",
     )
-    b.add_argument(
-        "--cpu",
-        default="native",
-        choices=CPU_LEVELS,
-        help="cpu target: native (default: this machine's CPU) or x86-64[-v2|-v3|-v4] "
-        "(an object that runs on any CPU of that level); Bazel's vx_kernel builds x86-64-v3 "
-        "(--//vx_rules:cpu), so pass --cpu x86-64-v3 for the same object",
-    )
-    b.add_argument(
-        "--tpu-aot",
-        default="none",
-        metavar="TOPOLOGIES",
-        help="tpu target: compile the artifact with libtpu for these topologies "
-        "(comma-separated, e.g. v5e,v6e; default none)",
-    )
-    b.add_argument(
-        "--tpu-instances",
-        type=int,
-        default=0,
-        metavar="N",
-        help="tpu target: build the kernel for a launch of N instances (results stacked); "
-        "default 0, a plain call",
-    )
+    add_option_flags(b)  # --cpu, --link, --tpu-aot, --tpu-instances: vxc/targets.py
     b.add_argument(
         "--error-format",
         choices=("human", "json"),
@@ -161,12 +139,7 @@ def _build(args) -> int:
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None
     result = api.build(
-        api.analyze(sources, machine),
-        args.target,
-        args.emit,
-        args.cpu,
-        args.tpu_aot,
-        args.tpu_instances,
+        api.analyze(sources, machine), args.target, args.emit, **options_from(vars(args))
     )
     _report(result.diagnostics, sources, machine, args.error_format)
     if not result.ok:

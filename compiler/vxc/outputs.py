@@ -16,7 +16,10 @@ set reached a destination. A build killed during step 3 left a committed folder:
 `recover(OUT)`, which every write into OUT runs first, finishes the renames (rolls the
 set forward), so the outputs the killed build published are whole and together. Both
 kinds of leftover are removed by the next build into the same folder; a folder whose
-owner process is still alive (a concurrent build) is left alone.
+owner process is still alive (a concurrent build) is left alone. Recovery follows no
+link (it works through folder descriptors opened with O_NOFOLLOW): a staging name
+that is a link is left alone, only regular files of a folder move, and a COMMIT that
+is not a regular record of plain file names discards its folder.
 
 Before step 3 every destination is checked (not a folder, its directory exists and
 is writable), so an ordinary error (an output path that is a folder) stops the build
@@ -28,10 +31,12 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import stat
 
 SET_PREFIX = ".vxc-set-"
 COMMIT = "COMMIT"
 MODE = 0o644
+MAX_RECORD = 1 << 20  # a COMMIT lists a handful of names; a larger one is not vxc's
 # Temporary files of earlier versions of vxc (one file at a time): removed on sight.
 LEGACY_PREFIXES = (".vxc-", ".vx-tmp-")
 
@@ -85,8 +90,11 @@ def write_set(out_dir: str, files: dict[str, bytes], _between=None) -> list[str]
         if isinstance(e, OSError | ValueError):
             raise OutputError(f"cannot write into `{out_dir}`: {_describe(e)}") from e
         raise
-    written = _publish(staging, out_dir, list(files), _between)
-    return written
+    out_fd = os.open(out_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return _publish(out_dir, out_fd, os.path.basename(staging), list(files), _between)
+    finally:
+        os.close(out_fd)
 
 
 def write_atomic(path: str, data: bytes) -> None:
@@ -115,22 +123,47 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _publish(staging: str, out_dir: str, names: list[str], between=None) -> list[str]:
-    """Step 3: rename each committed file into place, then drop the folder."""
+def _regular(dir_fd: int, name: str) -> bool:
+    """Whether `name` in the folder is a regular file itself, not a link to one."""
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _open_folder(name: str, dir_fd: int) -> int | None:
+    """The folder `name` in `dir_fd`, opened without following a link, or None."""
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except OSError:
+        return None
+
+
+def _publish(out_dir: str, out_fd: int, staging: str, names: list[str], between=None) -> list[str]:
+    """Step 3: rename each committed file of the folder `staging` (in `out_fd`) into
+    place, then drop the folder. Everything goes through folder descriptors opened
+    without following links, and only regular files move: a folder or a file of the
+    set that is a link (planted; vxc writes none) is never followed into OUT."""
+    sfd = _open_folder(staging, out_fd)
+    if sfd is None:
+        raise OutputError(f"cannot write into `{out_dir}`: its staging folder is gone")
     written = []
-    for name in names:
-        src = os.path.join(staging, name)
-        dest = os.path.join(out_dir, name)
-        if os.path.exists(src):  # absent: published before a kill, on roll-forward
-            try:
-                os.replace(src, dest)
-            except OSError as e:
-                raise OutputError(f"cannot write `{dest}`: {_describe(e)}") from e
-        written.append(dest)
-        if between is not None:
-            between(name)
-    _fsync_dir(out_dir)
-    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        for name in names:
+            # Absent: published before a kill (on roll-forward); a link: not ours.
+            if _regular(sfd, name):
+                try:
+                    os.replace(name, name, src_dir_fd=sfd, dst_dir_fd=out_fd)
+                except OSError as e:
+                    dest = os.path.join(out_dir, name)
+                    raise OutputError(f"cannot write `{dest}`: {_describe(e)}") from e
+            written.append(os.path.join(out_dir, name))
+            if between is not None:
+                between(name)
+        os.fsync(out_fd)
+    finally:
+        os.close(sfd)
+    shutil.rmtree(staging, dir_fd=out_fd, ignore_errors=True)  # never follows a link
     return written
 
 
@@ -146,33 +179,66 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _commit_record(sfd: int) -> list[str] | None:
+    """The names a staging folder's COMMIT lists; None when there is no record or it is
+    not one vxc wrote (a link, not a regular file, not UTF-8, a name that is not a
+    plain file name, oversized): such a folder is discarded like an uncommitted one."""
+    try:  # O_NONBLOCK: a planted FIFO must not hang the build
+        fd = os.open(COMMIT, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=sfd)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        data = f.read(MAX_RECORD + 1)
+    try:
+        names = [n for n in data.decode("utf-8").splitlines() if n]
+        for n in names:
+            check_name(n)
+    except ValueError:  # UnicodeDecodeError too
+        return None
+    return names if len(data) <= MAX_RECORD else None
+
+
+def _recover_set(out_dir: str, out_fd: int, entry: str) -> str | None:
+    """Rolls the staging folder `entry` forward or removes it; None: left alone (a link
+    or a file, which vxc never makes, or the folder of a build still running)."""
+    pid_part = entry[len(SET_PREFIX) :].split("-", 1)[0]
+    sfd = _open_folder(entry, out_fd)
+    if sfd is None:
+        return None
+    try:
+        if pid_part.isdigit() and _alive(int(pid_part)):
+            return None  # a build in progress
+        names = _commit_record(sfd)
+    finally:
+        os.close(sfd)
+    if names is None:
+        shutil.rmtree(entry, dir_fd=out_fd, ignore_errors=True)
+        return "removed"
+    _publish(out_dir, out_fd, entry, names)
+    return "rolled forward"
+
+
 def recover(out_dir: str) -> list[str]:
     """Finish or discard what killed builds left in `out_dir`; returns what was done
-    (`rolled forward NAME` / `removed NAME`), for tests and logs."""
+    (`rolled forward NAME` / `removed NAME`), for tests and logs. Nothing is followed
+    through a link: an entry that is a link is left alone, whatever its name."""
     done: list[str] = []
     try:
-        entries = sorted(os.listdir(out_dir))
+        out_fd = os.open(out_dir, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return done
-    for entry in entries:
-        path = os.path.join(out_dir, entry)
-        if entry.startswith(SET_PREFIX) and os.path.isdir(path):
-            pid_part = entry[len(SET_PREFIX) :].split("-", 1)[0]
-            if pid_part.isdigit() and _alive(int(pid_part)):
-                continue  # a build in progress
-            commit = os.path.join(path, COMMIT)
-            if os.path.isfile(commit):
-                with open(commit, encoding="utf-8") as f:
-                    names = [n for n in f.read().splitlines() if n]
-                for n in names:
-                    check_name(n)
-                _publish(path, out_dir, names)
-                done.append(f"rolled forward {entry}")
-            else:
-                shutil.rmtree(path, ignore_errors=True)
-                done.append(f"removed {entry}")
-        elif entry.startswith(LEGACY_PREFIXES) and os.path.isfile(path):
-            if entry.endswith(".tmp") or entry.startswith(".vx-tmp-"):
-                os.unlink(path)
-                done.append(f"removed {entry}")
+    try:
+        for entry in sorted(os.listdir(out_fd)):
+            if entry.startswith(SET_PREFIX):
+                what = _recover_set(out_dir, out_fd, entry)
+                if what is not None:
+                    done.append(f"{what} {entry}")
+            elif entry.startswith(LEGACY_PREFIXES) and _regular(out_fd, entry):
+                if entry.endswith(".tmp") or entry.startswith(".vx-tmp-"):
+                    os.unlink(entry, dir_fd=out_fd)
+                    done.append(f"removed {entry}")
+    finally:
+        os.close(out_fd)
     return done

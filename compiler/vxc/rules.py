@@ -1,6 +1,7 @@
 """Rule tables: the one way the lowerings register a function per key (as Pallas keeps
 `lowering_rules[prim] = rule`). HIR -> vx registers by node class, the backends and the
-TPU interpreter by op name."""
+TPU interpreter by op name; the backends' tables plug into one walk
+(vxc/backends/walk.py), which also consults each backend's refusal table."""
 
 from __future__ import annotations
 

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from vxc.status import MEANING
+
 _NUMPY = {
     "f16": np.float16,
     "f32": np.float32,
@@ -59,15 +61,6 @@ _CTYPES = {
     "ui64": ctypes.c_uint64,
     "index": ctypes.c_int64,
 }
-_MEANING = {
-    "VX_ERR_LAUNCH": "the instance count must be >= 1 and the thread count >= 0",
-    "VX_ERR_NULL": "an output pointer was null, or an input with elements was null",
-    "VX_ERR_WHERE": "the launch breaks the kernel's `where` clause",
-    "VX_ERR_INDEX": "a Vec index was out of range (is the Vec empty?)",
-    "VX_ERR_ALLOC": "the scratch arena could not be allocated",
-    "VX_ERR_CAPACITY": "a dynamically shaped tensor does not fit its scratchpad slot",
-    "VX_ERR_SHAPE": "matmul_acc operand shapes disagree at run time",
-}
 
 
 class ArgumentError(ValueError):
@@ -79,7 +72,7 @@ class KernelError(RuntimeError):
 
     def __init__(self, kernel: str, status: int, code: str, detail: str = ""):
         self.status, self.code = status, code
-        why = _MEANING.get(code, "unknown status") + detail
+        why = MEANING.get(code, "unknown status") + detail
         super().__init__(f"kernel '{kernel}' failed with {code} ({status}): {why}")
 
 

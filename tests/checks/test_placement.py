@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from vxc.checks.machine import Machine, build_machine
-from vxc.checks.placement import FnPlacement, check_placement, where_bounds
-from vxc.checks.plan import plan_target
 from vxc.diagnostics import DiagnosticSink
 from vxc.frontend.parser import parse_source
 from vxc.hir import nodes as H
 from vxc.hir.ownership import check_ownership
 from vxc.hir.program import Function
 from vxc.hir.typecheck import typecheck
+from vxc.plan import plan_target
+from vxc.plan.placement import FnPlacement, check_placement, where_bounds
 from vxc.targets import model_source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -436,7 +436,7 @@ def test_four_in_flight_working_set() -> None:
     assert tpu.placed["four"].working_set == {"VMEM": 4 * TILE}
     b200 = compile_vx("b200", FOUR_IN_FLIGHT)
     (diag,) = b200.sink.items
-    assert "262144 B (256 KiB)" in diag.message and "233472 B (228 KiB)" in diag.message
+    assert "262144 B (256 KiB)" in diag.message and "230400 B (225 KiB)" in diag.message
     assert diag.notes == [
         "live in VMEM here: `t0` (64 KiB), `t1` (64 KiB), `t2` (64 KiB), this transfer_async (64 KiB)"
     ]
@@ -446,7 +446,7 @@ def test_e6009_names_space_and_sizes() -> None:
     (diag,) = compile_vx("b200", TOO_BIG).sink.items
     assert diag.message == (
         "`Tensor<f32, [512, 512]>` is 1048576 B (1 MiB), larger than `VMEM` "
-        "(capacity 233472 B, 228 KiB)"
+        "(capacity 230400 B, 225 KiB)"
     )
 
 
@@ -460,7 +460,7 @@ def test_unverified_tile_takes_the_rest() -> None:
     c = compile_vx("b200", DYNAMIC)
     (node,) = c.nodes("k")
     assert node.bytes is None
-    assert (node.alloc.offset, node.alloc.slot_bytes) == (0, 233472)
+    assert (node.alloc.offset, node.alloc.slot_bytes) == (0, 230400)
 
 
 def test_split_ring_for_kept_tile() -> None:

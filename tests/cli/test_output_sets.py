@@ -160,3 +160,61 @@ def test_cli_build_killed_at_random_moments_never_leaves_a_partial_set(tmp_path)
         subprocess.run([*args, "-o", str(out)], env=env, check=True, capture_output=True)
         assert listing(out) == sorted(reference)
         assert {n: (out / n).read_bytes() for n in reference} == reference
+
+
+def _plant(elsewhere: Path, names: dict[str, bytes]) -> dict[str, bytes]:
+    """A folder outside OUT that looks like a committed staging folder."""
+    elsewhere.mkdir()
+    for n, data in names.items():
+        (elsewhere / n).write_bytes(data)
+    (elsewhere / outputs.COMMIT).write_text("".join(f"{n}\n" for n in names))
+    return {n: (elsewhere / n).read_bytes() for n in sorted(os.listdir(elsewhere))}
+
+
+def test_recovery_never_follows_a_planted_link_to_a_staging_folder(tmp_path):
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    before = _plant(elsewhere, {"victim.txt": b"not yours", "stream.cpu.h": b"nor this"})
+    link = out / f"{outputs.SET_PREFIX}999999-x"
+    os.symlink(elsewhere, link)
+    assert outputs.recover(str(out)) == []  # not a folder of ours: left alone
+    r = run_vxc("build", str(KERNELS / "stream.vx"), "--target", "cpu", "-o", str(out))
+    assert r.rc == 0, r.err
+    assert_no_crash(r)
+    assert {n: (elsewhere / n).read_bytes() for n in sorted(os.listdir(elsewhere))} == before
+    assert not (out / "victim.txt").exists()
+    assert (out / "stream.cpu.h").read_bytes() != b"nor this"
+    assert link.is_symlink() and os.readlink(link) == str(elsewhere)
+
+
+def test_recovery_publishes_no_link_from_a_staging_folder(tmp_path):
+    """A staging folder of ours holds regular files and a regular COMMIT; a link in it
+    (to COMMIT, or to an output) is never followed or moved into OUT."""
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    before = _plant(elsewhere, {"k.cpu.h": b"secret"})
+    linked_commit = out / f"{outputs.SET_PREFIX}999998-a"
+    linked_commit.mkdir()
+    os.symlink(elsewhere / "k.cpu.h", linked_commit / "k.cpu.h")
+    os.symlink(elsewhere / outputs.COMMIT, linked_commit / outputs.COMMIT)
+    linked_file = out / f"{outputs.SET_PREFIX}999997-b"
+    linked_file.mkdir()
+    os.symlink(elsewhere / "k.cpu.h", linked_file / "k.cpu.h")
+    (linked_file / "k.cpu.o").write_bytes(b"object")
+    (linked_file / outputs.COMMIT).write_text("k.cpu.h\nk.cpu.o\n")
+    done = outputs.recover(str(out))
+    assert sorted(done) == [f"removed {linked_commit.name}", f"rolled forward {linked_file.name}"]
+    assert listing(out) == ["k.cpu.o"]  # the regular file of the committed set, no link
+    assert {n: (elsewhere / n).read_bytes() for n in sorted(os.listdir(elsewhere))} == before
+
+
+@pytest.mark.parametrize("record", ["../escape\n", "/etc/passwd\n", "a/b\n", "\xff\xfe\n"])
+def test_a_corrupt_commit_record_is_discarded_not_a_crash(tmp_path, record):
+    out = tmp_path / "out"
+    staging = out / f"{outputs.SET_PREFIX}999996-c"
+    staging.mkdir(parents=True)
+    (staging / outputs.COMMIT).write_bytes(record.encode("latin-1"))
+    r = run_vxc("build", str(KERNELS / "stream.vx"), "--target", "cpu", "-o", str(out))
+    assert r.rc == 0, r.err
+    assert_no_crash(r)
+    assert listing(out) == ["stream.cpu.h", "stream.cpu.json", "stream.cpu.o", "stream.cpu.so"]

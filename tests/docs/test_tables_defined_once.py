@@ -74,3 +74,107 @@ def test_element_maps_derive_from_the_element_table():
     assert HT.FLOATS == {"f16", "bf16", "f32", "f64"}
     assert {m for m in abi.C_TYPES if m != "index"} == set(BY_MLIR)
     assert abi.ELEMENT_BYTES == {**{e.mlir: e.bytes for e in ELEMENTS}, "index": 8}
+
+
+def _flags(parser, command: str) -> dict[str, object]:
+    """`--flag` -> default of sub-command `command` of an argparse parser."""
+    import argparse
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {
+        s: a.default
+        for a in sub.choices[command]._actions
+        for s in a.option_strings
+        if s[:2] == "--"
+    }
+
+
+def test_build_options_are_the_options_dataclasses():
+    """The per-family options dataclasses (vxc/targets.py) are the one list of build
+    options: the CLI's and the worker's flags and `api.build`'s keywords are generated from
+    or checked against them, and the Bazel rules pass only those flags."""
+    import inspect
+
+    from vxc import api
+    from vxc.targets import BAZEL_TPU_AOT, option_fields
+
+    opts = option_fields()
+    assert {o.flag: o.default for o in opts}.items() <= _flags(cli._parser(), "build").items()
+    assert {o.flag: o.default for o in opts}.items() <= _flags(action.PARSER, "build").items()
+    params = inspect.signature(api.build).parameters
+    keywords = {n: p.default for n, p in params.items() if n not in ("analysis", "target", "emit")}
+    assert keywords == {o.name: o.default for o in opts}
+    bzl = (RULES / "private" / "kernel.bzl").read_text()
+    option_flags = {o.flag for o in opts}
+    passed = set(re.findall(r'args\.add\("(--[a-z-]+)"', bzl))
+    generic = {"--hir", "--src", "--machine", "--target", "--emit", "--out", "--out-dir"}
+    assert passed - generic <= option_flags, passed - generic - option_flags
+    assert f'args.add("--tpu-aot", "{BAZEL_TPU_AOT}")' in bzl
+
+
+COMPILER = ROOT / "compiler" / "vxc"
+
+
+def _literal_dicts(skip: set[str]):
+    """(file, line, {key: value}) of every dict literal with constant keys and values in
+    the compiler's Python, outside the files in `skip` (paths relative to vxc/)."""
+    for path in sorted(COMPILER.rglob("*.py")):
+        rel = path.relative_to(COMPILER).as_posix()
+        if rel in skip or rel.endswith("_pb2.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Dict)
+                and node.keys
+                and all(isinstance(k, ast.Constant) for k in node.keys)
+            ):
+                values = [v.value if isinstance(v, ast.Constant) else None for v in node.values]
+                yield rel, node.lineno, dict(zip([k.value for k in node.keys], values, strict=True))
+
+
+def test_element_sizes_are_defined_once():
+    """Element sizes come from vxc/elements.py: a second literal table of them (three or
+    more element names mapped to their sizes) anywhere else in the compiler fails."""
+    sizes = {e.name: e.bytes for e in ELEMENTS} | {e.mlir: e.bytes for e in ELEMENTS}
+    copies = [
+        f"{rel}:{line}"
+        for rel, line, d in _literal_dicts({"elements.py"})
+        if sum(k in sizes and v == sizes[k] for k, v in d.items()) >= 3
+    ]
+    assert copies == []
+
+
+def test_status_codes_are_defined_once():
+    from vxc.status import STATUS
+
+    copies = [
+        f"{rel}:{line}"
+        for rel, line, d in _literal_dicts({"status.py"})
+        if any(
+            isinstance(k, str) and k.startswith("VX_") and isinstance(v, int) for k, v in d.items()
+        )
+    ]
+    assert copies == []
+    from vxc.backends.cpu.errors import STATUS as CPU
+    from vxc.backends.nvidia.lower import STATUS as NVIDIA
+
+    assert CPU is STATUS and NVIDIA.items() <= STATUS.items()
+
+
+def test_dma_limits_and_the_shared_memory_budget_are_defined_once():
+    """The TMA limits are vxc/targets.py's (E6012 and the tensor-map encoder read them);
+    each NVIDIA model's VMEM is the shared memory the backend gives a CTA's tiles."""
+    from vxc.api import _model_decls
+    from vxc.backends.nvidia import encoders
+    from vxc.checks.machine import build_machine
+    from vxc.diagnostics import DiagnosticSink
+    from vxc.targets import TARGETS, TMA
+
+    assert (encoders.TMA_BOX_MAX, encoders.TMA_ROW_MULTIPLE) == (TMA.box_max, TMA.row_multiple)
+    for t in (t for t in TARGETS.values() if t.arch is not None):
+        assert t.dma is TMA
+        machine = build_machine(list(_model_decls(t.name)), DiagnosticSink())
+        assert machine.memories["VMEM"].capacity == t.arch.smem_tiles, t.name
+    text = {p: p.read_text() for p in COMPILER.rglob("*.py")}
+    holders = sorted(p.relative_to(COMPILER).as_posix() for p, s in text.items() if "232448" in s)
+    assert holders == ["targets.py"]

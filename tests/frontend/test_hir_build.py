@@ -9,7 +9,6 @@ import pytest
 
 from vxc import api
 from vxc.checks.machine import build_machine
-from vxc.checks.plan import plan_target
 from vxc.diagnostics import DiagnosticSink
 from vxc.frontend import ast as A
 from vxc.frontend.parser import parse_source
@@ -17,6 +16,7 @@ from vxc.hir import nodes as H
 from vxc.hir import serial
 from vxc.hir.build import TWINS
 from vxc.hir.typecheck import typecheck
+from vxc.plan import plan_target
 from vxc.targets import model_source
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,20 +1,68 @@
-"""The fuzzer in the suite: a fixed seed and a fixed count of mutants and generated
-programs through the whole pipeline (see vxfuzz.py), with zero internal errors. The
-long run is `python -m tests.fuzz --count N` (docs/PERFORMANCE.md)."""
+"""The fuzzer in the suite: a fixed seed and a fixed count of mutants, generated
+programs and `--machine` mutants through the whole pipeline (see vxfuzz.py) with zero
+internal errors and check ≡ build, and fixed-seed runs of the worker and LSP modes.
+The long run is `python -m tests.fuzz --count N` (docs/PERFORMANCE.md)."""
 
 from __future__ import annotations
 
 import itertools
 import random
+import re
 import time
 from collections import Counter
 
+import forms
+import lsp_mode
+import machines
 import pytest
 import vxfuzz
+import worker_mode
 
-# About a minute on CI's two cores (~30 ms of CPU an input, a fifth of them built).
-SUITE_COUNT = 2000
+# About a minute on CI's two cores (~40 ms of CPU an input, a fifth of them built on
+# every target).
+SUITE_COUNT = 1500
 SUITE_SEED = 20261130
+WORKER_COUNT = 150  # requests: ~10 s
+LSP_COUNT = 40  # messages: ~30 s, most of it server start-up and the deadline of a lost one
+DEADLINE = 10.0  # seconds for an answer (a lost one costs this; a check takes ~0.1 s)
+
+# Open defects of issue 25 that the fuzzer finds on main today, each being fixed on its
+# own branch (`robust`, `worker`, `lsp`): (mode, finding kind, a regex over the
+# detail). A finding that matches none fails the suite; delete an entry when its fix
+# merges (the runs below warn about entries nothing matched).
+KNOWN_OPEN = [
+    # a --machine granule past its space's capacity, or too big for the IR's integers:
+    # checked clean, then the vx verifier or the IR builder fails (issue 25, item 1)
+    ("compile", "check≢build", r"ring end offset|bad_cast"),
+    ("worker", "sandbox-read", r""),  # paths, `..`, @flagfiles resolve anywhere
+    ("worker", "sandbox-write", r""),  # --out / --out-dir write anywhere
+    ("worker", "stale", r"exit 0, expected 1"),  # the memory cache keyed by the .vxhir alone
+    ("lsp", "internal", r"UnicodeEncodeError"),  # a lone surrogate in the text
+    ("lsp", "no-diagnostics", r"UnicodeEncodeError"),
+    ("lsp", "died", r"MemoryError"),  # Content-Length: 99999999999999
+    ("lsp", "no-answer", r"JsonRpcInvalidParams|json"),  # malformed params: no -32602
+    ("lsp", "protocol", r"malformed params answered"),
+]
+
+
+def unknown_findings(mode: str, findings) -> list:
+    """The findings no KNOWN_OPEN entry explains; warns about entries nothing matched."""
+    import re
+    import warnings
+
+    entries = [(k, rx) for m, k, rx in KNOWN_OPEN if m == mode]
+    used = set()
+    out = []
+    for f in findings:
+        kind, detail = (f.kind, f.detail) if hasattr(f, "kind") else f[:2]
+        hit = next((e for e in entries if kind == e[0] and re.search(e[1], detail)), None)
+        if hit is None:
+            out.append(f)
+        used.add(hit)
+    unused = [e for e in entries if e not in used]
+    if unused:
+        warnings.warn(f"{mode}: known defects not seen (fixed? drop them): {unused}", stacklevel=2)
+    return out
 
 
 @pytest.mark.slow
@@ -22,27 +70,49 @@ def test_fuzz_fixed_seed_no_internal_errors():
     stages: Counter = Counter()
     errors = []
     slowest = 0.0
-    for i, (how, data) in enumerate(itertools.islice(vxfuzz.inputs(SUITE_SEED), SUITE_COUNT)):
+    for i, case in enumerate(itertools.islice(vxfuzz.inputs(SUITE_SEED), SUITE_COUNT)):
         t0 = time.perf_counter()
-        out = vxfuzz.run_input(data)
+        out = vxfuzz.run_input(case.data, machine=case.machine)
         slowest = max(slowest, time.perf_counter() - t0)
         stages.update(out.stages)
+        stages["machine"] += case.machine is not None
         if out.error:
-            errors.append((i, how, out.error, data[:2000]))
-    assert errors == []
-    # The fuzzer reaches every stage, the back end included.
+            kind = "check≢build" if out.error.startswith("check≢build") else "internal"
+            errors.append((kind, out.error, i, case.how, case.data[:2000], case.machine))
+    assert unknown_findings("compile", errors) == []
+    # The fuzzer reaches every stage, the back end of every target included.
     assert all(stages[s] > 0 for s in vxfuzz.STAGES), stages
     assert stages["built"] >= SUITE_COUNT // 20, stages
+    assert all(stages[f"built:{t}"] > 0 for t in vxfuzz.TARGETS), stages
+    assert stages["machine"] >= SUITE_COUNT // 10, stages
     assert slowest < 20, slowest  # the benchmark holds inputs to 5 s on a quiet machine
+
+
+@pytest.mark.slow
+def test_worker_mode_fixed_seed():
+    r = worker_mode.run(SUITE_SEED, WORKER_COUNT, DEADLINE)
+    assert r.requests == WORKER_COUNT and r.answers >= WORKER_COUNT - r.restarts
+    assert 0 in r.exit_codes and 1 in r.exit_codes and 2 in r.exit_codes, r.exit_codes
+    assert unknown_findings("worker", r.findings) == []
+
+
+@pytest.mark.slow
+def test_lsp_mode_fixed_seed():
+    r = lsp_mode.run(SUITE_SEED, LSP_COUNT, DEADLINE)
+    assert r.messages >= LSP_COUNT and r.answered > 0
+    assert unknown_findings("lsp", r.findings) == []
 
 
 @pytest.mark.parametrize("mutator", list(dict.fromkeys(vxfuzz.MUTATORS)), ids=lambda m: m.__name__)
 def test_each_mutator_changes_input_and_compiles_without_internal_error(mutator):
     corpus = vxfuzz.load_corpus()
+    # The views' and tile arithmetic's mutators need those forms: the seeds have them.
+    seeds = [p.read_bytes() for p in sorted(vxfuzz.SEEDS.glob("*.vx"))]
+    pool = seeds if mutator.__module__ == "forms" else corpus
     rng = random.Random(7)
     changed = 0
     for _ in range(8):
-        src = rng.choice(corpus)
+        src = rng.choice(pool)
         mutant = mutator(rng, src, corpus)
         changed += mutant != src
         out = vxfuzz.run_input(mutant, build=False)
@@ -53,7 +123,7 @@ def test_each_mutator_changes_input_and_compiles_without_internal_error(mutator)
 def test_generated_programs_reach_the_back_end():
     rng = random.Random(3)
     stages: Counter = Counter()
-    for _ in range(12):
+    for _ in range(20):  # two fifths are the newer forms, which may not parse yet
         out = vxfuzz.run_input(vxfuzz.Gen(rng).program())
         assert out.error is None, out.error
         stages.update(out.stages)
@@ -61,14 +131,18 @@ def test_generated_programs_reach_the_back_end():
 
 
 def test_input_stream_is_deterministic():
-    a = list(itertools.islice(vxfuzz.inputs(11), 50))
-    b = list(itertools.islice(vxfuzz.inputs(11), 50))
+    a = list(itertools.islice(vxfuzz.inputs(11), 80))
+    b = list(itertools.islice(vxfuzz.inputs(11), 80))
     assert a == b
+    assert any(c.machine is not None for c in a) and any(c.machine is None for c in a)
 
 
 def test_corpus_is_the_projects_own_programs():
     names = {p.parent.name for p in vxfuzz.corpus_files()}
-    assert names == {"kernels", "cases", "machines"}
+    assert names == {"kernels", "cases", "machines", "seeds"}
+    # every kernel, also the ones that land later, without a list to keep
+    kernels = {p.name for p in vxfuzz.corpus_files() if p.parent.name == "kernels"}
+    assert kernels == {p.name for p in (vxfuzz.ROOT / "kernels").glob("*.vx")}
 
 
 def test_a_diagnostic_outside_the_input_is_an_internal_error():
@@ -100,3 +174,161 @@ def test_benchmark_mode_runs_a_count_in_a_child_and_reports_stages(tmp_path):
     assert r["errors"] == [] and r["hangs"] == []
     assert r["stages"].get("parsed", 0) > 0
     assert 0 < r["worst_cpu_s"] < 5
+
+
+# ---- check ≡ build ------------------------------------------------------------------
+
+
+def test_a_build_error_the_clean_check_did_not_report_is_a_mismatch():
+    from vxc import api
+    from vxc.diagnostics import Diagnostic, Span
+
+    out = vxfuzz.Outcome()
+    owned = api.BuildResult([Diagnostic("E6009", "too big", Span(vxfuzz.FILE, 1, 1))])
+    with pytest.raises(vxfuzz.CheckBuildMismatch, match=r"\[tpu\] the build reports E6009"):
+        vxfuzz.classify_build("tpu", owned, out)
+    with pytest.raises(vxfuzz.CheckBuildMismatch, match="no outputs"):
+        vxfuzz.classify_build("cpu", api.BuildResult([]), out)
+    vxfuzz.classify_build("cpu", api.BuildResult([], {"f.so": b"x"}), out)  # built: fine
+
+
+def test_codes_of_the_checks_are_never_refusals():
+    assert {"E0002", "E6004", "E6009", "E6010"} <= vxfuzz.CHECK_CODES
+    assert not vxfuzz.CHECK_CODES & vxfuzz.REFUSAL_CODES
+
+
+def test_an_uncoded_refusal_is_counted_and_fails_when_strict():
+    seed = (vxfuzz.ROOT / "kernels" / "seed.vx").read_bytes()  # an extern call: b200 refuses
+    out = vxfuzz.run_input(seed)
+    if vxfuzz.REFUSAL_CODES:  # coded refusals exist: an uncoded one is a finding
+        assert out.error is None or "uncoded refusal" in out.error
+        return
+    assert out.error is None, out.error
+    assert "refused:b200" in out.stages and "built:cpu" in out.stages
+    assert any(r.startswith("b200: call to extern") for r in out.refusals), out.refusals
+    strict = vxfuzz.run_input(seed, strict=True)
+    assert strict.error and strict.error.startswith("check≢build [")
+    assert "uncoded refusal" in strict.error
+
+
+def test_a_crashing_build_after_a_clean_check_names_its_target():
+    """Issue 25's granule past capacity, through --machine: a check ≢ build finding on
+    main until machine facets are validated; then a diagnostic at the facet."""
+    stream = (vxfuzz.ROOT / "kernels" / "stream.vx").read_bytes()
+    model = b"Memory VMEM { within: Memory::CPU_DRAM, capacity: 228 KB, granule: 1 MB }\n"
+    out = vxfuzz.run_input(stream, machine=model)
+    if out.error is not None:
+        assert out.error.startswith("check≢build [cpu]"), out.error
+    else:
+        from vxc import api
+
+        a = api.analyze([api.Source("s.vx", stream)], api.Source("m.vx", model))
+        assert not api.check_target(a, "cpu").ok
+
+
+# ---- the mutators of the newer forms and of machine models ---------------------------
+
+
+def test_forms_generator_writes_every_new_form():
+    rng = random.Random(4)
+    text = b"\n".join(forms.FormsGen(rng).program() for _ in range(200))
+    for form in [
+        rb"\w+\[\w+ \.\. \w+ \+ \d+, ",  # a view
+        rb"&mut Tensor<",  # an output
+        rb"transfer\(res, y\[",  # a blocking store to a view
+        rb"transfer_async\(res, y\[",  # an async store ...
+        rb"wait\(st\);",  # ... and its wait
+        rb"fn v\d\(m: i64",  # a shape parameter
+        rb"::<\d+>\(",  # a const argument
+        *(re.escape(w) for w in [b"exp(", b"sqrt(", b"max(", b"min(", b"transpose("]),
+        rb"\.sum\(\d\)",
+        rb"\.max\(\d\)",
+        rb"cast::<bf16>\(",
+        rb" [-+*/] ",
+    ]:
+        assert re.search(form, text), form
+    for _ in range(6):
+        out = vxfuzz.run_input(forms.FormsGen(rng).program(), build=False)
+        assert out.error is None, out.error
+
+
+@pytest.mark.parametrize("mutator", [forms.view_bounds, forms.tile_word, forms.store_form])
+def test_form_mutators_change_the_seeds(mutator):
+    seeds = [p.read_bytes() for p in sorted(vxfuzz.SEEDS.glob("*.vx"))]
+    assert len(seeds) >= 5
+    rng = random.Random(2)
+    changed = sum(mutator(rng, s, seeds) != s for s in seeds * 3)
+    assert changed >= 5
+
+
+@pytest.mark.parametrize("mutator", machines.MUTATORS, ids=lambda m: m.__name__)
+def test_machine_mutators_change_shipped_models(mutator):
+    models = machines.load_models()
+    assert {p.stem for p in machines.MODELS} >= {"cpu", "tpu", "b200", "h100"}
+    rng = random.Random(9)
+    changed = sum(mutator(rng, m) != m for m in models * 3)
+    assert changed >= 3
+
+
+def test_machine_mutants_run_against_a_kernel_without_internal_error():
+    models = machines.load_models()
+    rng = random.Random(1)
+    stream = (vxfuzz.ROOT / "kernels" / "stream.vx").read_bytes()
+    for _ in range(10):
+        _, model = machines.mutant(rng, models)
+        out = vxfuzz.run_input(stream, build=False, machine=model)
+        assert out.error is None, out.error
+
+
+# ---- the worker and LSP modes' own logic ----------------------------------------------
+
+
+def test_worker_answers_are_judged_per_protocol():
+    from vxc.worker.vx_worker_protocol_pb2 import WorkResponse
+
+    def judge(**fields):
+        step = worker_mode.Step(b"", "req", request_id=7)
+        frame = ("frame", WorkResponse(**fields).SerializeToString())
+        return worker_mode._check_answer(step, frame, worker_mode.Report())
+
+    assert judge(request_id=7, exit_code=1, output="error[E0002]") is None
+    assert judge(request_id=3).startswith("protocol:answer for request 3")
+    assert judge(request_id=7, exit_code=2, output=f"x {worker_mode.SECRET}").startswith(
+        "sandbox-read:"
+    )
+    assert judge(request_id=7, exit_code=2, output="internal compiler error: X").startswith(
+        "internal:"
+    )
+    assert judge(request_id=7, was_cancelled=True).startswith("protocol:was_cancelled")
+
+
+def test_worker_scene_sees_writes_outside_the_sandbox(tmp_path):
+    scene = worker_mode.Scene.make(tmp_path)
+    before = scene.outside_state()
+    (scene.sandbox / "out" / "fine.txt").write_text("inside")
+    assert scene.outside_state() == before
+    (scene.root / "outside" / "o.vxhir").write_text("escaped")
+    assert scene.outside_state() - before == {"outside/o.vxhir:7"}
+
+
+def test_lsp_mode_follows_the_clients_copy():
+    text = "fn f() {\n  let x = 1;\n}\n"
+    at = lambda line, ch: {"line": line, "character": ch}  # noqa: E731
+    assert lsp_mode._apply(text, at(1, 6), at(1, 7), "y") == "fn f() {\n  let y = 1;\n}\n"
+    assert lsp_mode._apply(text, at(0, 9), at(0, 9), "x") is None  # past the line's end
+    assert lsp_mode._apply(text, at(9, 0), at(9, 0), "x") is None
+    assert lsp_mode._simple(text) and not lsp_mode._simple(text + "\ud800")
+    assert not lsp_mode._simple("a\r\nb") and not lsp_mode._simple("😀")
+
+
+def test_minimiser_keeps_the_failure_and_drops_the_rest():
+    import minimise
+
+    parts = [b"a", b"b", b"KEEP1", b"c", b"d", b"KEEP2", b"e"]
+    need = {b"KEEP1", b"KEEP2"}
+    assert minimise._ddmin(parts, lambda ps: need <= set(ps)) == [b"KEEP1", b"KEEP2"]
+    a = "check≢build [cpu] IRVerificationError: failed:\n  loc(\"f.vx\":7:17): 'vx.transfer' op 1048576"
+    b = "check≢build [cpu] IRVerificationError: failed:\n  loc(\"f.vx\":2:1): 'vx.transfer' op 9999 (at x)"
+    assert minimise.failure_class(a) == minimise.failure_class(b)
+    assert minimise.failure_class(a) != minimise.failure_class(a.replace("cpu", "tpu"))
+    assert minimise.failure_class(None) is None

@@ -9,7 +9,6 @@ import pytest
 import vxfuzz
 
 from vxc import api
-from vxc.errors import Unsupported
 
 
 def diags(src: bytes, target: str = "cpu"):
@@ -25,6 +24,14 @@ def no_internal_error(src: bytes) -> vxfuzz.Outcome:
     out = vxfuzz.run_input(src)
     assert out.error is None, out.error
     return out
+
+
+def refusal(result: api.BuildResult, code: str):
+    """The one coded refusal of a build the lowering or a backend refused."""
+    assert not result.ok and not result.outputs
+    (d,) = result.diagnostics
+    assert d.code == code, d
+    return d
 
 
 def built(src: bytes) -> None:
@@ -138,7 +145,7 @@ def test_huge_tensor_dims_are_e6009_with_a_readable_size():
 
 
 def test_human_size_is_exact_past_float_range():
-    from vxc.checks.scratchpad import human_size
+    from vxc.plan.scratchpad import human_size
 
     assert human_size(1536) == "1.5 KiB"
     assert human_size(123456789) == "117.7 MiB"
@@ -297,8 +304,8 @@ def test_token_used_as_a_tensor_is_e6004(body):
 # Found by the long run: a function returning a tensor that lives outside its result's
 # space (a host function returning VMEM, HBM on tpu; a device kernel returning ACC, SMEM,
 # CPU_DRAM on tpu) checked clean, then the vx verifier rejected func.return in the build.
-# The build now says plainly that the move is not made (Unsupported, the documented
-# "not in this version" error, as for a return inside a loop).
+# The build now says plainly that the move is not made (E7010, the documented "not in
+# this version" refusal, as for a return inside a loop), at the `return`.
 @pytest.mark.parametrize(
     "head,space,target",
     [
@@ -319,8 +326,8 @@ def test_returning_a_tensor_outside_the_result_space_is_a_plain_error(head, spac
     analysis = api.analyze([api.Source("r.vx", src)])
     if any(d.severity == "error" for d in api.check_target(analysis, target).diagnostics):
         return  # a diagnostic is as good (the target does not route there)
-    with pytest.raises(Unsupported, match=r"line 3: `k` returns a tensor that lives in"):
-        api.build(analysis, target, "vx-mlir")
+    d = refusal(api.build(analysis, target, "vx-mlir"), "E7010")
+    assert d.span.line == 3 and d.message.startswith("`k` returns a tensor that lives in")
 
 
 def test_host_function_returning_hbm_on_cpu_still_builds():
@@ -350,8 +357,8 @@ def test_new_tensor_of_runtime_shape_is_a_plain_error(head, target):
     no_internal_error(src)
     analysis = api.analyze([api.Source("n.vx", src)])
     assert api.check_target(analysis, target).ok
-    with pytest.raises(Unsupported, match=r"^line 2: a new tensor of runtime shape"):
-        api.build(analysis, target, "vx-mlir")
+    d = refusal(api.build(analysis, target, "vx-mlir"), "E7010")
+    assert d.span.line == 2 and d.message.startswith("a new tensor of runtime shape")
 
 
 # Found by the long run: an edge to an undeclared space was reported (E6002) and kept,
@@ -374,7 +381,7 @@ def test_edge_to_an_undeclared_space_is_e6002_and_never_routed():
 
 
 # Found by the final long run (at 858d98c): a runtime-shaped `Tensor<E>([...])` failed the
-# vx verifier in the cpu build; on the merged tree it is a plain Unsupported build error
+# vx verifier in the cpu build; on the merged tree it is a coded refusal of the build
 def test_runtime_shaped_new_tensor_is_never_an_internal_error():
     no_internal_error(
         b"fn k0() -> void {\n  let z = Tensor<f16>([256, visible]);\n"
@@ -389,3 +396,16 @@ def test_undeclared_name_as_a_dimension_is_e0101():
     no_internal_error(src)
     (d,) = diags(src)
     assert (d.code, d.span.line) == ("E0101", 2) and "`visible`" in d.message
+
+
+# Found by the fuzzer once backend refusals became diagnostics (seed 7): a program with
+# no function at all is refused by the tpu backend as a whole ("no kernel function"),
+# and that refusal has no op to point at; it was placed at line 0, outside the input.
+@pytest.mark.parametrize("target", ["tpu", "b200", "h100"])
+def test_a_program_without_a_kernel_is_refused_at_its_first_line(target):
+    src = b"// nothing to build\nMemory Near { within: Memory::HBM, capacity: 1 MB }\n"
+    no_internal_error(src)
+    analysis = api.analyze([api.Source(vxfuzz.FILE, src)])
+    d = refusal(api.build(analysis, target, "target-ir"), "E7003")
+    assert (d.span.file, d.span.line, d.span.column) == (vxfuzz.FILE, 1, 1)
+    assert "no kernel" in d.message

@@ -1,20 +1,39 @@
 """The Vx fuzzer: mutants of the project's own programs plus grammar-aware generation,
 run in-process through the path the CLI and the Bazel worker take (vxc.api).
 
-Per input (`run_input`):
+Per input (`run_input`), a program and, for `--machine` mutants, a machine model:
 
 1. ``api.analyze`` (parse, resolve, types, ownership);
 2. the ``.vxhir`` round trip (``Analysis.to_bytes`` / ``from_bytes``), as Bazel's HIR
    action and build action do, whenever the analysis is clean;
 3. ``api.check_target`` for every target, with both renderings (human, JSON);
-4. ``api.build`` of the round-tripped analysis for every target that checked clean:
-   the artifact for the cpu target and for every target whose backend module imports,
-   ``--emit vx-mlir`` for the others.
+4. ``api.build`` of the round-tripped analysis for **every** target that checked
+   clean: the artifact where the target's backend module imports, ``--emit vx-mlir``
+   otherwise.
 
-An *internal error* is any exception that is not one of the documented user-error
-classes (``USER_ERRORS``: ``vxc.errors.Unsupported`` and its subclasses, which the
-drivers print as a plain "vxc: error"), and any diagnostic without a known code or
-with a span outside the input. Everything is deterministic given the seed.
+Two kinds of failure:
+
+- an *internal error*: any exception that is not a documented user error
+  (``USER_ERRORS``: ``vxc.errors.Unsupported`` and its subclasses) outside a build,
+  and any diagnostic without a known code or with a span outside its file;
+- a *check ≢ build* finding: a target checked clean and its build then failed — with
+  an exception (internal), with an error diagnostic whose code belongs to the checks
+  (the check should have said it), with no outputs, or with a refusal that is not
+  allowed (``classify_build``).
+
+**Refusals** (the policy, docs/PERFORMANCE.md "Fuzzing"). A backend may refuse a valid
+program it cannot lower — a documented backend limitation, not a bug. A *coded*
+refusal is a build error diagnostic whose code is in ``CODES`` (so docs/CODES.md and
+``vxc explain`` document it) and is not one of the checks' own codes (the E70xx of
+issue 19's backend contract)
+(``REFUSAL_CODES``: the table's codes that no front-half module emits); it is allowed
+and counted as ``refused:<target>:<code>``. An *uncoded* refusal is a bare
+``Unsupported`` escaping ``api.build``: once the tree has coded refusals (issue 19;
+``REFUSAL_CODES`` not empty) it is a finding, like any other failure after a clean
+check; before that it is how every backend refuses, so it is counted
+(``refused:<target>``, with its message class in ``Outcome.refusals``) and fails the
+run only under ``strict`` (``--strict-refusals``). Everything is deterministic given
+the seed.
 """
 
 from __future__ import annotations
@@ -27,9 +46,14 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "compiler"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # forms, machines
+
+import forms  # noqa: E402
+import machines  # noqa: E402
 
 from vxc import api  # noqa: E402
 from vxc.diagnostics.codes import CODES  # noqa: E402
@@ -39,16 +63,35 @@ from vxc.targets import TARGETS  # noqa: E402
 USER_ERRORS: tuple[type[BaseException], ...] = (Unsupported,)
 STAGES = ("parsed", "analysed", "checked_clean", "built")
 FILE = "fuzz.vx"
+MACHINE_FILE = "machine.vx"
+SEEDS = Path(__file__).resolve().parent / "seeds"
+# The modules of the front half (parse, HIR, checks): the codes they emit are the
+# checks' own; a build that reports one of them disagrees with its clean check.
+FRONT_HALF = ("frontend", "hir", "checks", "api.py")
+
+
+def _codes_in(paths: list[Path]) -> set[str]:
+    found: set[str] = set()
+    for path in paths:
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for f in files:
+            found.update(re.findall(r"[\"']([EW]\d{4})[\"']", f.read_text()))
+    return found
+
+
+CHECK_CODES = frozenset(_codes_in([ROOT / "compiler" / "vxc" / m for m in FRONT_HALF]) & set(CODES))
+REFUSAL_CODES = frozenset(set(CODES) - CHECK_CODES)
 
 
 def corpus_files() -> list[Path]:
-    """The project's own programs: kernels, golden cases and the shipped machine models."""
-    files = [
+    """The project's own programs: every kernel, the golden cases, the shipped machine
+    models and the fuzzer's seeds of the newer language forms (tests/fuzz/seeds)."""
+    return [
         *sorted((ROOT / "kernels").glob("*.vx")),
         *sorted((ROOT / "tests" / "golden" / "cases").glob("*.vx")),
         *sorted((ROOT / "compiler" / "vxc" / "machines").glob("*.vx")),
+        *sorted(SEEDS.glob("*.vx")),
     ]
-    return files
 
 
 def load_corpus() -> list[bytes]:
@@ -58,7 +101,7 @@ def load_corpus() -> list[bytes]:
 def backend_imports(target: str) -> bool:
     """Whether `target`'s backend module exists in this checkout (the tpu and nvidia
     backends land separately); the fuzzer builds artifacts for exactly those."""
-    name = f"vxc.backends.{TARGETS[target].backend}"
+    name = f"vxc.backends.{TARGETS[target].family}"
     try:
         return importlib.util.find_spec(name) is not None
     except ImportError:
@@ -71,7 +114,8 @@ def backend_imports(target: str) -> bool:
 @dataclass
 class Outcome:
     stages: set[str] = field(default_factory=set)
-    error: str | None = None  # an internal error: the exception and where, or a bad diagnostic
+    error: str | None = None  # an internal error or a check ≢ build finding
+    refusals: list[str] = field(default_factory=list)  # "<target>: <message class>"
 
     @property
     def ok(self) -> bool:
@@ -80,6 +124,10 @@ class Outcome:
 
 class BadDiagnostic(Exception):
     """A diagnostic the user could not act on: unknown code or a span outside the input."""
+
+
+class CheckBuildMismatch(Exception):
+    """A target checked clean and its build failed (see `classify_build`)."""
 
 
 def _validate(diags, sources: list) -> None:
@@ -92,70 +140,129 @@ def _validate(diags, sources: list) -> None:
             raise BadDiagnostic(f"{d.code} span line {s.line} outside {s.file}: {d.message}")
 
 
-def _render(diags, sources) -> None:
+def _render(diags, sources, machine) -> None:
     """Both renderings, through the function the CLI and the worker call."""
     for fmt in ("human", "json"):
-        api.render(diags, sources, None, fmt)
+        api.render(diags, sources, machine, fmt)
 
 
 def _build_emit(target: str) -> str:
     return "artifact" if target == "cpu" or backend_imports(target) else "vx-mlir"
 
 
-def compile_input(data: bytes, outcome: Outcome, build: bool = True) -> None:
+def refusal_class(message: str) -> str:
+    """A refusal message without its locations, names and numbers: one line per kind."""
+    first = message.splitlines()[0] if message else ""
+    first = re.sub(r"\S+:\d+:\d+: |line \d+: ", "", first)
+    first = re.sub(r"`[^`]*`", "`_`", first)
+    return re.sub(r"\d+", "N", first)[:120]
+
+
+def classify_build(target: str, result, outcome: Outcome) -> None:
+    """check ≡ build for one target that checked clean: returns when the build is
+    allowed (built, or a coded refusal), raises CheckBuildMismatch otherwise."""
+    errors = [d for d in result.diagnostics if d.severity == "error"]
+    if not errors:
+        if not result.outputs:
+            raise CheckBuildMismatch(f"[{target}] a clean build produced no outputs")
+        return
+    owned = sorted({d.code for d in errors} - REFUSAL_CODES)
+    if owned:
+        first = next(d for d in errors if d.code in owned)
+        raise CheckBuildMismatch(
+            f"[{target}] the build reports {', '.join(owned)} that the clean check did not: "
+            f"{first.message[:200]}"
+        )
+    outcome.stages.add(f"refused:{target}")
+    for d in errors:
+        outcome.stages.add(f"refused:{target}:{d.code}")
+
+
+def _build_one(loaded, target: str, strict: bool, outcome: Outcome, sources) -> None:
+    emit = _build_emit(target)
+    try:
+        result = api.build(loaded, target, emit, cpu="x86-64-v3")
+    except USER_ERRORS as e:
+        if strict or REFUSAL_CODES:
+            raise CheckBuildMismatch(
+                f"[{target}] uncoded refusal after a clean check: "
+                f"{type(e).__name__}: {str(e)[:300]}"
+            ) from None
+        # How every backend refuses before issue 19's coded refusals: counted, and its
+        # message class kept, so the gaps of each back end show in the figures.
+        outcome.stages.add(f"refused:{target}")
+        outcome.refusals.append(f"{target}: {refusal_class(str(e))}")
+        return
+    except RecursionError:
+        raise
+    except Exception as e:  # noqa: BLE001 - which target failed is half the report
+        raise CheckBuildMismatch(f"[{target}] {_describe(e)}") from None
+    _validate(result.diagnostics, sources)
+    classify_build(target, result, outcome)
+    if result.ok:
+        outcome.stages.add(f"{'built' if emit == 'artifact' else 'lowered'}:{target}")
+        if target == "cpu":
+            outcome.stages.add("built")
+
+
+def compile_input(
+    data: bytes,
+    outcome: Outcome,
+    build: bool = True,
+    machine: bytes | None = None,
+    strict: bool = False,
+) -> None:
     """The pipeline; raises whatever the compiler raises (the caller classifies it)."""
     sources = [api.Source(FILE, data)]
-    analysis = api.analyze(sources)
+    model = api.Source(MACHINE_FILE, machine) if machine is not None else None
+    files = [*sources, *([model] if model else [])]
+    analysis = api.analyze(sources, model)
     if analysis.program is not None:
         outcome.stages.add("parsed")
-    _validate(analysis.diagnostics, sources)
-    _render(analysis.diagnostics, sources)
+    _validate(analysis.diagnostics, files)
+    _render(analysis.diagnostics, sources, model)
     if analysis.ok:
         outcome.stages.add("analysed")
         blob = analysis.to_bytes()
-        loaded = api.Analysis.from_bytes(blob, sources)
+        loaded = api.Analysis.from_bytes(blob, sources, model)
         if loaded.diagnostics != analysis.diagnostics:
             raise BadDiagnostic(".vxhir round trip changed the diagnostics")
     else:
         loaded = analysis
     for target in TARGETS:
         checked = api.check_target(analysis, target)
-        _validate(checked.diagnostics, sources)
-        _render(checked.diagnostics, sources)
+        _validate(checked.diagnostics, files)
+        _render(checked.diagnostics, sources, model)
         if not checked.ok:
             continue
+        outcome.stages.add(f"clean:{target}")
         if target == "cpu":
             outcome.stages.add("checked_clean")
-        if not build:
-            continue
-        emit = _build_emit(target)
-        try:
-            result = api.build(loaded, target, emit, cpu="x86-64-v3")
-        except USER_ERRORS:
-            # A documented "not supported yet" from a backend: not a crash, but counted
-            # (`unsupported:<target>`), so gaps in a back end show in the figures.
-            outcome.stages.add(f"unsupported:{target}")
-            continue
-        if result.ok and result.outputs:  # an artifact, or vx-mlir where no backend exists
-            outcome.stages.add(f"{'built' if emit == 'artifact' else 'lowered'}:{target}")
-        _validate(result.diagnostics, sources)
-        if target == "cpu" and result.ok and result.outputs:
-            outcome.stages.add("built")
+        if build:
+            _build_one(loaded, target, strict, outcome, files)
 
 
-def run_input(data: bytes, build: bool = True) -> Outcome:
+def run_input(
+    data: bytes, build: bool = True, machine: bytes | None = None, strict: bool = False
+) -> Outcome:
     outcome = Outcome()
     try:
-        compile_input(data, outcome, build)
+        compile_input(data, outcome, build, machine, strict)
+    except CheckBuildMismatch as e:
+        outcome.error = f"check≢build {e}"
     except USER_ERRORS:
         pass
     except RecursionError as e:  # report without walking 10 000 frames
         outcome.error = f"RecursionError: {e}"
     except Exception as e:  # noqa: BLE001 - classifying every escape is the point
-        frames = traceback.extract_tb(e.__traceback__)[-4:]
-        where = "; ".join(f"{_short(f.filename)}:{f.lineno} in {f.name}" for f in frames)
-        outcome.error = f"{type(e).__name__}: {str(e)[:300]} (at {where})"
+        outcome.error = _describe(e)
     return outcome
+
+
+def _describe(e: BaseException) -> str:
+    frames = traceback.extract_tb(e.__traceback__)[-4:]
+    where = "; ".join(f"{_short(f.filename)}:{f.lineno} in {f.name}" for f in frames)
+    return f"{type(e).__name__}: {str(e)[:300]} (at {where})"
 
 
 def _short(filename: str) -> str:
@@ -338,6 +445,9 @@ MUTATORS: list[Callable[[random.Random, bytes, list[bytes]], bytes]] = [
     deep_nesting,
     huge_literal,
     long_name,
+    forms.view_bounds,
+    forms.tile_word,
+    forms.store_form,
 ]
 
 
@@ -441,6 +551,8 @@ class Gen:
         )
 
     def program(self) -> bytes:
+        if self.rng.random() < 0.4:  # the views, outputs and tile-arithmetic forms
+            return forms.FormsGen(self.rng).program()
         parts = [self.function(f"k{i}") for i in range(self.rng.randint(1, 3))]
         if self.rng.random() < 0.2:
             parts.insert(0, self.machine())
@@ -450,12 +562,37 @@ class Gen:
 # ---- the input stream ---------------------------------------------------------------
 
 
-def inputs(seed: int, corpus: list[bytes] | None = None) -> Iterator[tuple[str, bytes]]:
-    """(how it was made, bytes), forever, deterministic in `seed`."""
+class Case(NamedTuple):
+    how: str  # how it was made: its origin and the mutators applied
+    data: bytes  # the program
+    machine: bytes | None = None  # a --machine model, for machine mutants
+
+
+MACHINE_SHARE = 0.15  # of the inputs: a kernel with a mutated shipped model as --machine
+
+
+def kernel_programs(corpus_paths: list[Path] | None = None) -> list[bytes]:
+    """The programs a machine mutant is fed: every kernel and every seed."""
+    paths = corpus_paths or corpus_files()
+    return [p.read_bytes() for p in paths if p.parent.name in ("kernels", "seeds")]
+
+
+def inputs(seed: int, corpus: list[bytes] | None = None) -> Iterator[Case]:
+    """Cases, forever, deterministic in `seed`."""
     corpus = corpus if corpus is not None else load_corpus()
+    kernels = kernel_programs()
+    models = machines.load_models()
     rng = random.Random(seed)
     while True:
-        if rng.random() < 0.25:
+        r = rng.random()
+        if r < MACHINE_SHARE:
+            how, model = machines.mutant(rng, models)
+            if rng.random() < 0.8:
+                yield Case(how + "+kernel", rng.choice(kernels), model)
+            else:
+                yield Case(how + "+generated", Gen(rng).program(), model)
+            continue
+        if r < MACHINE_SHARE + 0.25:
             data, how = Gen(rng).program(), "generated"
         else:
             data, how = rng.choice(corpus), "corpus"
@@ -463,4 +600,4 @@ def inputs(seed: int, corpus: list[bytes] | None = None) -> Iterator[tuple[str, 
             m = rng.choice(MUTATORS)
             data = m(rng, data, corpus)
             how += "+" + m.__name__
-        yield how, data
+        yield Case(how, data)

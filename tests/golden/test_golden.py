@@ -3,6 +3,9 @@ from `cases/`, so the output names the file as the user typed it) and its stderr
 equal `cases/NAME.expected` byte for byte; the exit status must be 1 exactly when the
 expected output has an error. The target is `cpu` unless the first line says
 `// target: T`, or `// targets: T1 T2 ...` (each of them must give that same output).
+A backend refusal (E70xx) shows at build time: a first line `// build: T1 T2 ...` runs
+`vxc build --target T --emit target-ir -o DIR NAME.vx` instead (the backend lowers the
+program; no artifact is packaged), with the same rules for its stderr and exit status.
 
 Naming: `CODE_what.vx` is a rejected form that emits CODE; `CODE_ok_what.vx` is the
 accepted form, which must not emit it. Every code of the code table needs both.
@@ -25,7 +28,8 @@ from vxc.diagnostics.codes import CODES
 
 CASES = Path(__file__).resolve().parent / "cases"
 UPDATE = os.environ.get("VX_UPDATE_GOLDEN") == "1"
-TARGET = re.compile(rb"^// targets?: (\w+(?: \w+)*)")
+TARGET = re.compile(rb"^// (?:targets?|build): (\w+(?: \w+)*)")
+BUILD = b"// build: "
 SOURCES = sorted(CASES.glob("*.vx"))
 
 
@@ -34,13 +38,22 @@ def targets_of(path: Path) -> list[str]:
     return m.group(1).decode().split() if m else ["cpu"]
 
 
-def run_check(path: Path, monkeypatch, capsys, target: str | None = None) -> tuple[int, str]:
+def run_check(
+    path: Path, monkeypatch, capsys, target: str | None = None, out_dir: Path | None = None
+) -> tuple[int, str]:
     monkeypatch.chdir(CASES)
     capsys.readouterr()
-    rc = cli.main(["check", "--target", target or targets_of(path)[0], path.name])
+    target = target or targets_of(path)[0]
+    if path.read_bytes().startswith(BUILD):
+        assert out_dir is not None, f"{path.name} is a build case"
+        argv = ["build", "--target", target, "--emit", "target-ir", "-o", str(out_dir)]
+    else:
+        argv = ["check", "--target", target]
+    rc = cli.main([*argv, path.name])
     out = capsys.readouterr()
-    assert out.out == "", "`vxc check` writes diagnostics to stderr only"
-    return rc, out.err
+    assert out.out == "", f"`vxc {argv[0]}` writes diagnostics to stderr only"
+    err = "".join(x for x in out.err.splitlines(True) if not x.startswith("wrote "))
+    return rc, err
 
 
 CASES_ON = [(p, t) for p in SOURCES for t in targets_of(p)]
@@ -51,8 +64,8 @@ CASES_ON = [(p, t) for p in SOURCES for t in targets_of(p)]
     CASES_ON,
     ids=[p.stem + (f"[{t}]" if len(targets_of(p)) > 1 else "") for p, t in CASES_ON],
 )
-def test_golden(path: Path, target: str, monkeypatch, capsys):
-    rc, err = run_check(path, monkeypatch, capsys, target)
+def test_golden(path: Path, target: str, monkeypatch, capsys, tmp_path):
+    rc, err = run_check(path, monkeypatch, capsys, target, tmp_path)
     expected_path = path.with_suffix(".expected")
     if UPDATE and target == targets_of(path)[0]:
         expected_path.write_text(err)

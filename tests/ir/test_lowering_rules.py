@@ -13,8 +13,10 @@ import pytest
 from jaxlib.mlir import ir
 
 from vxc import api
-from vxc.backends.cpu import BackendError, compile_module
+from vxc.backends.cpu import compile_module
 from vxc.backends.cpu.lower import RULES as CPU_RULES
+from vxc.diagnostics import Span
+from vxc.errors import Refusal
 from vxc.hir import nodes as H
 from vxc.ir import OPS, parse_module
 from vxc.ir.from_hir import EXPR_RULES, STMT_RULES, lower_program
@@ -27,7 +29,7 @@ def _lower(path: Path, target: str = "cpu") -> ir.Module:
     rel = path.relative_to(ROOT).as_posix()
     checked = api.check([api.Source(rel, path.read_bytes())], target)
     assert checked.ok, checked.diagnostics
-    return lower_program(checked)
+    return lower_program(checked.analysis.program, checked.plan)
 
 
 def _ops(module: ir.Module) -> list[ir.Operation]:
@@ -76,9 +78,10 @@ def test_backend_error_names_the_vx_line():
   }
 }"""
     with pytest.raises(
-        BackendError, match=r"^k\.vx:3:7: cpu backend: cannot lower 'memref\.alloc'"
-    ):
+        Refusal, match=r"^k\.vx:3:7: cpu backend: cannot lower 'memref\.alloc'"
+    ) as e:
         compile_module(parse_module(text), "k")
+    assert e.value.code == "E7001" and e.value.span == Span("k.vx", 3, 7)
 
 
 def test_rule_tables_cover_every_kind():

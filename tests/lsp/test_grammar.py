@@ -91,4 +91,4 @@ def test_seed_program_tokens():
     model = (ROOT / "compiler/vxc/machines/b200.vx").read_text()
     toks = [t for line in model.split("\n") for t in scopes(line)]
     assert ("Memory", "storage.type.vx") in toks and ("TMEM", "entity.name.type.vx") in toks
-    assert ("228 KB", "constant.numeric.size.vx") in toks
+    assert ("225 KB", "constant.numeric.size.vx") in toks

@@ -120,3 +120,55 @@ def test_hover_types_follow_the_target():
     )
     assert "Memory::ACC is Memory::TMEM on this target" in at("acc", "b200").text
     assert "Memory::ACC is Memory::VMEM on this target" in at("acc", "cpu").text
+
+
+def test_more_components_than_the_cache_holds_recheck_one_per_keystroke():
+    """The cache of units dropped by earlier versions is small (here 16 entries); a
+    document's own units are kept whatever its size. With one LRU for both, a document
+    of more components than it held re-checked all of them on every keystroke."""
+    text = _many(40)
+    checker = IncrementalChecker("cpu", 16)
+    assert checker.check("many.vx", text).rechecked == 40
+    edited = text.replace("fn stream7(", "fn stream7x(", 1)
+    assert checker.check("many.vx", edited).rechecked == 1
+    assert checker.check("many.vx", text).rechecked == 0  # typed back: a recent unit
+    assert checker.check("many.vx", "// top\n" + text).rechecked == 0  # all moved down
+
+
+_EDIT_TEXTS = ["{", "}", "/*", "*/", "//", "\n", "fn g() {}\n", "Memory M { }\n", "x", ""]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_items_of_an_edited_document_are_its_items(seed: int):
+    """Cutting only the edited lines gives the items that cutting the whole document
+    does, through random edits that open and close braces and comments, add items and
+    join lines; and the checker's diagnostics stay those of `vxc check`."""
+    rng = random.Random(seed)
+    text = _many(3) + "\nMemory X { alias: Memory::VMEM }\n" + _many(2).replace("stream", "s")
+    checker = IncrementalChecker()
+    checker.check("e.vx", text)
+    for _ in range(12):
+        a = rng.randrange(len(text) + 1)
+        b = min(len(text), a + rng.choice([0, 0, 1, 5, 40]))
+        text = text[:a] + rng.choice(_EDIT_TEXTS) + text[b:]
+        r = checker.check("e.vx", text)
+        assert r.items == split_items(text)
+        assert r.diagnostics == _full("e.vx", text, "cpu"), text
+
+
+def test_a_brace_opened_and_closed_rechecks_nothing_it_swallowed():
+    """An unclosed `{` makes the rest of the document one item (as for the parser); the
+    `}` that closes it brings the functions back, and their units with them: they were
+    kept (as many as the document had), not re-checked."""
+    text = _many(30)
+    checker = IncrementalChecker("cpu", 4)
+    checker.check("b.vx", text)
+    at = text.index("fn stream10(")
+    body = text.index("{\n", at) + 2
+    opened = text[:body] + "{\n" + text[body:]
+    r = checker.check("b.vx", opened)
+    assert len(r.items) == 11 and [d.code for d in r.diagnostics] == ["E0002"]
+    closed = text[:body] + "{ }\n" + text[body:]
+    r = checker.check("b.vx", closed)
+    assert len(r.items) == 30 and r.rechecked == 1  # stream10 itself
+    assert r.diagnostics == _full("b.vx", closed, "cpu")

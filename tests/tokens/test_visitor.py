@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from vxc.checks.placement import _Placer
 from vxc.checks.seams import SeamChecker
 from vxc.frontend import ast as A
 from vxc.hir import nodes as H
@@ -14,6 +13,7 @@ from vxc.hir.liveness import _Builder
 from vxc.hir.ownership import Ownership
 from vxc.hir.typecheck import TypeChecker
 from vxc.hir.visit import StmtVisitor
+from vxc.plan.placement import _Placer
 
 KINDS = (H.Let, H.Assign, H.ExprStmt, H.Return, H.For, H.If, H.Spawn)
 

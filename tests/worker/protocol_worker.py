@@ -35,7 +35,7 @@ def handler(args: list[str], ctx: RequestContext) -> tuple[int, str]:
     if cmd == "fail":
         return 1, "error[E0001]: deliberate program error\n --> a.vx:1:1\n"
     if cmd == "write":
-        write_atomic(ctx.path(rest[0]), rest[1].encode())
+        write_atomic(ctx.sandbox.output(rest[0], folder=False), rest[1].encode())
         return 0, ""
     if cmd == "big":
         return 0, "x" * int(rest[0])

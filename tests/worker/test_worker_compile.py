@@ -38,7 +38,7 @@ def execroot(tmp_path):
 
 @pytest.fixture
 def worker(execroot):
-    w = WorkerClient(["-m", "vxc.worker"], cwd=str(execroot))
+    w = WorkerClient(["-m", "vxc.worker"], cwd=str(execroot), lists=execroot)
     yield w
     if w.proc.poll() is None:
         w.close()
@@ -91,10 +91,10 @@ def test_hir_then_builds_reuse_the_checked_hir(worker, execroot):
 
 
 def test_hir_artifact_from_another_process_is_used(execroot):
-    one = WorkerClient(["-m", "vxc.worker"], cwd=str(execroot))
+    one = WorkerClient(["-m", "vxc.worker"], cwd=str(execroot), lists=execroot)
     assert one.call(_hir()).exit_code == 0
     one.close()
-    two = WorkerClient(["-m", "vxc.worker"], cwd=str(execroot))
+    two = WorkerClient(["-m", "vxc.worker"], cwd=str(execroot), lists=execroot)
     r = two.call(_build("cpu", "out/c"), verbosity=1)
     two.close()
     assert r.exit_code == 0 and _stats(r.output)["hir"] == "artifact", r.output
@@ -105,7 +105,7 @@ def test_corrupt_or_stale_hir_is_recomputed(worker, execroot, mangle):
     assert worker.call(_hir()).exit_code == 0
     hir = execroot / "out" / "stream.vxhir"
     data = hir.read_bytes()
-    fresh = WorkerClient(["-m", "vxc.worker"], cwd=str(execroot))  # no memory cache
+    fresh = WorkerClient(["-m", "vxc.worker"], cwd=str(execroot), lists=execroot)  # no memory cache
     try:
         if mangle == "truncate":
             hir.write_bytes(data[: len(data) // 2])
@@ -136,6 +136,18 @@ def test_unsupported_backend_is_a_plain_exit_2(worker):
     if r.exit_code == 0:
         pytest.skip("the tpu backend produces artifacts now")
     assert r.exit_code == 2 and "vxc: error:" in r.output and "Traceback" not in r.output
+
+
+def test_a_backend_refusal_is_a_coded_diagnostic_exit_1(worker, execroot):
+    """The seed's extern call cannot be built for tpu: the worker answers with the same
+    rustc-style E7002 at the call's line as the CLI, exit 1, and keeps serving."""
+    shutil.copy(Path(ROOT) / "kernels" / "seed.vx", execroot / "k" / "seed.vx")
+    assert worker.call(_hir(out="out/seed.vxhir", src="k/seed.vx")).exit_code == 0
+    r = worker.call(_build("tpu", "out/t", hir="out/seed.vxhir", src="k/seed.vx"))
+    assert r.exit_code == 1, r.output
+    assert "error[E7002]: tpu backend: call to `matmul_acc`" in r.output
+    assert "  --> k/seed.vx:10:5" in r.output and "Traceback" not in r.output
+    assert worker.call(_hir()).exit_code == 0
 
 
 def test_bad_arguments_and_missing_files_keep_the_worker_alive(worker):
@@ -189,7 +201,9 @@ def test_worker_reexecutes_when_compiler_sources_change(tmp_path, execroot):
         pkg / "vxc",
         ignore=shutil.ignore_patterns("__pycache__"),
     )
-    w = WorkerClient(["-m", "vxc.worker"], cwd=str(execroot), env={"PYTHONPATH": str(pkg)})
+    w = WorkerClient(
+        ["-m", "vxc.worker"], cwd=str(execroot), env={"PYTHONPATH": str(pkg)}, lists=execroot
+    )
     try:
         first = w.call(_hir(), verbosity=1)
         assert first.exit_code == 0, first.output

@@ -8,7 +8,7 @@ import os
 import time
 
 import pytest
-from workerclient import WorkerClient
+from workerclient import WorkerClient, inputs
 
 from vxc.worker.vx_worker_protocol_pb2 import WorkRequest
 
@@ -134,7 +134,7 @@ def test_sandbox_dir_and_flagfile(worker, tmp_path):
     sandbox = tmp_path / "sandbox"
     (sandbox / "bazel-out").mkdir(parents=True)
     (sandbox / "args.txt").write_text("write\nbazel-out/result.txt\nfrom flagfile\n")
-    r = worker.call(["@args.txt"], sandbox_dir=str(sandbox))
+    r = worker.call(["@args.txt"], sandbox_dir=str(sandbox), inputs=inputs(sandbox, ["args.txt"]))
     assert r.exit_code == 0, r.output
     assert (sandbox / "bazel-out" / "result.txt").read_text() == "from flagfile"
     assert [p.name for p in (sandbox / "bazel-out").iterdir()] == ["result.txt"]

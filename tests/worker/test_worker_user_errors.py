@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from workerclient import ROOT, WorkerClient
+from workerclient import ROOT, WorkerClient, inputs
 
 STREAM = Path(ROOT) / "kernels" / "stream.vx"
 
@@ -26,7 +26,7 @@ def execroot(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def worker(execroot):
-    w = WorkerClient(["-m", "vxc.worker"], cwd=str(execroot))
+    w = WorkerClient(["-m", "vxc.worker"], cwd=str(execroot), lists=execroot)
     yield w
     if w.proc.poll() is None:
         w.close()
@@ -47,9 +47,12 @@ def build(out_dir="out/cpu", hir="out/stream.vxhir", src="k/stream.vx"):
     return ["build", "--hir", hir, "--src", src, "--target", "cpu", "--out-dir", out_dir]
 
 
-def test_missing_input_names_the_path(worker):
-    r = worker.call(["hir", "--out", "out/x.vxhir", "--src", "k/nope.vx"])
+def test_missing_input_names_the_path(worker, execroot):
+    # Listed (a file deleted after Bazel listed it), then not even listed.
+    args = ["hir", "--out", "out/x.vxhir", "--src", "k/nope.vx"]
+    r = worker.call(args, inputs=inputs(execroot, ["k/nope.vx"]))
     plain_error(r, "cannot read source `k/nope.vx`", "No such file or directory")
+    plain_error(worker.call(args), "cannot read source `k/nope.vx`", "not an input")
 
 
 def test_missing_machine_model_and_hir_name_the_path(worker):

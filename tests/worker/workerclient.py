@@ -3,18 +3,51 @@ worker process and exchanges length-delimited WorkRequest/WorkResponse frames.""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from vxc.worker import framing
-from vxc.worker.vx_worker_protocol_pb2 import WorkRequest, WorkResponse
+from vxc.worker.vx_worker_protocol_pb2 import Input, WorkRequest, WorkResponse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def inputs(root: str | Path, paths: list[str]) -> list[Input]:
+    """A request's inputs as Bazel lists them: exec paths (relative to the execroot,
+    where the sandbox mirrors them) with the hex digest of each file that exists."""
+    out = []
+    for p in paths:
+        f = Path(root) / p
+        digest = hashlib.sha256(f.read_bytes()).hexdigest().encode() if f.is_file() else b""
+        out.append(Input(path=p, digest=digest))
+    return out
+
+
+def all_inputs(root: str | Path, *folders: str) -> list[Input]:
+    """Every file under `folders` of `root` as an input (what a test's actions may read)."""
+    base = Path(root)
+    paths = sorted(
+        str(f.relative_to(base)) for d in folders for f in (base / d).rglob("*") if f.is_file()
+    )
+    return inputs(base, paths)
+
+
 class WorkerClient:
-    def __init__(self, argv: list[str], cwd: str | None = None, env: dict | None = None):
+    """`lists`: a folder whose every file `call` lists as the request's inputs unless
+    the call names its own (Bazel lists an action's inputs; a test's execroot holds
+    only what its actions may read and what they wrote)."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        cwd: str | None = None,
+        env: dict | None = None,
+        lists: str | Path | None = None,
+    ):
+        self.lists = lists
         e = dict(os.environ)
         e["PYTHONPATH"] = (
             os.path.join(ROOT, "compiler") + os.pathsep + os.path.join(ROOT, "tests", "worker")
@@ -47,6 +80,8 @@ class WorkerClient:
         return r
 
     def call(self, args: list[str], **fields) -> WorkResponse:
+        if self.lists is not None and "inputs" not in fields:
+            fields["inputs"] = all_inputs(self.lists, ".")
         self.send(arguments=args, **fields)
         return self.recv()
 

@@ -1,30 +1,66 @@
-"""Backends, one package per target family; `emit_target` is the single dispatch point.
+"""Backends, one package per target family, and the contract between them and the driver.
 
-The table in `vxc.targets` names each target's backend module; that module's
-`emit(module, stem, emit, options)` builds the files (see vxc/targets.py).
+Each family package (`vxc.backends.cpu`, `.tpu`, `.nvidia`) exposes `BACKEND`, a
+`Backend`: its options dataclass (vxc/targets.py), its rule table (op name -> the rule
+that lowers it, on one walk base: vxc/backends/walk.py), its refusal table (op name ->
+the coded refusal of an op it does not lower by design) and `emit`, which turns a
+verified vx module into files for a `Target` record. `emit_target` is the one dispatch
+point: it hands the backend the target record and that family's options, so no backend
+reads the target back out of the IR. Backends import lazily (jaxlib, llvmlite, libtpu).
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
-from vxc.targets import TARGETS, BackendOptions
+from vxc.targets import TARGETS, Target, family_options
 
 
-def emit_target(
-    target: str, module, stem: str, emit: str, options: BackendOptions | None = None
-) -> dict[str, bytes]:
-    from vxc.errors import Unsupported
+@dataclass(frozen=True)
+class RefusalEntry:
+    """An op a backend does not lower by design: the code and message of its refusal
+    (the message may be a function of the op, to name what it refers to)."""
 
-    name = TARGETS[target].backend
-    try:
-        backend = importlib.import_module(f"vxc.backends.{name}")
-    except ModuleNotFoundError as e:
-        if e.name != f"vxc.backends.{name}":
-            raise
-        raise Unsupported(
-            f"the `{target}` backend is not built yet: `vxc check --target {target}` "
-            f"and `vxc build --target {target} --emit vx-mlir` work; artifacts for "
-            f"{target} do not exist in this version"
-        ) from None
-    return backend.emit(module, stem, emit, options or BackendOptions())
+    code: str
+    message: str | Callable[..., str]
+
+    def text(self, op) -> str:
+        return self.message(op) if callable(self.message) else self.message
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One backend family (Triton's `BaseBackend(target)`, Pallas's per-backend params).
+
+    `build(module, target, options, stem, emit)` returns file name -> bytes, where
+    `emit` is "artifact" or "target-ir" (vx-mlir never reaches a backend). `rules` and
+    `refusals` together cover every op of `vxc.ir.ops.OPS` (a test enumerates them)."""
+
+    family: str
+    options: type
+    build: Callable[..., dict[str, bytes]]
+    rules: Mapping[str, Callable] = field(repr=False)
+    refusals: Mapping[str, RefusalEntry] = field(default_factory=dict)
+
+    def emit(self, module, target: Target, options, stem: str, emit: str) -> dict[str, bytes]:
+        if not isinstance(options, self.options):
+            raise TypeError(f"the {self.family} backend takes {self.options.__name__}")
+        return self.build(module, target, options, stem, emit)
+
+    def covers(self, op_name: str) -> bool:
+        """Whether this backend lowers `op_name` or refuses it with a coded diagnostic."""
+        return op_name in self.rules or op_name in self.refusals
+
+
+def backend(family: str) -> Backend:
+    """The `Backend` of a family (imports its package)."""
+    return importlib.import_module(f"vxc.backends.{family}").BACKEND
+
+
+def emit_target(target: str, module, stem: str, emit: str, options: Mapping) -> dict[str, bytes]:
+    """Build `module` for `target`: `options` are the flat build options (`api.build`'s
+    keywords); the target's family takes its own dataclass of them."""
+    t = TARGETS[target]
+    return backend(t.family).emit(module, t, family_options(t.family, options), stem, emit)

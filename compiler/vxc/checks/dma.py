@@ -9,15 +9,13 @@ transfer, naming the value and the limit.
 
 from __future__ import annotations
 
-from vxc.checks.placement import FnPlacement
 from vxc.diagnostics import DiagnosticSink
+from vxc.elements import BY_NAME
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
+from vxc.plan.placement import FnPlacement
 from vxc.targets import DmaLimits
-
-_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2}
-_BYTES |= {"i32": 4, "u32": 4, "i64": 8, "u64": 8, "bool": 1}
 
 
 def check_dma(fn: Function, placement: FnPlacement, dma: DmaLimits, sink: DiagnosticSink) -> None:
@@ -51,7 +49,8 @@ def _transfer(e: H.Transfer, placement: FnPlacement, dma: DmaLimits, sink: Diagn
                 help=f"split the tile so each dimension is at most {dma.box_max}",
             )
             return
-    inner, eb = t.dims[-1], _BYTES.get(t.elem)
+    inner = t.dims[-1]
+    eb = BY_NAME[t.elem].bytes if t.elem in BY_NAME else None
     if isinstance(inner, int) and eb is not None and (inner * eb) % dma.row_multiple:
         sink.emit(
             "E6012",

@@ -10,10 +10,10 @@ returns True. It errs on the side of True: the checker then proves nothing or re
 
 from __future__ import annotations
 
-from vxc.checks.placement import FnPlacement
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
+from vxc.plan.placement import FnPlacement
 
 
 def _is_token(t: T.Type | None) -> bool:

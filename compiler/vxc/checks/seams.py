@@ -16,13 +16,13 @@ from dataclasses import dataclass
 import z3
 
 from vxc.checks.machine import Machine
-from vxc.checks.placement import FnPlacement
 from vxc.checks.solver import CONST, TAG_BITS, TOP, VAL_BITS, Solver, format_model
 from vxc.diagnostics import DiagnosticSink
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
 from vxc.hir.visit import StmtVisitor
+from vxc.plan.placement import FnPlacement
 
 STALE = "a consumer may read stale data"
 

@@ -249,6 +249,95 @@ _TABLE = [
         "a row (the innermost dimension) a multiple of 16 bytes. The message names the value "
         "and the limit; split or pad the tile.",
     ),
+    # -- backend refusals: a valid program the target cannot be built for -------
+    Code(
+        "E7001",
+        "error",
+        "op has no lowering on this target",
+        "The program is valid, but the backend of the target has no lowering for an "
+        "operation it needs (the message names it). `vxc check` accepts the program; "
+        "another target, or `--emit vx-mlir`, builds it.",
+    ),
+    Code(
+        "E7002",
+        "error",
+        "call not lowered on this target",
+        "A call the target cannot make: a TPU artifact is one Mosaic kernel, so it calls "
+        "nothing (inline helpers into the kernel); the GPU targets inline Vx helpers, and an "
+        "`extern fn` there has no device library to link. The span is the call.",
+    ),
+    Code(
+        "E7003",
+        "error",
+        "kernel signature the target does not take",
+        "A kernel entry's parameters or results have a form the target's launch cannot pass: "
+        "for example a scalar parameter of a TPU kernel, a parameter outside HBM, a result "
+        "that is not a tensor transferred into HBM, or C names that collide.",
+    ),
+    Code(
+        "E7004",
+        "error",
+        "tile shape or element type the target does not move",
+        "A tensor's shape or element type has no form on the target: a dynamically shaped "
+        "tile in a scratchpad, a GPU tile that is not 2-D and static, or an element type the "
+        "target has no storage for. The message names the type.",
+    ),
+    Code(
+        "E7005",
+        "error",
+        "placement or transfer the target does not lower",
+        "A transfer, new tensor or buffer lives where the target's backend cannot put it, or "
+        "moves along a route it has no copy engine for (a TPU transfer into HBM that is not "
+        "the kernel's result, an async copy the GPU's TMA cannot make, one scratch ring used "
+        "in two layouts).",
+    ),
+    Code(
+        "E7006",
+        "error",
+        "loop-carried or joined value without a form on the target",
+        "A value carried around a `for` loop, or joined after an `if`, changes what it is "
+        "between iterations or branches, or is a kind the target cannot carry in registers "
+        "(carry a token rather than a tensor).",
+    ),
+    Code(
+        "E7007",
+        "error",
+        "matmul_acc operands the matrix unit does not take",
+        "The operands of `matmul_acc` have element types, shapes, spaces or layouts the "
+        "target's matrix unit cannot multiply (the message gives the limit: f32/bf16/f16, "
+        "M = 128 and N a multiple of 16 on the GPUs, operands in VMEM on the TPU).",
+    ),
+    Code(
+        "E7008",
+        "error",
+        "beyond a limit of the target's backend",
+        "The program fits the machine model, but the backend's own layout of it exceeds a "
+        "limit of the chip: the shared memory of a GPU block (tiles plus barriers), a TMA "
+        "box, the TPU's scoped VMEM with its tile padding, or a constant wider than the "
+        "TPU's 32-bit scalar unit.",
+    ),
+    Code(
+        "E7009",
+        "error",
+        "launch precondition false for this build",
+        "A kernel's `where` clause is false for the launch the artifact is built for (on the "
+        "TPU the grid is static: `--tpu-instances N`), so every call would fail it.",
+    ),
+    Code(
+        "E7010",
+        "error",
+        "form the vx IR does not express",
+        "A checked program uses a form that the lowering to the vx dialect does not handle "
+        "in this version (for example a `return` inside a loop, an `if` or a `spawn`; a new "
+        "tensor of runtime shape). The message says what to write instead.",
+    ),
+    Code(
+        "E7011",
+        "error",
+        "scalar type without a form on the target",
+        "A scalar (a loop counter, an index, a parameter) has a type the target's scalar "
+        "unit does not have: the TPU computes in 32 bits, the GPUs lower integer scalars.",
+    ),
     # -- warnings --------------------------------------------------------------
     Code(
         "W1027",

@@ -1,6 +1,6 @@
 """A flat control-flow graph of a function body, and variable liveness over it.
 
-The scratchpad allocator (checks/scratchpad.py) needs real lifetimes: a variable
+The scratchpad allocator (plan/scratchpad.py) needs real lifetimes: a variable
 is live from its definition to its last use, across loop back edges. The
 structured body is flattened into one `Instr` per statement (plus one for each
 loop head and each `if` condition); liveness is the classic backward dataflow

@@ -311,7 +311,7 @@ def _root_var(e: H.Expr) -> H.Name | None:
 
 def check_ownership(functions: dict[str, Function], sink: DiagnosticSink) -> None:
     for fn in functions.values():
-        if fn.is_extern or not fn.ok or fn.generic_of is None and fn.decl.const_params:
+        if not fn.has_code:
             continue
         checker = Ownership(fn, sink)
         checker.fn_lookup = functions.get

@@ -32,10 +32,24 @@ class Function:
     vars: dict[int, Var] = field(default_factory=dict)
     ok: bool = True  # typechecked without errors (later passes skip failed bodies)
     generic_of: str | None = None
+    # A kernel entry: a function with a body that no other function calls, launched as N
+    # instances (LANGUAGE.md 4.1). Set once by the type checker; the IR and the checks read it.
+    entry: bool = False
 
     @property
     def is_extern(self) -> bool:
         return self.decl.body is None
+
+    @property
+    def is_template(self) -> bool:
+        """A const-generic function as written: only its instances are code."""
+        return self.generic_of is None and bool(self.decl.const_params)
+
+    @property
+    def has_code(self) -> bool:
+        """A function instance that is code: not an extern, typechecked, not a template
+        (what the plan, ownership and the IR lower)."""
+        return not self.is_extern and self.ok and not self.is_template
 
 
 @dataclass

@@ -112,6 +112,9 @@ class TypeChecker(StmtVisitor):
                 continue
             if name not in self.checked:
                 self._function(decl, name, {}, None)
+        for name, decl in self.fns.items():
+            if name not in helpers and decl.body is not None and name in self.out:
+                self.out[name].entry = not self.out[name].is_template
         return Program(self.out, self.decls)
 
     def _entry_stacks(self, decl: A.FnDecl) -> None:

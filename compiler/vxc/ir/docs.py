@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vxc.ir.ops import OPS, OpDef
+from vxc.ir.ops import CALL_PLACEMENT, OPS, OpDef
 
 _PREAMBLE = """\
 # The vx dialect
@@ -67,8 +67,28 @@ def _op_section(d: OpDef) -> str:
     return "\n".join(lines)
 
 
+def _call_section() -> str:
+    lines = [
+        "## `func.call` placement",
+        "",
+        "A call whose tensor or token result the plan placed in a scratchpad ring of the",
+        "caller carries these attributes (all of them or none); the result then lives in",
+        "that ring's slot, rotated like a transfer's destination.",
+        "",
+        "| attribute | type | meaning |",
+        "|---|---|---|",
+        *(f"| `{a.name}` | {a.kind} | {a.doc} |" for a in CALL_PLACEMENT),
+        "",
+        "Verifier: all or none; one tensor or token result; slot_bytes >= its bytes; "
+        "slots >= 1; the ring's layout agrees with every other op of that ring.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def render() -> str:
-    return _PREAMBLE + "\n" + "\n".join(_op_section(d) for d in OPS.values())
+    ops = "\n".join(_op_section(d) for d in OPS.values())
+    return _PREAMBLE + "\n" + ops + "\n" + _call_section()
 
 
 if __name__ == "__main__":

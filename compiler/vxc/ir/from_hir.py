@@ -12,7 +12,7 @@ keeps `lowering_rules[prim]`); a new node kind is one registered rule. Every op 
 rule creates carries the MLIR location of the node's source span
 (`loc("k.vx":12:5)`), so the verifier and the backends name the `.vx` line. The
 attributes of placing ops (transfers, new tensors, call results) are copied from the
-target plan (checks/plan.py); nothing here routes or allocates.
+target plan (plan/__init__.py); nothing here routes or allocates.
 """
 
 from __future__ import annotations
@@ -24,19 +24,25 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, memref, scf
 
 from vxc.elements import BY_NAME
-from vxc.errors import Unsupported
+from vxc.errors import Refusal
 from vxc.hir import nodes as H
 from vxc.hir import types as T
-from vxc.hir.program import Function
+from vxc.hir.program import Function, Program
 from vxc.ir import builders as B
 from vxc.ir import types as IT
 from vxc.ir.context import make_context
 from vxc.ir.loc import location
+from vxc.plan import TargetPlan
+from vxc.plan.placement import FnPlacement
 from vxc.rules import registrar
 
 
-class LoweringError(Unsupported):
-    """A checked program that uses a form the IR does not express yet (said plainly)."""
+class LoweringError(Refusal):
+    """A checked program that uses a form the IR does not express yet (E7010, said plainly,
+    at the span of the node)."""
+
+    def __init__(self, message: str, span=None):
+        super().__init__("E7010", message, span)
 
 
 def symbol(name: str) -> str:
@@ -64,9 +70,9 @@ def _elem(name: str) -> str:
 
 @dataclass
 class _Ctx:
-    checked: object  # api.Checked
+    program: Program
     fn: Function
-    placement: object  # checks.placement.FnPlacement
+    placement: FnPlacement | None
     env: dict[int, ir.Value]
 
 
@@ -89,9 +95,9 @@ def _rule(table: dict, *keys):
 
 
 class Lowering:
-    def __init__(self, checked):
-        self.checked = checked
-        self.machine = checked.machine
+    def __init__(self, program: Program, plan: TargetPlan):
+        self.program, self.plan = program, plan
+        self.machine = plan.machine
 
     # ---- types ----------------------------------------------------------------------
     def space(self, name: str) -> str:
@@ -122,19 +128,21 @@ class Lowering:
         self.context = make_context()
         with self.context, ir.Location.unknown():
             module = ir.Module.create()
-            module.operation.attributes["vx.target"] = ir.StringAttr.get(self.checked.target)
-            functions = self.checked.analysis.program.functions
-            self.helpers = _called(functions)
+            module.operation.attributes["vx.target"] = ir.StringAttr.get(self.plan.target)
+            functions = self.program.functions
             with ir.InsertionPoint(module.body):
                 for fn in functions.values():
-                    if fn.generic_of is None and fn.decl.const_params:
+                    if fn.is_template:
                         continue  # only the instances are code
                     self.function(fn)
             return module
 
     def function(self, fn: Function) -> None:
-        with location(fn.decl.span):
-            self._function(fn)
+        try:
+            with location(fn.decl.span):
+                self._function(fn)
+        except Refusal as e:
+            raise e.at(fn.decl.span) from None
 
     def _function(self, fn: Function) -> None:
         arg_types = [self.ty(p.ty) for p in fn.params]
@@ -144,25 +152,25 @@ class Lowering:
             ir.FunctionType.get(arg_types, results),
             # Externs are declarations; helpers (called by other functions) are private
             # definitions: the backend keeps them out of the C header.
-            visibility="private" if fn.is_extern or fn.name in self.helpers else None,
+            visibility=None if fn.entry else "private",
         )
         op.arg_attrs = ir.ArrayAttr.get([_arg_attrs(p) for p in fn.params])
         if fn.topology:
             op.attributes["vx.topology"] = ir.StringAttr.get(fn.topology)
-        if not fn.is_extern and fn.name not in self.helpers:
+        if fn.entry:
             # A kernel entry: launched as N instances, results stacked (docs/IR.md).
             op.attributes["vx.launch"] = ir.StringAttr.get("instances")
         if fn.is_extern:
             return
         block = op.add_entry_block()
         ctx = _Ctx(
-            self.checked,
+            self.program,
             fn,
-            self.checked.placements.get(fn.name),
+            self.plan.functions.get(fn.name),
             {p.vid: block.arguments[i] for i, p in enumerate(fn.params)},
         )
         with ir.InsertionPoint(block):
-            if fn.name not in self.helpers:
+            if fn.entry:
                 # An entry's `where` clauses are its launch's preconditions (a helper's are
                 # proved at each call instead).
                 for w in fn.decl.where:
@@ -203,7 +211,7 @@ class Lowering:
                 return
             self.stmt(ctx, s)
         if results:  # the checker proved every path returns; this is a lowering bug
-            raise LoweringError("a function with a result reached its end")
+            raise RuntimeError("a function with a result reached its end")
         finish([])
 
     def _check_return(self, ctx: _Ctx, s: H.Return, values: list[ir.Value]) -> None:
@@ -216,10 +224,11 @@ class Lowering:
         want = self.ty(ctx.fn.ret)
         if values[0].type != want:
             raise LoweringError(
-                f"line {s.span.line}: `{ctx.fn.decl.name}` returns a tensor that lives in "
+                f"`{ctx.fn.decl.name}` returns a tensor that lives in "
                 f"`{_space_name(values[0].type)}` where its result is `{_space_name(want)}`; "
                 "this version does not move a returned tensor: transfer it there first "
-                f"(`transfer(..., Memory::{_space_name(want)})`)"
+                f"(`transfer(..., Memory::{_space_name(want)})`)",
+                s.span,
             )
 
     # ---- statements ---------------------------------------------------------------------------
@@ -238,11 +247,12 @@ class Lowering:
     def stmt(self, ctx: _Ctx, s: H.Stmt) -> None:
         rule = STMT_RULES.get(type(s))
         if rule is None:
-            raise LoweringError(
-                f"statement `{type(s).__name__}` at line {s.span.line} is not lowered"
-            )
-        with location(s.span):
-            rule(self, ctx, s)
+            raise LoweringError(f"statement `{type(s).__name__}` is not lowered", s.span)
+        try:
+            with location(s.span):
+                rule(self, ctx, s)
+        except Refusal as e:
+            raise e.at(s.span) from None
 
     # ---- expressions ------------------------------------------------------------------------------
     def index(self, v: ir.Value) -> ir.Value:
@@ -259,11 +269,12 @@ class Lowering:
     def expr(self, ctx: _Ctx, e: H.Expr) -> ir.Value | None:
         rule = EXPR_RULES.get(type(e))
         if rule is None:
-            raise LoweringError(
-                f"expression `{type(e).__name__}` at line {e.span.line} is not lowered"
-            )
-        with location(e.span):
-            return rule(self, ctx, e)
+            raise LoweringError(f"expression `{type(e).__name__}` is not lowered", e.span)
+        try:
+            with location(e.span):
+                return rule(self, ctx, e)
+        except Refusal as err:
+            raise err.at(e.span) from None
 
     def unary(self, ctx: _Ctx, e: H.Unary) -> ir.Value:
         v = self.expr(ctx, e.operand)
@@ -310,7 +321,8 @@ class Lowering:
         """The attributes of the vx ops `e` lowers to, from the target plan."""
         node = ctx.placement.nodes.get(e.nid) if ctx.placement is not None else None
         if node is None:
-            raise LoweringError(f"`{type(e).__name__}` at line {e.span.line} has no placement")
+            # The plan places every transfer, new tensor and call it checked: a bug here.
+            raise RuntimeError(f"`{type(e).__name__}` at line {e.span.line} has no placement")
         return node.ops
 
     def transfer(self, ctx: _Ctx, e: H.Transfer) -> ir.Value:
@@ -328,18 +340,19 @@ class Lowering:
         if not ir.MemRefType(t).has_static_shape:
             # vx.zeros has no size operands: said plainly, where the verifier would fail.
             raise LoweringError(
-                f"line {e.span.line}: a new tensor of runtime shape (`{e.ty.show()}`) is not "
-                "lowered by this version: give its dimensions as constants"
+                f"a new tensor of runtime shape (`{e.ty.show()}`) is not "
+                "lowered by this version: give its dimensions as constants",
+                e.span,
             )
         return B.zeros(t, **attrs).result
 
     def call(self, ctx: _Ctx, e: H.Call) -> ir.Value | None:
-        program = ctx.checked.analysis.program
+        program = ctx.program
         callee = program.functions.get(e.callee)
         if callee is None:  # an intrinsic (a declared function of that name shadows it)
             rule = INTRINSIC_RULES.get(e.callee)
             if rule is None:
-                raise LoweringError(f"call of `{e.callee}` at line {e.span.line} is not lowered")
+                raise LoweringError(f"call of `{e.callee}` is not lowered", e.span)
             return rule(self, ctx, e)
         args = []
         for a, p in zip(e.args, callee.params, strict=True):
@@ -449,7 +462,7 @@ def _index(lo: Lowering, ctx: _Ctx, e: H.Index) -> ir.Value:
 @_rule(EXPR_RULES, H.MethodCall)
 def _method(lo: Lowering, ctx: _Ctx, e: H.MethodCall) -> ir.Value:
     if e.method != "len":
-        raise LoweringError(f"method `{e.method}` at line {e.span.line} is not lowered")
+        raise LoweringError(f"method `{e.method}` is not lowered", e.span)
     n = B.len_(lo.expr(ctx, e.obj)).result
     return arith.IndexCastOp(lo.ty(T.I64), n).result
 
@@ -493,16 +506,6 @@ def _space_name(t: ir.Type) -> str:
     return IT.space_of(t) or str(t)
 
 
-def _called(functions: dict[str, Function]) -> set[str]:
-    """Names of the functions some other function calls."""
-    return {
-        c.callee
-        for fn in functions.values()
-        for c in H.walk_calls(fn.decl.body)
-        if c.callee != fn.name
-    }
-
-
 def _returns(s: H.If) -> bool:
     """Whether a branch of `s` returns (outside loops and spawns, which stay unsupported)."""
     stack = [s]
@@ -517,5 +520,6 @@ def _returns(s: H.If) -> bool:
     return False
 
 
-def lower_program(checked) -> ir.Module:
-    return Lowering(checked).run()
+def lower_program(program: Program, plan: TargetPlan) -> ir.Module:
+    """The vx module of a checked program for the plan's target (api.Checked has both)."""
+    return Lowering(program, plan).run()

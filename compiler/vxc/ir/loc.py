@@ -1,9 +1,11 @@
 """Source locations of vx ops: set from a HIR node's span when lowering, read back by
-the verifier and the backends, so their messages name the `.vx` line."""
+the verifier and the backends as a `Span`, so their refusals name the `.vx` line."""
 
 from __future__ import annotations
 
 from jaxlib.mlir import ir
+
+from vxc.diagnostics import Span
 
 
 def location(span) -> ir.Location:
@@ -11,12 +13,19 @@ def location(span) -> ir.Location:
     return ir.Location.file(span.file, span.line, span.column)
 
 
-def where(op: ir.Operation | None) -> str:
-    """`file:line:col: ` of an op's source location, or "" when it has none."""
+def span_of(op: ir.Operation | None) -> Span | None:
+    """The source span of an op's location, or None when it has none (unknown, fused
+    or name locations carry no file position)."""
     if op is None:
-        return ""
+        return None
     loc = op.location
     try:
-        return f"{loc.filename}:{loc.start_line}:{loc.start_col}: "
-    except AttributeError:  # unknown / fused / name locations carry no file position
-        return ""
+        return Span(loc.filename, loc.start_line, loc.start_col)
+    except AttributeError:
+        return None
+
+
+def where(op: ir.Operation | None) -> str:
+    """`file:line:col: ` of an op's source location, or "" when it has none."""
+    s = span_of(op)
+    return f"{s.file}:{s.line}:{s.column}: " if s else ""

@@ -1,8 +1,11 @@
-"""The one table of vx op definitions.
+"""The one table of vx op definitions, and the typed views generated from it.
 
 Builders (`build`, and one helper per op in `vxc.ir.builders`), the verifier
-(`vxc.ir.verify`) and the reference (docs/IR.md, `vxc.ir.docs`) all read
-`OPS`, so an op's contract is written down exactly once.
+(`vxc.ir.verify`), the reference (docs/IR.md, `vxc.ir.docs`) and the backends (through
+the views: `TransferOp(op).slots`, `MatmulAccOp(op).acc`) all read `OPS`, so an op's
+contract is written down exactly once. `ring_layout` is the one reading of a placing
+op's ring (the verifier and every backend call it); `CALL_PLACEMENT` is the placement
+attribute group a `func.call` carries when its result lands in a scratchpad ring.
 """
 
 from __future__ import annotations
@@ -123,11 +126,51 @@ _TRANSFER_ATTRS = (
 )
 
 
+@dataclass(frozen=True)
+class RingLayout:
+    """Where a placing op's buffer lives. Ops that share a ring id rotate one counter
+    (execution n uses slot n mod slots), so they agree on the whole layout; `ring = -1`
+    is a private buffer the backend provides (offset ignored)."""
+
+    ring: int
+    space: str
+    offset: int
+    slots: int
+    slot_bytes: int
+
+    @property
+    def end(self) -> int:
+        """The byte past the ring's last slot, inside its space."""
+        return self.offset + self.slots * self.slot_bytes
+
+    @property
+    def shared(self) -> bool:
+        return self.ring >= 0
+
+
+_LAYOUT_ATTRS = ("ring", "offset", "slots", "slot_bytes")
+
+
+def ring_layout(op: ir.Operation) -> RingLayout | None:
+    """The ring layout of a vx placing op or a placed `func.call`; None for any other op
+    (a `func.call` without placement attributes, an op without a ring)."""
+    attrs = op.attributes
+    if not all(a in attrs for a in _LAYOUT_ATTRS) or "space" not in attrs:
+        return None
+    return RingLayout(
+        attr_int(op, "ring"),
+        attr_str(op, "space"),
+        attr_int(op, "offset"),
+        attr_int(op, "slots"),
+        attr_int(op, "slot_bytes"),
+    )
+
+
 def _check_allocation(op: ir.Operation, placed: ir.MemRefType, bounded: bool) -> list[str]:
     """slot/granule/capacity arithmetic of a ring allocation."""
     errs: list[str] = []
-    slots, slot_bytes = attr_int(op, "slots"), attr_int(op, "slot_bytes")
-    offset, ring = attr_int(op, "offset"), attr_int(op, "ring")
+    lay = ring_layout(op)
+    slots, slot_bytes, offset, ring = lay.slots, lay.slot_bytes, lay.offset, lay.ring
     if ring < -1:
         errs.append(f"ring must be >= -1, got {ring}")
     if slots < 1:
@@ -145,9 +188,9 @@ def _check_allocation(op: ir.Operation, placed: ir.MemRefType, bounded: bool) ->
         return errs
     if ring >= 0 and granule > 0 and offset % granule != 0:
         errs.append(f"offset {offset} is not a multiple of the granule {granule}")
-    if ring >= 0 and capacity > 0 and offset + slots * slot_bytes > capacity:
+    if ring >= 0 and capacity > 0 and lay.end > capacity:
         errs.append(
-            f"ring end offset + slots*slot_bytes = {offset + slots * slot_bytes} "
+            f"ring end offset + slots*slot_bytes = {lay.end} "
             f"exceeds the capacity of {attr_str(op, 'space')} ({capacity} bytes)"
         )
     return errs
@@ -380,3 +423,109 @@ OPS: dict[str, OpDef] = {
         ),
     )
 }
+
+
+# ---------------------------------------------------------------------------
+# The placement attributes of a `func.call` whose result the plan placed in a ring of
+# the caller's (DESIGN.md: "A call's tensor or token result"): all of them or none.
+
+CALL_PLACEMENT: tuple[Attr, ...] = (
+    Attr("space", "str", "Vx memory space of the caller's buffer for the result"),
+    *(a for a in _ALLOC_ATTRS),
+)
+
+
+def verify_call_placement(op: ir.Operation) -> list[str]:
+    """Errors of a `func.call`'s placement attributes (none when it has none)."""
+    names = [a.name for a in CALL_PLACEMENT]
+    present = [n for n in names if n in op.attributes]
+    if not present:
+        return []
+    if len(present) != len(names):
+        missing = [n for n in names if n not in present]
+        return [f"placement attributes are all or none: missing {missing}"]
+    errs = [
+        f"attribute '{a.name}' must be {'a string' if a.kind == 'str' else 'an i64 integer'}"
+        for a in CALL_PLACEMENT
+        if not attr_ok(op.attributes[a.name], a.kind)
+    ]
+    if errs:
+        return errs
+    if len(op.results) != 1:
+        return [f"a placed call has one result, got {len(op.results)}"]
+    t = op.results[0].type
+    placed = T.token_inner(t) if T.is_token(t) else t
+    if not isinstance(placed, ir.MemRefType):
+        return [f"a placed call's result must be a tensor or token, got {t}"]
+    return _check_allocation(op, placed, bounded=False)
+
+
+def attr_ok(attr: ir.Attribute, kind: str) -> bool:
+    """Whether `attr` is of the table's kind ("str" or "i64")."""
+    if kind == "str":
+        return isinstance(attr, ir.StringAttr)
+    return (
+        isinstance(attr, ir.IntegerAttr)
+        and isinstance(attr.type, ir.IntegerType)
+        and ir.IntegerType(attr.type).width == 64
+    )
+
+
+# ---------------------------------------------------------------------------
+# Typed views (xDSL's accessors): one class per OPS row, its operands, results and
+# attributes as properties named as in the table (`from` is `from_`).
+
+
+class OpView:
+    """A typed accessor over one vx op; `VIEWS[name]` is the generated subclass."""
+
+    __slots__ = ("op",)
+    DEF: OpDef
+
+    def __init__(self, op: ir.Operation | ir.OpView):
+        self.op = op.operation if isinstance(op, ir.OpView) else op
+        if self.op.name != self.DEF.name:
+            raise TypeError(f"{type(self).__name__} views {self.DEF.name}, not {self.op.name}")
+
+    @property
+    def location(self) -> ir.Location:
+        return self.op.location
+
+    @property
+    def layout(self) -> RingLayout | None:
+        return ring_layout(self.op)
+
+
+def _getter(kind: str, name: str) -> property:
+    read = attr_str if kind == "str" else attr_int
+    return property(lambda self: read(self.op, name), doc=f"attribute `{name}` ({kind})")
+
+
+def _view_class(d: OpDef) -> type[OpView]:
+    ns: dict[str, object] = {"__slots__": (), "DEF": d, "__doc__": d.doc}
+    for i, o in enumerate(d.operands):
+        ns[o.name] = property(lambda self, i=i: self.op.operands[i], doc=o.doc)
+    for i, r in enumerate(d.results):
+        ns[r.name] = property(lambda self, i=i: self.op.results[i], doc=r.doc)
+    for a in d.attrs:
+        ns["from_" if a.name == "from" else a.name] = _getter(a.kind, a.name)
+    stem = "".join(w.capitalize() for w in d.name.split(".", 1)[1].split("_"))
+    return type(f"{stem}Op", (OpView,), ns)
+
+
+VIEWS: dict[str, type[OpView]] = {name: _view_class(d) for name, d in OPS.items()}
+TransferOp = VIEWS["vx.transfer"]
+TransferAsyncOp = VIEWS["vx.transfer_async"]
+WaitOp = VIEWS["vx.wait"]
+MatmulAccOp = VIEWS["vx.matmul_acc"]
+ZerosOp = VIEWS["vx.zeros"]
+ElementOp = VIEWS["vx.element"]
+LenOp = VIEWS["vx.len"]
+InstanceOp = VIEWS["vx.instance"]
+InstancesOp = VIEWS["vx.instances"]
+RequireOp = VIEWS["vx.require"]
+
+
+def view(op: ir.Operation) -> OpView:
+    """The typed view of vx op `op`."""
+    return VIEWS[op.name](op)

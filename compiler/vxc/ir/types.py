@@ -86,3 +86,46 @@ def static_bytes(t: ir.MemRefType) -> int | None:
 
 def describe(t: ir.Type) -> str:
     return str(t)
+
+
+def placed(t: ir.Type) -> ir.MemRefType | None:
+    """The placed tensor type of a tensor or a token (what the token yields), else None."""
+    inner = token_inner(t) if is_token(t) else t
+    return inner if isinstance(inner, ir.MemRefType) else None
+
+
+# -- functions: what every backend reads of a `func.func` -------------------------------
+
+
+def sym_name(func: ir.Operation) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
+def arg_name(func: ir.Operation, i: int) -> str:
+    """The Vx name of argument `i` (its `vx.name` argument attribute), else `arg{i}`."""
+    if "arg_attrs" in func.attributes:
+        attrs = ir.ArrayAttr(func.attributes["arg_attrs"])
+        if i < len(attrs):
+            d = ir.DictAttr(attrs[i])
+            if "vx.name" in d:
+                return ir.StringAttr(d["vx.name"]).value
+    return f"arg{i}"
+
+
+def arg_is_mut(func: ir.Operation, i: int) -> bool:
+    """Whether argument `i` is declared `&mut` (its `vx.mut` argument attribute)."""
+    if "arg_attrs" in func.attributes:
+        attrs = ir.ArrayAttr(func.attributes["arg_attrs"])
+        return i < len(attrs) and "vx.mut" in ir.DictAttr(attrs[i])
+    return False
+
+
+def is_private(func: ir.Operation) -> bool:
+    """A helper: private visibility (kernel entries are public)."""
+    vis = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes else None
+    return vis is not None and ir.StringAttr(vis).value == "private"
+
+
+def has_body(func: ir.Operation) -> bool:
+    """A definition (an `extern fn` is a declaration without one)."""
+    return len(func.regions[0].blocks) > 0

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
-from vxc.ir.ops import OPS, OpDef, attr_int, attr_str
+from vxc.ir.ops import OPS, OpDef, attr_ok, ring_layout, verify_call_placement
 
 
 @dataclass(frozen=True)
@@ -30,16 +30,6 @@ class IRVerificationError(ValueError):
     def __init__(self, errors: list[VerifyError]):
         self.errors = errors
         super().__init__("vx IR verification failed:\n" + "\n".join(f"  {e}" for e in errors))
-
-
-def _attr_ok(attr: ir.Attribute, kind: str) -> bool:
-    if kind == "str":
-        return isinstance(attr, ir.StringAttr)
-    return (
-        isinstance(attr, ir.IntegerAttr)
-        and isinstance(attr.type, ir.IntegerType)
-        and ir.IntegerType(attr.type).width == 64
-    )
 
 
 def _generic(op: ir.Operation, d: OpDef) -> list[str]:
@@ -61,7 +51,7 @@ def _generic(op: ir.Operation, d: OpDef) -> list[str]:
     for a in d.attrs:
         if a.name not in op.attributes:
             errs.append(f"missing attribute '{a.name}' ({a.kind})")
-        elif not _attr_ok(op.attributes[a.name], a.kind):
+        elif not attr_ok(op.attributes[a.name], a.kind):
             want = "a string" if a.kind == "str" else "an i64 integer"
             errs.append(f"attribute '{a.name}' must be {want}, got {op.attributes[a.name]}")
     for i in range(len(op.attributes)):
@@ -89,28 +79,25 @@ def verify_op(op: ir.Operation) -> list[str]:
 
 def _rings(func: ir.Operation, out: list[VerifyError]) -> None:
     """Ops sharing a ring id rotate one counter, so they must agree on its layout."""
-    seen: dict[int, tuple[tuple, ir.Operation]] = {}
+    seen: dict[int, tuple] = {}
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in OPS and "ring" in op.attributes and not verify_op(op):
-            ring = attr_int(op, "ring")
-            if ring >= 0:
-                layout = (
-                    attr_str(op, "space"),
-                    attr_int(op, "offset"),
-                    attr_int(op, "slots"),
-                    attr_int(op, "slot_bytes"),
-                )
-                if ring in seen and seen[ring][0] != layout:
-                    out.append(
-                        VerifyError(
-                            op.name,
-                            str(op.location),
-                            f"ring {ring} layout (space, offset, slots, slot_bytes) = {layout} "
-                            f"differs from an earlier op's {seen[ring][0]}",
-                        )
+        well_formed = (op.name in OPS and not verify_op(op)) or (
+            op.name == "func.call" and not verify_call_placement(op)
+        )
+        lay = ring_layout(op) if well_formed else None
+        if lay is not None and lay.shared:
+            key = (lay.space, lay.offset, lay.slots, lay.slot_bytes)
+            if lay.ring in seen and seen[lay.ring] != key:
+                out.append(
+                    VerifyError(
+                        op.name,
+                        str(op.location),
+                        f"ring {lay.ring} layout (space, offset, slots, slot_bytes) = {key} "
+                        f"differs from an earlier op's {seen[lay.ring]}",
                     )
-                seen.setdefault(ring, (layout, op))
+                )
+            seen.setdefault(lay.ring, key)
         return ir.WalkResult.ADVANCE
 
     func.walk(visit)
@@ -158,6 +145,10 @@ def verify_module(module: ir.Module) -> list[VerifyError]:
                     VerifyError(op.name, str(op.location), "vx.topology must be a string")
                 )
             _rings(op, errors)
+        elif op.name == "func.call":
+            errors.extend(
+                VerifyError(op.name, str(op.location), m) for m in verify_call_placement(op)
+            )
         return ir.WalkResult.ADVANCE
 
     top.walk(visit)

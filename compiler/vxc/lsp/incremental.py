@@ -7,31 +7,39 @@ function items into *components*: two functions are in one component when either
 names the other (a call, or the same name twice). A function's front half and checks
 depend only on its component and the document's declarations (typecheck checks a
 helper per call site, so callers and callees both count), so each component is checked
-on its own, as a source in which every other function's lines are blank: line and
-column numbers, and the "at line N" / "at FILE:N" in notes, are the document's own.
+on its own, as a source of just its declarations and functions, one after the other.
+Its results are then moved item by item to the lines the items have in the document
+(spans, and the "line N" / "at FILE:N" in messages and notes).
 
-Each component's result is cached (a bounded LRU, the worker's `HirCache`) under its
-text, the line offsets between its items, and the declarations. A keystroke changes
-one item, so one component is re-checked; an inserted line moves the components below
-it, whose cached results are reused with their lines shifted.
+Per keystroke the work follows the edit, not the document: the lines before and after
+the edit that are unchanged (found by identity, as the server edits its copy in place:
+document.py) keep their items, only the edited lines are cut again, and each component
+is looked up among the document's own units of the previous version (a table as big
+as the document, so no cache size to fall off: a fixed-size LRU of 4 096 entries made
+every keystroke in a 4 200-function document a full re-check). Units that recent
+versions dropped are kept too, as many as the document has had at most: an edit typed
+back or undone finds them, and so does the `}` that closes a `{` which, while open,
+made the rest of the document one item.
 
 The merged result is what `vxc check` reports for the whole document (tests compare
 them): a syntax error anywhere is the only diagnostic (the first one, as the parser
 stops there); otherwise a front-half error anywhere that stops `check_target`
-(`Analysis.checkable`) suppresses every target check; otherwise the union of every component's checked diagnostics.
+(`Analysis.checkable`) suppresses every target check; otherwise the union of every
+component's checked diagnostics.
 """
 
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property
 
 from vxc import api
 from vxc.diagnostics import Diagnostic, Span
 from vxc.hir import nodes as H
 from vxc.hir.types import Type
-from vxc.worker.action import HirCache
+from vxc.lsp.document import as_saved, split_lines
 
 # Comments and braces decide where items start; an item starts at a line whose first
 # word is one of the item keywords, at brace depth 0.
@@ -42,6 +50,8 @@ _FN_NAME = re.compile(r"\bfn\s+([A-Za-z_]\w*)")
 _TRIVIA = re.compile(r"\s+|//[^\n]*|/\*[\s\S]*?\*/")
 _LINE_REF = re.compile(r"\bline (\d+)\b")
 
+RECENT_UNITS = 256  # dropped units kept at least, for a document that had fewer
+
 
 @dataclass(frozen=True)
 class Item:
@@ -51,18 +61,19 @@ class Item:
     text: str  # its lines, each with its newline
     kind: str  # "fn" | "decl" (Memory/Topology and leading text, part of every component)
     name: str = ""  # the function's name
-
-    @property
-    def nlines(self) -> int:
-        return self.text.count("\n") + (0 if self.text.endswith("\n") else 1)
+    nlines: int = 0
+    idents: frozenset[str] = frozenset()  # the names it mentions (components link by them)
 
 
-def split_items(text: str) -> list[Item]:
-    lines = text.splitlines(keepends=True)
-    starts = [0]  # line indices where items start
+# ---- cutting lines into items ---------------------------------------------------------
+def _starts(lines: list[str], lo: int, hi: int) -> tuple[list[int], bool]:
+    """Line indices in [lo, hi) where items start (lo always does), and whether the scan
+    ends at brace depth 0 outside a comment (where the next item may start)."""
+    starts = [lo]
     depth, in_comment = 0, False
-    for n, line in enumerate(lines):
-        if n and depth == 0 and not in_comment and _ITEM_START.match(line):
+    for n in range(lo, hi):
+        line = lines[n]
+        if n > lo and depth == 0 and not in_comment and _ITEM_START.match(line):
             starts.append(n)
         if "/" not in line and not in_comment:  # the common case: no comment on the line
             depth += line.count("{") - line.count("}")
@@ -79,75 +90,228 @@ def split_items(text: str) -> list[Item]:
                 depth += 1
             elif tok == "}":
                 depth -= 1
-    starts.append(len(lines))
+    return starts, depth == 0 and not in_comment
+
+
+def _items(lines: list[str], bounds: list[int], leading: bool) -> list[Item]:
+    """Items of the line ranges between successive `bounds`; `leading`: the first range
+    is the document's first, which may be leading text instead of an item."""
     items: list[Item] = []
-    for a, b in zip(starts, starts[1:], strict=False):
+    for a, b in zip(bounds, bounds[1:], strict=False):
         chunk = "".join(lines[a:b])
         if not chunk:
             continue
-        head = chunk.lstrip()
-        if items or _ITEM_START.match(chunk):
-            m = _FN_NAME.match(head.removeprefix("extern").lstrip())
+        if not (leading and a == bounds[0]) or _ITEM_START.match(chunk):
+            m = _FN_NAME.match(chunk.lstrip().removeprefix("extern").lstrip())
             kind, name = ("fn", m.group(1)) if m else ("decl", "")
         else:  # leading text: comments only, or something the parser must see
             kind, name = ("trivia" if not _TRIVIA.sub("", chunk) else "decl"), ""
         if kind != "trivia":
-            items.append(Item(a + 1, chunk, kind, name))
+            items.append(Item(a + 1, chunk, kind, name, b - a, frozenset(_IDENT.findall(chunk))))
     return items
 
 
-@lru_cache(maxsize=16384)
-def _idents(text: str) -> frozenset[str]:
-    return frozenset(_IDENT.findall(text))
+def _lines_from(text_or_lines) -> list[str]:
+    """The document's lines (a copy: the server edits its own in place), without the
+    empty one after a final newline."""
+    lines = split_lines(text_or_lines) if isinstance(text_or_lines, str) else list(text_or_lines)
+    if lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def split_items(text: str) -> list[Item]:
+    return split_items_lines(_lines_from(text))
+
+
+def _common(a: list[str], b: list[str], reverse: bool = False) -> int:
+    """How many lines `a` and `b` share at their start (end with `reverse`): doubling,
+    then halving, comparing only the window not yet known equal (C speed, identity
+    first), so the cost is that of the shared lines once or twice."""
+    n = min(len(a), len(b))
+
+    def same(k0: int, k: int) -> bool:  # lines k0..k (from the end with reverse) agree
+        if reverse:
+            return a[len(a) - k : len(a) - k0] == b[len(b) - k : len(b) - k0]
+        return a[k0:k] == b[k0:k]
+
+    lo, step = 0, 64
+    while lo + step <= n and same(lo, lo + step):
+        lo, step = lo + step, step * 2
+    hi = min(n, lo + step)
+    while lo < hi:  # the first lo lines agree; the first hi + 1 may not
+        mid = (lo + hi + 1) // 2
+        if same(lo, mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@dataclass(frozen=True)
+class Edit:
+    """How a version's items differ from the last one's: items [0, head) are the same
+    (and where they were), the last version's items [head, head + old) were replaced by
+    items [head, head + new), and the ones after are the same, `lines` lines lower."""
+
+    head: int
+    old: int
+    new: int
+    lines: int
+
+    @property
+    def tail(self) -> int:
+        """The first unchanged item after the edit, in the new version."""
+        return self.head + self.new
+
+
+def resplit(old_lines: list[str], old: list[Item], lines: list[str]) -> tuple[list[Item], Edit]:
+    """The items of `lines`, reusing those of `old` (the items of `old_lines`) that lie in
+    lines the edit left alone: only the edited lines are cut again."""
+    if not old:
+        items = split_items_lines(lines)
+        return items, Edit(0, 0, len(items), len(lines) - len(old_lines))
+    prefix = _common(old_lines, lines)
+    suffix = _common(old_lines, lines, reverse=True)
+    suffix = min(suffix, len(old_lines) - prefix, len(lines) - prefix)
+    delta = len(lines) - len(old_lines)
+    # An item is kept before the edit if the line after it (where the next one starts)
+    # is unchanged too; after the edit, if all of it is.
+    head = [it for it in old if it.line - 1 + it.nlines < prefix]
+    tail_from = len(old_lines) - suffix
+    tail = [it for it in old if it.line - 1 >= tail_from] if suffix else []
+    lo = head[-1].line - 1 + head[-1].nlines if head else 0
+    hi = tail[0].line - 1 + delta if tail else len(lines)
+    starts, closed = _starts(lines, lo, hi)
+    if tail and not closed:
+        tail, hi = [], len(lines)  # an open brace or comment runs into the tail: cut it too
+        starts, _ = _starts(lines, lo, hi)
+    middle = _items(lines, [*starts, hi], leading=not head)
+    if delta:
+        tail = [
+            Item(it.line + delta, it.text, it.kind, it.name, it.nlines, it.idents) for it in tail
+        ]
+    edit = Edit(len(head), len(old) - len(head) - len(tail), len(middle), delta)
+    return head + middle + tail, edit
+
+
+def split_items_lines(lines: list[str]) -> list[Item]:
+    starts, _ = _starts(lines, 0, len(lines))
+    return _items(lines, [*starts, len(lines)], leading=True)
+
+
+@dataclass
+class Components:
+    """The function items grouped: linked when one names the other."""
+
+    groups: list[list[int]]  # item indices, each group ascending, groups by first index
+    names: frozenset[str]  # every function's name
+
+    @staticmethod
+    def of(items: list[Item]) -> Components:
+        fns = [i for i, it in enumerate(items) if it.kind == "fn"]
+        parent = {i: i for i in fns}
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        by_name: dict[str, list[int]] = {}
+        for i in fns:
+            by_name.setdefault(items[i].name, []).append(i)
+        names = frozenset(by_name)  # a set: `idents & names` walks the item's few names
+        for i in fns:
+            for name in items[i].idents & names:
+                same = by_name[name]
+                if len(same) == 1 and same[0] == i:
+                    continue  # its own name: most functions name no other
+                for j in same:
+                    parent[find(i)] = find(j)
+        groups: dict[int, list[int]] = {}
+        for i in fns:
+            groups.setdefault(find(i), []).append(i)
+        return Components(sorted(groups.values()), names)
+
+    @cached_property
+    def group_of(self) -> dict[int, int]:
+        """Item index -> its group's index."""
+        return {i: g for g, comp in enumerate(self.groups) for i in comp}
+
+    def links(self, it: Item) -> tuple[str, str, frozenset[str]]:
+        """What decides an item's place in the groups."""
+        return it.kind, it.name, it.idents & self.names
+
+    def still(self, old: list[Item], items: list[Item], edit: Edit) -> bool:
+        """Whether these groups (of `old`) are the groups of `items` too: the edit replaced
+        items one for one, each naming the same functions as the one it replaced."""
+        return edit.old == edit.new and all(
+            self.links(old[i]) == self.links(items[i]) for i in range(edit.head, edit.tail)
+        )
 
 
 def components(items: list[Item]) -> list[list[int]]:
     """Indices of function items, grouped: linked when one names the other."""
-    fns = [i for i, it in enumerate(items) if it.kind == "fn"]
-    parent = {i: i for i in fns}
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    by_name: dict[str, list[int]] = {}
-    for i in fns:
-        by_name.setdefault(items[i].name, []).append(i)
-    for i in fns:
-        for name in _idents(items[i].text) & by_name.keys():
-            for j in by_name[name]:
-                parent[find(i)] = find(j)
-    groups: dict[int, list[int]] = {}
-    for i in fns:
-        groups.setdefault(find(i), []).append(i)
-    return sorted(groups.values())
+    return Components.of(items).groups
 
 
+# ---- units: a component checked on its own --------------------------------------------
 @dataclass
 class Unit:
-    """One component checked with the document's declarations, in a source where every
-    other line is blank. `ranges` are the [first, last] lines its items (declarations and
-    functions, in document order) had then; reused after lines moved, its line numbers
-    are moved item by item (`moves`: old first line -> new first line)."""
+    """One component checked with the document's declarations, as a source of just those
+    items, one after the other. `ranges` are the [first, last] lines its items
+    (declarations and functions, in document order) have in that source; the results
+    are moved item by item to where the items are in the document (`mover`)."""
 
     path: str
     ranges: list[tuple[int, int]]
     analysis: api.Analysis
     checked: api.Checked | None  # None when the front half failed to parse
+    placed: Placed | None = field(default=None, repr=False)  # where it was last placed
+
+    @cached_property
+    def parsed(self) -> bool:
+        return self.analysis.program is not None
+
+    @cached_property
+    def checkable(self) -> bool:
+        return self.analysis.checkable
+
+    @cached_property
+    def loud(self) -> bool:
+        """Whether it counts in the merged result (a silent unit adds nothing to it)."""
+        return bool(
+            not self.parsed
+            or not self.checkable
+            or self.analysis.diagnostics
+            or self.checked.diagnostics
+        )
 
     def mover(self, starts: list[int]):
-        """Old line -> new line, for items that now start at `starts` (None: none moved)."""
+        """Unit line -> document line, for items that now start at `starts` (None: none
+        moved). Lines past the last item (the end of input) move with it."""
         table = [(a, b, new - a) for (a, b), new in zip(self.ranges, starts, strict=True)]
-        return _piecewise(table) if any(d for _, _, d in table) else None
+        if not any(d for _, _, d in table):
+            return None
+        a, _, d = table[-1]
+        return _piecewise([*table[:-1], (a, 1 << 62, d)])
 
     def unmover(self, starts: list[int]):
-        """New line -> old line: the inverse of `mover`."""
+        """Document line -> unit line: the inverse of `mover`."""
         table = [
             (new, new + b - a, a - new) for (a, b), new in zip(self.ranges, starts, strict=True)
         ]
         return _piecewise(table)
+
+    def place(self, starts: tuple[int, ...], members: list[int]) -> Placed:
+        """The unit at `starts`, reusing the last placement (and its moved diagnostics)
+        when its items have not moved since."""
+        if self.placed is None or self.placed.starts != starts:
+            self.placed = Placed(members, self, starts)
+        elif self.placed.items != members:
+            self.placed = replace(self.placed, items=members)
+        return self.placed
 
 
 def _piecewise(table: list[tuple[int, int, int]]):
@@ -182,12 +346,32 @@ def _shift(d: Diagnostic, move, path: str) -> Diagnostic:
 
 @dataclass
 class Placed:
-    """A unit as it sits in the current version of the document."""
+    """A unit as it sits in the current version of the document. Its line maps are
+    made when first needed: after a line is inserted, every unit below moves, and most
+    have no diagnostic to move."""
 
     items: list[int]  # indices into DocumentResult.items: declarations and functions
     unit: Unit
-    move: object  # old line -> new line, or None when nothing moved
-    unmove: object
+    starts: tuple[int, ...]  # the document lines its items start at
+    _moved: dict[bool, list[Diagnostic]] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def move(self):
+        """Unit line -> document line, or None when nothing moved."""
+        return self.unit.mover(list(self.starts))
+
+    @cached_property
+    def unmove(self):
+        return self.unit.unmover(list(self.starts))
+
+    def diagnostics(self, checked: bool) -> list[Diagnostic]:
+        """The unit's diagnostics (the target checks', or the front half's) in document
+        lines, moved once per placement."""
+        if checked not in self._moved:
+            u = self.unit
+            src = u.checked.diagnostics if checked else u.analysis.diagnostics
+            self._moved[checked] = [_shift(x, self.move, u.path) for x in src] if src else []
+        return self._moved[checked]
 
 
 @dataclass
@@ -198,57 +382,157 @@ class DocumentResult:
     rechecked: int = 0  # components checked (not found in the cache) for this version
 
 
+@dataclass
+class _Version:
+    """What the checker keeps of a document's last version: per group of `comps`, its
+    unit's key, the unit, and where it was placed."""
+
+    lines: list[str]
+    items: list[Item]
+    comps: Components
+    decls: list[int]  # the declarations' item indices
+    keys: list[tuple]
+    units: list[Unit]
+    placed: list[Placed]
+    loud: list[int]  # the groups whose unit has diagnostics or did not get through
+
+    @cached_property
+    def by_key(self) -> dict[tuple, Unit]:
+        return dict(zip(self.keys, self.units, strict=True))
+
+
 class IncrementalChecker:
     """Checks successive versions of documents for one target, reusing unchanged components."""
 
-    def __init__(self, target: str = "cpu", cache_entries: int = 4096):
+    def __init__(self, target: str = "cpu", recent_units: int = RECENT_UNITS):
         if target not in api.TARGETS:
             raise api.Unsupported(f"unknown target `{target}` (targets: {', '.join(api.TARGETS)})")
         self.target = target
-        self.cache = HirCache(cache_entries)
+        self.versions: dict[str, _Version] = {}
+        self.spare: dict[str, OrderedDict[tuple, Unit]] = {}  # per document: dropped units
+        self.peak: dict[str, int] = {}  # per document: the most units a version had
+        self.recent_units = recent_units
 
-    def check(self, path: str, text: str) -> DocumentResult:
-        items = split_items(text)
-        decls = [i for i, it in enumerate(items) if it.kind == "decl"]
+    def forget(self, path: str) -> None:
+        """The document was closed."""
+        for table in (self.versions, self.spare, self.peak):
+            table.pop(path, None)
+
+    def check(self, path: str, text) -> DocumentResult:
+        """Check `text` (a str, or the document's lines as document.py keeps them)."""
+        lines = _lines_from(text)
+        last = self.versions.get(path)
+        if last is None:
+            items, edit = split_items_lines(lines), None
+            comps = Components.of(items)
+        else:
+            items, edit = resplit(last.lines, last.items, lines)
+            same = last.comps.still(last.items, items, edit)
+            comps = last.comps if same else Components.of(items)
+        if last is not None and comps is last.comps:  # items replaced one for one, same kinds
+            decls = last.decls
+        else:
+            decls = [i for i, it in enumerate(items) if it.kind == "decl"]
+        edited = self._edited(last, comps, edit, decls)
+        if last is not None:
+            self.peak[path] = max(self.peak.get(path, 0), len(last.units))
         result = DocumentResult([], items)
-        for comp in components(items) or [[]]:
-            members = sorted(set(comp) | set(decls))
-            key = (path, self.target, *(items[i].text for i in members))
-            unit = self.cache.get(key)
-            if unit is None:
-                unit = self._check_unit(path, items, members)
-                self.cache.put(key, unit)
-                result.rechecked += 1
-            starts = [items[i].line for i in members]
-            result.units.append(Placed(members, unit, unit.mover(starts), unit.unmover(starts)))
-        result.diagnostics = _merge(result.units)
+        version = (self._all if edited is None else self._some)(
+            path, lines, items, comps, decls, last, edit, edited, result
+        )
+        self.versions[path] = version
+        result.units = version.placed
+        result.diagnostics = _merge([version.placed[g] for g in version.loud])
         return result
 
-    def _check_unit(self, path, items, members) -> Unit:
-        keep = set(members)
-        lead = "\n" * (items[0].line - 1) if items else ""  # comments before the first item
-        text = lead + "".join(
-            it.text if i in keep else "\n" * it.text.count("\n") for i, it in enumerate(items)
-        )
-        analysis = api.analyze([api.Source(path, text.encode())])
+    def _all(self, path, lines, items, comps, decls, last, edit, edited, result) -> _Version:
+        """Every group looked up (or checked) again."""
+        by_key = last.by_key if last else {}
+        fresh = [
+            self._unit(path, items, comp, decls, by_key, result) for comp in comps.groups or [[]]
+        ]
+        keys, units, placed = (list(x) for x in zip(*fresh, strict=True))
+        loud = [g for g, u in enumerate(units) if u.loud]
+        version = _Version(lines, items, comps, decls, keys, units, placed, loud)
+        for key in last.keys if last else []:
+            if key not in version.by_key:
+                self._remember(path, key, by_key[key])
+        return version
+
+    def _some(self, path, lines, items, comps, decls, last, edit, edited, result) -> _Version:
+        """The last version's groups, but for the edited ones and those the edit moved."""
+        keys, units, placed = list(last.keys), list(last.units), list(last.placed)
+        groups = comps.groups or [[]]
+        for g in edited:
+            keys[g], units[g], placed[g] = self._unit(path, items, groups[g], decls, {}, result)
+            if keys[g] != last.keys[g]:
+                self._remember(path, last.keys[g], last.units[g])
+        if edit.lines:
+            tail = edit.tail
+            moved_decl = bool(decls and decls[-1] >= tail)
+            for g, comp in enumerate(groups):
+                if g not in edited and (moved_decl or (comp and comp[-1] >= tail)):
+                    at = placed[g].items
+                    placed[g] = units[g].place(tuple(items[i].line for i in at), at)
+        loud = sorted({*last.loud, *edited} - {g for g in edited if not units[g].loud})
+        return _Version(lines, items, comps, decls, keys, units, placed, loud)
+
+    def _unit(self, path, items, comp, decls, by_key, result) -> tuple[tuple, Unit, Placed]:
+        """A group's key, unit (cached, or checked now) and placement."""
+        members = sorted([*comp, *decls]) if decls else comp
+        key = (path, self.target, *[items[i].text for i in members])
+        unit = by_key.get(key) or self.spare.get(path, {}).pop(key, None)
+        if unit is None:
+            unit = self._check_unit(path, items, members)
+            result.rechecked += 1
+        return key, unit, unit.place(tuple([items[i].line for i in members]), members)
+
+    @staticmethod
+    def _edited(last: _Version | None, comps: Components, edit: Edit | None, decls) -> set | None:
+        """The groups the edit touched, when the groups are the last version's and no
+        declaration changed (every unit holds them); None: every group may have."""
+        if last is None or comps is not last.comps:
+            return None
+        if any(edit.head <= i < edit.tail for i in decls):
+            return None
+        of = comps.group_of
+        return {of[i] for i in range(edit.head, edit.tail) if i in of}
+
+    def _remember(self, path: str, key: tuple, unit: Unit) -> None:
+        """Keep a unit a version dropped, the oldest going first once the document's
+        spares outnumber the most units it has had (or `recent_units`)."""
+        spare = self.spare.setdefault(path, OrderedDict())
+        spare[key] = unit
+        bound = max(self.recent_units, self.peak.get(path, 0))
+        while len(spare) > bound:
+            spare.popitem(last=False)
+
+    def _check_unit(self, path: str, items: list[Item], members: list[int]) -> Unit:
+        text = "".join(items[i].text for i in members)
+        ranges, line = [], 1
+        for i in members:
+            ranges.append((line, line + items[i].nlines - 1))
+            line += items[i].nlines
+        try:
+            data = text.encode()
+        except UnicodeEncodeError:  # a lone surrogate: checked as an editor saves it
+            data = as_saved(text).encode()
+        analysis = api.analyze([api.Source(path, data)])
         checked = api.check_target(analysis, self.target) if analysis.program else None
-        ranges = [(items[i].line, items[i].line + items[i].nlines - 1) for i in members]
         return Unit(path, ranges, analysis, checked)
 
 
 def _merge(units: list[Placed]) -> list[Diagnostic]:
-    """The whole document's diagnostics, as `vxc check` would report them."""
-    failed = [p for p in units if p.unit.analysis.program is None]
+    """The whole document's diagnostics, as `vxc check` would report them, from its
+    loud units (the others have no diagnostics and let every check run)."""
+    failed = [p for p in units if not p.unit.parsed]
     if failed:
-        diags = [
-            _shift(x, p.move, p.unit.path) for p in failed for x in p.unit.analysis.diagnostics
-        ]
+        diags = [x for p in failed for x in p.diagnostics(checked=False)]
         return [min(diags, key=Diagnostic.sort_key)] if diags else []
-    front_ok = all(p.unit.analysis.checkable for p in units)  # check_target's own gate
+    front_ok = all(p.unit.checkable for p in units)  # check_target's own gate
     out: dict[tuple, Diagnostic] = {}
     for p in units:
-        for x in p.unit.checked.diagnostics if front_ok else p.unit.analysis.diagnostics:
-            x = _shift(x, p.move, p.unit.path)
+        for x in p.diagnostics(checked=front_ok):
             out.setdefault((x.code, x.message, x.span), x)
     return sorted(out.values(), key=Diagnostic.sort_key)
 

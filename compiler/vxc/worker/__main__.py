@@ -22,7 +22,7 @@ def _compile_handler():
 
     entries = int(os.environ.get("VX_WORKER_HIR_CACHE_ENTRIES", "64"))
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    return VxCompile(api, api.compiler_version(), entries, unsupported=Unsupported)
+    return VxCompile(api, entries, unsupported=Unsupported)
 
 
 _PENDING = "VX_WORKER_PENDING_REQUEST"

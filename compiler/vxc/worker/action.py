@@ -9,15 +9,22 @@ Arguments (one per line in the @flagfile that Bazel writes):
           [--tpu-aot v5e,v6e] [--tpu-instances N]
           [--link cc|none]   (none: the cpu .so is linked by the caller, Bazel's C++ toolchain)
 
-Paths are relative to the execroot (or to the request's sandbox_dir); the display
-path of each source is the path as given, so diagnostics and outputs do not depend on
-where the action ran. Outputs are written as a set (vxc.outputs): all of a build's
-files appear together or not at all, mode 0644, like the CLI's.
+Paths are relative to the execroot (or to the request's sandbox_dir), and each one
+stays inside it: an input must be one of the request's inputs, an output is never
+written through a symbolic link (vxc.worker.sandbox). The display path of each source
+is the path as given, so diagnostics and outputs do not depend on where the action
+ran. Outputs are written as a set (vxc.outputs): all of a build's files appear
+together or not at all, mode 0644, like the CLI's.
 
-The checked HIR is cached in memory (a bounded LRU, shared by both modes), keyed by
-the digest of the .vxhir bytes and by the digest of the compiler version, sources and
-machine model. A .vxhir that ``Analysis.from_bytes`` rejects (corrupt, another
-compiler version, other sources) is recomputed from the sources, never trusted.
+The checked HIR is cached in memory (a bounded LRU, shared by both modes). What is
+cached is an analysis, which the compiler, the sources (each one's display path and
+bytes) and the machine model determine: `api.sources_key` digests all of them, and
+every entry is keyed by it, a build's also by the digest of the .vxhir it was given.
+So a hit is an analysis of exactly the sources the request names: a .vxhir is never
+trusted on its digest alone, and one that ``Analysis.from_bytes`` rejects (corrupt,
+another compiler version, other sources) is recomputed from the sources. The target
+and options enter nothing cached: every build checks for its target and runs the
+backend afresh.
 """
 
 from __future__ import annotations
@@ -29,8 +36,9 @@ from collections import OrderedDict
 from types import ModuleType
 
 from vxc.outputs import OutputError, write_atomic, write_set
-from vxc.targets import CPU_LEVELS, EMITS
-from vxc.worker.server import RequestContext, RequestError, excerpt
+from vxc.targets import EMITS, add_option_flags, options_from
+from vxc.worker.sandbox import PathRefused
+from vxc.worker.server import RequestContext, RequestError, excerpt, refusal
 
 
 class UsageError(RequestError):
@@ -57,10 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--target", required=True)
     b.add_argument("--out-dir", required=True)
     b.add_argument("--emit", default="artifact", choices=EMITS)
-    b.add_argument("--cpu", default="native", choices=CPU_LEVELS)
-    b.add_argument("--tpu-aot", default="none")
-    b.add_argument("--tpu-instances", type=int, default=0)
-    b.add_argument("--link", default="cc", choices=("cc", "none"))
+    add_option_flags(b)  # the build options of vxc/targets.py, as the CLI has them
     return p
 
 
@@ -69,8 +74,10 @@ PARSER = _parser()
 
 def _read(ctx: RequestContext, path: str, what: str) -> bytes:
     try:
-        with open(ctx.path(path), "rb") as f:
+        with open(ctx.sandbox.input(path), "rb") as f:
             return f.read()
+    except PathRefused as e:
+        raise refusal(f"read {what}", path, e) from None
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path
         why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise UsageError(f"cannot read {what} `{excerpt(path)}`: {why}") from None
@@ -99,6 +106,13 @@ class HirCache:
         return len(self._d)
 
 
+def _output(ctx: RequestContext, path: str, folder: bool) -> str:
+    try:
+        return ctx.sandbox.output(path, folder)
+    except PathRefused as e:
+        raise refusal("write", path, e) from None
+
+
 def _ms(t0: float) -> str:
     return f"{(time.perf_counter() - t0) * 1000:.1f}"
 
@@ -109,13 +123,11 @@ class VxCompile:
     def __init__(
         self,
         api: ModuleType,
-        version: str,
         cache_entries: int = 64,
         unsupported: type[Exception] | None = None,
     ):
         self.api = api
         self.unsupported = unsupported
-        self.version = version
         self.cache = HirCache(cache_entries)
 
     def _load(self, ctx: RequestContext, paths: list[str], machine: str | None):
@@ -123,12 +135,12 @@ class VxCompile:
         m = self.api.Source(machine, _read(ctx, machine, "machine model")) if machine else None
         return srcs, m
 
-    def _source_key(self, srcs, machine) -> str:
-        h = hashlib.sha256(b"vxc-worker-hir\0" + self.version.encode() + b"\0")
-        for s in [*srcs, *([machine] if machine else [])]:
-            h.update(s.path.encode() + b"\0" + hashlib.sha256(s.data).digest())
-        h.update(b"machine" if machine else b"default-machine")
-        return "src:" + h.hexdigest()
+    def _keys(self, srcs, machine, hir: bytes | None = None) -> str:
+        """The cache key of a `hir` request (no .vxhir) or of a `build` from `hir`."""
+        skey = self.api.sources_key(srcs, machine)
+        if hir is None:
+            return "src:" + skey
+        return f"hir:{hashlib.sha256(hir).hexdigest()}:{skey}"
 
     def _analyze(self, ctx, srcs, machine):
         t0 = time.perf_counter()
@@ -164,7 +176,8 @@ class VxCompile:
             raise
 
     def _hir(self, opts, ctx, srcs, machine) -> tuple[int, str]:
-        skey = self._source_key(srcs, machine)
+        out = _output(ctx, opts.out, folder=False)  # refused before any work
+        skey = self._keys(srcs, machine)
         hit = self.cache.get(skey)
         if hit is not None:
             analysis, data = hit
@@ -176,17 +189,18 @@ class VxCompile:
                 return self._fail(analysis.diagnostics, srcs, machine)
             data = analysis.to_bytes()
             self.cache.put(skey, (analysis, data))
-            self.cache.put("hir:" + hashlib.sha256(data).hexdigest(), analysis)
+            self.cache.put(self._keys(srcs, machine, data), analysis)
         ctx.check_cancelled()
         try:
-            write_atomic(ctx.path(opts.out), data)
+            write_atomic(out, data)
         except OutputError as e:
             raise UsageError(excerpt(e, 400)) from None
         return 0, self._warnings(analysis.diagnostics, srcs, machine)
 
     def _build(self, opts, ctx, srcs, machine) -> tuple[int, str]:
+        out_dir = _output(ctx, opts.out_dir, folder=True)  # refused before any work
         data = _read(ctx, opts.hir, "HIR cache")
-        hkey = "hir:" + hashlib.sha256(data).hexdigest()
+        hkey = self._keys(srcs, machine, data)
         analysis = self.cache.get(hkey)
         if analysis is not None:
             ctx.stats["hir"] = "memory"
@@ -194,11 +208,12 @@ class VxCompile:
             try:
                 analysis = self.api.Analysis.from_bytes(data, srcs, machine)
                 ctx.stats["hir"] = "artifact"
-                self.cache.put(hkey, analysis)
             except self.api.StaleCache as e:
                 ctx.stats["hir"] = "recomputed"
                 ctx.stats["stale"] = "_".join(str(e).split())[:120]
                 analysis = self._analyze(ctx, srcs, machine)
+            # Either way an analysis of these very sources: the key says which.
+            self.cache.put(hkey, analysis)
         if not analysis.ok:
             return self._fail(analysis.diagnostics, srcs, machine)
         ctx.check_cancelled()
@@ -207,10 +222,7 @@ class VxCompile:
             analysis,
             opts.target,
             emit=opts.emit,
-            cpu=opts.cpu,
-            tpu_aot=opts.tpu_aot,
-            tpu_instances=opts.tpu_instances,
-            link=opts.link,
+            **options_from(vars(opts)),
         )
         ctx.stats["target"] = opts.target
         ctx.stats["emit_ms"] = _ms(t0)
@@ -218,7 +230,7 @@ class VxCompile:
             return self._fail(result.diagnostics, srcs, machine)
         ctx.check_cancelled()
         try:  # all the outputs or none (vxc.outputs)
-            write_set(ctx.path(opts.out_dir), dict(sorted(result.outputs.items())))
+            write_set(out_dir, dict(sorted(result.outputs.items())))
         except OutputError as e:
             raise UsageError(excerpt(e, 400)) from None
         ctx.stats["outputs"] = len(result.outputs)

@@ -8,6 +8,8 @@ length-delimited ``WorkRequest`` messages on stdin; the worker answers each with
   thread, so a ``cancel`` request is seen while a compile is running;
 - answers a cancelled request (queued or running) once, with ``was_cancelled``;
 - answers a frame that is not a ``WorkRequest`` with exit code 2 and goes on;
+- confines every path a request names to its sandbox and its listed inputs
+  (vxc.worker.sandbox): a path outside is refused without being read;
 - answers a request the worker cannot serve because of its own arguments or files
   (``RequestError``) with exit code 2 and one plain line, and turns any other
   exception escaping the handler into exit code 2 and a bug report, and goes on
@@ -29,11 +31,13 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import BinaryIO, TextIO
 
 from google.protobuf.message import DecodeError
 
 from vxc.worker import framing
+from vxc.worker.sandbox import PathRefused, Sandbox
 from vxc.worker.vx_worker_protocol_pb2 import WorkRequest, WorkResponse
 
 EXCERPT = 200  # characters of a path or an argument echoed in an answer
@@ -62,6 +66,13 @@ class RequestError(Exception):
     or argument, never a bug report. The message quotes paths through `excerpt`."""
 
 
+def refusal(action: str, path: str, e: PathRefused) -> RequestError:
+    """The answer to a path the sandbox refused: `action` ("read source", "write")
+    names what was asked, the path and any link in it are quoted by excerpts."""
+    why = f"`{excerpt(e.link)}` {e.reason}" if e.link else e.reason
+    return RequestError(f"cannot {action} `{excerpt(path)}`: {why}")
+
+
 class Cancelled(Exception):
     """Raised by a handler that noticed ``ctx.cancelled`` and stopped early."""
 
@@ -71,15 +82,17 @@ class RequestContext:
     request_id: int = 0
     verbosity: int = 0
     sandbox_dir: str = ""
+    # WorkRequest.inputs' paths; None for a one-shot run, which has no list.
+    inputs: tuple[str, ...] | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
     # Filled by the handler; logged as key=value pairs after the request.
     stats: dict[str, object] = field(default_factory=dict)
 
-    def path(self, p: str) -> str:
-        """Where to find an argument path: under sandbox_dir when Bazel set one."""
-        if self.sandbox_dir and not os.path.isabs(p):
-            return os.path.join(self.sandbox_dir, p)
-        return p
+    @cached_property
+    def sandbox(self) -> Sandbox:
+        """Where the request may read and write (vxc.worker.sandbox): every path goes
+        through `sandbox.input` or `sandbox.output`."""
+        return Sandbox.of(self.sandbox_dir, self.inputs)
 
     def check_cancelled(self) -> None:
         if self.cancelled.is_set():
@@ -101,13 +114,17 @@ def bug_report(exc: BaseException) -> str:
 
 
 def expand_flagfiles(args: list[str], ctx: RequestContext, depth: int = 0) -> list[str]:
-    """Expands ``@file`` arguments (one argument per line), recursively."""
+    """Expands ``@file`` arguments (one argument per line), recursively. A flagfile is
+    an input like any other: inside the sandbox and listed (Bazel expands its own
+    flagfiles into the request, so what arrives here names a file of the action's)."""
     out: list[str] = []
     for a in args:
         if a.startswith("@") and not a.startswith("@@") and depth < 8:
             try:
-                with open(ctx.path(a[1:]), encoding="utf-8") as f:
+                with open(ctx.sandbox.input(a[1:]), encoding="utf-8") as f:
                     lines = f.read().splitlines()
+            except PathRefused as e:
+                raise refusal("read flagfile", a[1:], e) from None
             except (OSError, ValueError) as e:  # ValueError: a NUL in the path, or not UTF-8
                 why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
                 raise RequestError(f"cannot read flagfile `{excerpt(a[1:])}`: {why}") from None
@@ -294,6 +311,7 @@ class WorkerServer:
                 request_id=req.request_id,
                 verbosity=req.verbosity,
                 sandbox_dir=req.sandbox_dir,
+                inputs=tuple(i.path for i in req.inputs),
             )
             self._open[req.request_id] = ctx
         self._queue.put((req, ctx))

@@ -23,8 +23,8 @@ def test_link_none_leaves_the_library_to_the_caller():
 
 
 def test_an_unknown_link_mode_is_refused():
-    from vxc.backends.cpu import BackendError
+    from vxc.backends.cpu import CpuOptionError
 
     analysis = api.analyze([api.Source("stream.vx", STREAM.read_bytes())])
-    with pytest.raises(BackendError, match="unknown link mode"):
+    with pytest.raises(CpuOptionError, match="unknown link mode"):
         api.build(analysis, "cpu", link="ld")

@@ -16,6 +16,7 @@ import pytest
 from vxc import api
 from vxc.backends.nvidia import ptx_text
 from vxc.ir.from_hir import lower_program
+from vxc.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -23,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[3]
 def _ptx(target: str, name: str):
     src = ROOT / "kernels" / f"{name}.vx"
     checked = api.check_target(api.analyze([api.Source(str(src), src.read_bytes())]), target)
-    _, ptx, kernels = ptx_text(lower_program(checked))
+    _, ptx, kernels = ptx_text(
+        lower_program(checked.analysis.program, checked.plan), TARGETS[checked.target]
+    )
     return ptx, kernels[0]
 
 
@@ -143,7 +146,9 @@ def test_b200_bf16_with_n_256_and_k_64():
     import ml_dtypes
 
     checked = api.check_target(api.analyze([api.Source("mm.vx", BF16_N256.encode())]), "b200")
-    _, ptx, (k,) = ptx_text(lower_program(checked))
+    _, ptx, (k,) = ptx_text(
+        lower_program(checked.analysis.program, checked.plan), TARGETS[checked.target]
+    )
     rng = np.random.default_rng(5)
     tiles = rng.integers(-3, 4, (3, 128, 64)).astype(ml_dtypes.bfloat16)
     w = rng.integers(-3, 4, (64, 256)).astype(ml_dtypes.bfloat16)

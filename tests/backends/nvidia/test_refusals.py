@@ -1,13 +1,12 @@
 """Programs the b200 / h100 backends cannot lower, found by fuzzing (tests/fuzz): each
-is a plain refusal (`Unsupported`: exit 2, one message naming the .vx line), never an
-exception escaping the backend."""
+is a coded refusal (a diagnostic at the .vx line: exit 1), never an exception escaping
+the backend."""
 
 from __future__ import annotations
 
 import pytest
 
 from vxc import api, cli
-from vxc.errors import Unsupported
 
 TARGETS = ("b200", "h100")
 
@@ -17,9 +16,11 @@ def _build(target: str, name: str, text: str):
 
 
 def _refusal(target: str, name: str, text: str) -> str:
-    with pytest.raises(Unsupported) as e:
-        _build(target, name, text)
-    return str(e.value)
+    result = _build(target, name, text)
+    assert not result.ok and not result.outputs
+    (d,) = result.diagnostics
+    assert d.code == "E7004", d
+    return f"{d.span.file}:{d.span.line}:{d.span.column}: {d.message}"
 
 
 NEW_RESULT = """\
@@ -50,6 +51,6 @@ def test_cli_prints_the_refusal_without_a_traceback(tmp_path, capsys):
     path.write_text(NEW_RESULT.format(elem="f32", dims="128"))
     rc = cli.main(["build", str(path), "--target", "b200", "-o", str(tmp_path / "out")])
     err = capsys.readouterr().err
-    assert rc == 2
-    assert err.startswith(f"vxc: error: {path}:3:10: ") and "Traceback" not in err, err
-    assert len(err.strip().splitlines()) == 1, err
+    assert rc == 1
+    assert err.startswith("error[E7004]: ") and f"  --> {path}:3:10\n" in err, err
+    assert "Traceback" not in err and "internal compiler error" not in err, err

@@ -120,3 +120,29 @@ def test_launch_with_more_instances_than_tiles_is_refused(built):
     compile_export(b.export, b.kernel, "v5e", 2)
     with pytest.raises(ValueError, match="refining shapes"):
         compile_export(b.export, b.kernel, "v5e", 1)
+
+
+@pytest.mark.parametrize("instances", [5, 8])
+def test_the_aot_check_compiles_for_lengths_the_where_clause_allows(instances, built):
+    # `where instances() <= tiles.len()` with 5 or 8 instances: the check used to
+    # specialise every Vec length to 4, broke the clause and failed inside jax
+    # ("Error refining shapes", an internal error). Now z3 picks the allowed lengths.
+    from vxc.backends.tpu.aot import lengths_for
+
+    b = built(ROOT / "kernels" / "stream_grid.vx", instances)
+    assert lengths_for(b.kernel, 4) == {"tiles_len": instances}
+    assert lengths_for(b.kernel, 300) == {"tiles_len": 300}
+    assert "custom_call" in compile_export(b.export, b.kernel, "v5e").as_text()
+
+
+def test_a_build_no_vec_length_can_call_is_an_error(built):
+    from vxc.backends.tpu.aot import lengths_for
+    from vxc.backends.tpu.errors import TpuError
+
+    b = built(ROOT / "kernels" / "stream_grid.vx", 5)
+    b.kernel.constraints.append("tiles_len == 3")  # with `tiles_len >= 5`: unsatisfiable
+    try:
+        with pytest.raises(TpuError, match="can never be called"):
+            lengths_for(b.kernel, 4)
+    finally:
+        b.kernel.constraints.pop()

@@ -4,6 +4,11 @@ goes); the custom call is a `tpu_custom_call` and the Vec length stays symbolic.
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+
 from tpu_kernels import ROOT
 
 STREAM = ROOT / "kernels" / "stream.vx"
@@ -41,6 +46,8 @@ def test_export_embeds_the_mosaic_module(built):
     text = exp.mlir_module()
     assert "stablehlo.custom_call @tpu_custom_call" in text
     assert 'kernel_name = "stream"' in text
+    # E6011 proved every DMA is waited: libtpu's exit check of the semaphores is off.
+    assert r"\22disable_semaphore_checks\22: true" in text
 
 
 def test_launch_precondition_is_an_export_constraint(built):
@@ -54,3 +61,39 @@ def test_launch_precondition_is_an_export_constraint(built):
     assert b.kernel.preconditions == ["instances() <= tiles.len()"]
     text = export.deserialize(bytearray(b.export)).mlir_module()
     assert "symbolic shape constraint tiles_len >= 2" in text
+
+
+def _vxc(args: list[str], cwd) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "compiler"))
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the compiler's own default is under test
+    return subprocess.run(
+        [sys.executable, "-m", "vxc", *args], cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=600, check=False,
+    )  # fmt: skip
+
+
+def test_the_export_does_not_depend_on_how_the_path_is_spelled(tmp_path):
+    # Relative from the checkout, absolute from elsewhere: the locations inside the
+    # exported Mosaic module carried the spelling (16 bytes differed).
+    rel = _vxc(["build", "kernels/stream.vx", "--target", "tpu", "-o", str(tmp_path / "a")], ROOT)
+    ab = _vxc(["build", str(STREAM), "--target", "tpu", "-o", str(tmp_path / "b")], tmp_path)
+    assert rel.returncode == ab.returncode == 0, rel.stderr + ab.stderr
+    for name in ("stream.tpu.jax_export", "stream.tpu.mosaic.mlir", "stream.tpu.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_libtpu_and_xla_print_nothing_on_a_clean_build(tmp_path):
+    r = _vxc(
+        ["build", str(STREAM), "--target", "tpu", "--tpu-aot", "v5e", "-o", str(tmp_path)], ROOT
+    )
+    assert r.returncode == 0, r.stderr
+    log = [ln for ln in r.stderr.splitlines() if re.match(r"[IWE]\d{4} ", ln)]
+    assert not log, "\n".join(log)
+
+
+def test_cli_aot_build_with_more_instances_than_the_default_length(tmp_path):
+    grid = ROOT / "kernels" / "stream_grid.vx"
+    args = ["build", str(grid), "--target", "tpu", "--tpu-instances", "5", "--tpu-aot", "v5e"]
+    r = _vxc([*args, "-o", str(tmp_path)], ROOT)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "stream_grid.tpu.jax_export").exists()

@@ -112,6 +112,7 @@ def test_interpreter_has_a_rule_for_every_op_the_backend_emits(built):
             ops = set(re.findall(r"\b((?:arith|tpu|vector|memref|scf|func)\.[a-z_0-9]+)\b", text))
             ops -= {o for o in ops if o.startswith("tpu.memory_space") or o.startswith("tpu.dim")}
             ops -= {"tpu.core_type", "tpu.dma_semaphore", "tpu.dot_dimension_numbers"}
+            ops -= {"tpu.contract_precision"}  # an attribute of tpu.matmul, not an op
             ops -= {o for o in ops if o.startswith("tpu.dynamic_dimension_mapping")}
             missing = sorted(o for o in ops - structural if o not in RULES)
             assert not missing, f"{path.name}: no interpreter rule for {missing}"
@@ -122,3 +123,27 @@ def test_signed_division_truncates_like_arith():
 
     assert _divsi(np.int32(-7), np.int32(2)) == -3 and _remsi(np.int32(-7), np.int32(2)) == -1
     assert _divsi(np.int32(7), np.int32(-2)) == -3 and _remsi(np.int32(7), np.int32(-2)) == 1
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+def test_f32_matmul_precision_is_stated_and_modelled(precision):
+    """Inputs that are not exact in bf16 tell the two f32 matmul modes apart: the default
+    (Mosaic's fp32 contract precision) matches numpy's f32 product to f32 rounding, the
+    one-pass mode (`--tpu-matmul-precision bf16`) is off by bf16's rounding of the inputs."""
+    from vxc import api
+
+    src = api.Source("kernels/stream.vx", STREAM.read_bytes())
+    result = api.build(api.analyze([src]), "tpu", "target-ir", tpu_matmul_precision=precision)
+    assert result.ok, result.diagnostics
+    (text,) = (v.decode() for k, v in result.outputs.items() if k.endswith(".mosaic.mlir"))
+    assert ("contract_precision<fp32>" in text) == (precision == "f32")
+    rng = np.random.default_rng(3)
+    tiles = rng.standard_normal((3, 128, 128)).astype(np.float32)
+    w = rng.standard_normal((128, 128)).astype(np.float32)
+    (out,) = run(text, [tiles, w], ["tiles", "w"]).outputs
+    ref = tiles.astype(np.float64).sum(0) @ w.astype(np.float64)
+    err = np.abs(out - ref).max() / np.abs(ref).max()
+    if precision == "f32":
+        assert err < 1e-6, err
+    else:
+        assert 1e-4 < err < 3e-2, err

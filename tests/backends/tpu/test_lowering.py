@@ -85,12 +85,18 @@ def test_artifact_bytes_identical_across_processes(tmp_path):
     assert b"/work/" not in outs[0]["stream.tpu.jax_export"]
 
 
-def test_seed_extern_call_is_a_clear_error():
-    from vxc.errors import Unsupported
+def _refused(result, code: str):
+    """The one diagnostic of a build the backend refused."""
+    assert not result.ok and not result.outputs
+    (d,) = result.diagnostics
+    assert d.code == code, d
+    return d
 
-    with pytest.raises(Unsupported) as e:
-        build(ROOT / "kernels" / "seed.vx")
-    msg = str(e.value)
+
+def test_seed_extern_call_is_a_clear_error():
+    d = _refused(build(ROOT / "kernels" / "seed.vx"), "E7002")
+    assert (d.span.file, d.span.line) == ("kernels/seed.vx", 10)
+    msg = d.message
     assert "call to `matmul_acc`" in msg and "Mosaic" in msg and "extern fn" in msg
 
 
@@ -106,16 +112,10 @@ fn skinny(x: &Tensor<f32, [262144, 1]>, y: &Tensor<f32, [262144, 1]>) -> Tensor<
 def test_tile_off_the_8x128_tiling_that_overflows_vmem_is_a_diagnostic(tmp_path):
     """The vx checker counts 1 MiB per tile; Mosaic pads 262144x1 f32 to (8, 128) tiles,
     128 MiB each (libtpu: "128.0x expansion"). vxc says so before libtpu runs."""
-    from vxc.errors import Unsupported
-
-    path = tmp_path / "skinny.vx"
-    path.write_text(SKINNY)
     from vxc import api
 
     src = api.Source("skinny.vx", SKINNY.encode())
-    with pytest.raises(Unsupported) as e:
-        api.build(api.analyze([src]), "tpu")
-    msg = str(e.value)
+    msg = _refused(api.build(api.analyze([src]), "tpu"), "E7008").message
     assert "`x`" in msg and "262144x1xf32" in msg and "(8, 128) tiles" in msg
     assert "128.00 MiB" in msg and "multiple of 128" in msg
 
@@ -127,9 +127,10 @@ def test_cli_reports_backend_errors_without_traceback(tmp_path, capsys):
     path.write_text(SKINNY)
     rc = cli.main(["build", str(path), "--target", "tpu", "-o", str(tmp_path)])
     err = capsys.readouterr().err
-    assert rc == 2
-    # The op carries its source location, so the message names the .vx line first.
-    assert err.startswith(f"vxc: error: {path}:2:12: tpu backend:") and "Traceback" not in err
+    assert rc == 1
+    # A coded diagnostic at the op's source line, rendered with it.
+    assert err.startswith("error[E7008]: tpu backend:") and f"  --> {path}:2:12\n" in err, err
+    assert "Traceback" not in err and "internal compiler error" not in err
 
 
 def test_target_ir_is_the_mosaic_text(built):
@@ -167,6 +168,7 @@ def test_backend_error_names_the_vx_line():
     ]
     with pytest.raises(TpuError) as e:
         mosaic_kernels(parse_module("\n".join(lines)))
+    assert e.value.code == "E7005" and (e.value.span.file, e.value.span.line) == ("mm_f16.vx", 3)
     assert str(e.value).startswith("mm_f16.vx:3:3: tpu backend: `vx.transfer` into SMEM")
 
 

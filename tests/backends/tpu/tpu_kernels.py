@@ -40,7 +40,9 @@ class Built:
         self.outputs = result.outputs
         src = api.Source(str(path.relative_to(ROOT)), path.read_bytes())
         checked = api.check_target(api.analyze([src]), "tpu")
-        (self.kernel,) = mosaic_kernels(lower_program(checked), instances)
+        (self.kernel,) = mosaic_kernels(
+            lower_program(checked.analysis.program, checked.plan), instances
+        )
         stem = path.stem
         self.mosaic = self.outputs[f"{stem}.tpu.mosaic.mlir"].decode()
         self.export = self.outputs[f"{stem}.tpu.jax_export"]

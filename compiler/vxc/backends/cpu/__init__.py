@@ -1,4 +1,5 @@
-"""CPU backend: vx module -> x86-64 object + C header + JSON manifest (+ .so).
+"""CPU backend: vx module -> x86-64 object + C header + JSON manifest (+ .so); `BACKEND`
+is its `vxc.backends.Backend` (options: `vxc.targets.CpuOptions`).
 
     outputs = compile_module(module, "stream")
     # {"stream.cpu.o", "stream.cpu.h", "stream.cpu.json", "stream.cpu.so"} -> bytes
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from jaxlib.mlir import ir
 
+from vxc.backends import Backend
 from vxc.backends.cpu.artifact import header, manifest
 from vxc.backends.cpu.codegen import (
     CPU_CHOICES,
@@ -21,15 +23,18 @@ from vxc.backends.cpu.codegen import (
     link_shared,
     optimize,
 )
-from vxc.backends.cpu.errors import STATUS, BackendError
-from vxc.backends.cpu.lower import ModuleLowering
+from vxc.backends.cpu.errors import STATUS, BackendError, CpuOptionError
+from vxc.backends.cpu.lower import RULES, ModuleLowering
 from vxc.backends.cpu.matmul import blocking_for
 from vxc.ir.verify import check_module
+from vxc.targets import LINK_MODES, CpuOptions, Target
 
 __all__ = [
     "CPU_CHOICES",
     "STATUS",
+    "BACKEND",
     "BackendError",
+    "CpuOptionError",
     "HostTarget",
     "compile_module",
     "cpu_target",
@@ -40,14 +45,19 @@ __all__ = [
 ]
 
 
-def emit(module: ir.Module, stem: str, emit: str, options) -> dict[str, bytes]:
-    """The backend entry point that `vxc.backends.emit_target` calls."""
+def emit(
+    module: ir.Module, target: Target, options: CpuOptions, stem: str, emit: str
+) -> dict[str, bytes]:
+    """The backend entry point (`BACKEND.emit`, called by `vxc.backends.emit_target`)."""
     host = cpu_target(options.cpu)
     if emit == "target-ir":
         return {f"{stem}.cpu.ll": target_ir(module, host).encode()}
-    if options.link not in ("cc", "none"):
-        raise BackendError(f"cpu backend: unknown link mode {options.link!r} (cc or none)")
+    if options.link not in LINK_MODES:
+        raise CpuOptionError(f"cpu backend: unknown link mode {options.link!r} (cc or none)")
     return compile_module(module, stem, target=host, link=options.link == "cc")
+
+
+BACKEND = Backend("cpu", CpuOptions, emit, RULES)
 
 
 def lower_to_llvm(
@@ -55,11 +65,6 @@ def lower_to_llvm(
 ) -> tuple[str, ModuleLowering]:
     """Verified vx module -> unoptimised LLVM IR text (plus the lowering, for signatures)."""
     check_module(module)
-    top = module.operation.attributes
-    if "vx.target" in top and ir.StringAttr(top["vx.target"]).value != "cpu":
-        raise BackendError(
-            f"cpu backend: module was lowered for target '{ir.StringAttr(top['vx.target']).value}'"
-        )
     target = target or host_target()
     lowering = ModuleLowering(
         module, target.triple, data_layout(target), blocking_for(target.features)

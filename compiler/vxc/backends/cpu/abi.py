@@ -95,7 +95,7 @@ class Signature:
 def _c_name(name: str) -> str:
     ok = name and (name[0].isalpha() or name[0] == "_")
     if not ok or not all(c.isalnum() or c == "_" for c in name):
-        raise BackendError(f"'{name}' is not a valid C identifier")
+        raise BackendError("E7003", f"'{name}' is not a valid C identifier")
     return name
 
 
@@ -107,31 +107,19 @@ def _param(t: ir.Type, name: str, const: bool, what: str, internal: bool = False
     if isinstance(t, ir.MemRefType):
         dtype = str(t.element_type)
         if dtype not in C_TYPES:
-            raise BackendError(f"{what}: element type {dtype} has no C type")
+            raise BackendError("E7004", f"{what}: element type {dtype} has no C type")
         shape = tuple(None if d == T.DYNAMIC else d for d in t.shape)
         return Param(name, "tensor", dtype, shape, T.space_of(t), const)
     if T.is_token(t):
         raise BackendError(
+            "E7003",
             f"{what}: a kernel entry cannot take or return a token (its C caller cannot "
-            "`wait`); wait it inside the kernel"
+            "`wait`); wait it inside the kernel",
         )
     dtype = str(t)
     if dtype not in C_TYPES:
-        raise BackendError(f"{what}: type {dtype} has no C type")
+        raise BackendError("E7011", f"{what}: type {dtype} has no C type")
     return Param(name, "scalar", dtype, (), None, const)
-
-
-def arg_attr(func: ir.Operation, i: int, key: str) -> ir.Attribute | None:
-    if "arg_attrs" in func.attributes:
-        attrs = ir.DictAttr(ir.ArrayAttr(func.attributes["arg_attrs"])[i])
-        if key in attrs:
-            return attrs[key]
-    return None
-
-
-def _arg_name(func: ir.Operation, i: int) -> str:
-    name = arg_attr(func, i, "vx.name")
-    return f"arg{i}" if name is None else _c_name(ir.StringAttr(name).value)
 
 
 def _const(func: ir.Operation, i: int, extern: bool, written: set[int]) -> bool:
@@ -139,21 +127,20 @@ def _const(func: ir.Operation, i: int, extern: bool, written: set[int]) -> bool:
     no body, so its declaration decides: `&mut` is writable, `&` and by-value are read
     (the C definition the user writes must match the prototype exactly)."""
     if extern:
-        return arg_attr(func, i, "vx.mut") is None
+        return not T.arg_is_mut(func, i)
     return i not in written
 
 
 def signature(func: ir.Operation, written: set[int]) -> Signature:
     """C ABI of `func`; `written` holds the indices of tensor args the body writes."""
-    name = _c_name(ir.StringAttr(func.attributes["sym_name"]).value)
+    name = _c_name(T.sym_name(func))
     fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-    extern = len(func.regions[0].blocks) == 0
-    vis = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes else None
-    internal = not extern and vis is not None and ir.StringAttr(vis).value == "private"
+    extern = not T.has_body(func)
+    internal = not extern and T.is_private(func)
     params = tuple(
         _param(
             t,
-            _arg_name(func, i),
+            _c_name(T.arg_name(func, i)),
             _const(func, i, extern, written),
             f"@{name} argument {i}",
             internal,
@@ -165,14 +152,18 @@ def signature(func: ir.Operation, written: set[int]) -> Signature:
         rname = "out" if len(fty.results) == 1 else f"out{i}"
         r = _param(t, rname, False, f"@{name} result {i}", internal)
         if r.kind == "tensor" and r.dynamic_dims:
-            raise BackendError(f"@{name} result {i}: a returned tensor needs a static shape")
+            raise BackendError(
+                "E7003", f"@{name} result {i}: a returned tensor needs a static shape"
+            )
         results.append(r)
     c_names = [n.split()[-1].lstrip("*") for p in params for n in p.c_params()]
     c_names += [r.name for r in results]
     c_names += ["vx_instances", "vx_threads"] if not extern and not internal else []
     dup = sorted({n for n in c_names if c_names.count(n) > 1})
     if dup:
-        raise BackendError(f"@{name}: C parameter name(s) {dup} collide; rename the argument(s)")
+        raise BackendError(
+            "E7003", f"@{name}: C parameter name(s) {dup} collide; rename the argument(s)"
+        )
     topo = func.attributes["vx.topology"] if "vx.topology" in func.attributes else None
     topology = ir.StringAttr(topo).value if isinstance(topo, ir.StringAttr) else None
     return Signature(name, params, tuple(results), topology, extern, internal)

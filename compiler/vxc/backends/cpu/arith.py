@@ -24,7 +24,7 @@ def lltype(t: ir.Type) -> ll.Type:
         return ll.HalfType()
     if isinstance(t, ir.BF16Type):
         return BF16_BITS  # llvmlite has no bfloat: bf16 is carried as its bits
-    raise BackendError(f"cpu backend: no scalar lowering for type {t}")
+    raise BackendError("E7011", f"cpu backend: no scalar lowering for type {t}")
 
 
 BF16_BITS = ll.IntType(16)
@@ -107,7 +107,7 @@ def _const(op: ir.Operation) -> ll.Value:
         if _is_bf16(op.results[0].type):
             return ll.Constant(ty, bf16_bits(ir.FloatAttr(attr).value))
         return ll.Constant(ty, ir.FloatAttr(attr).value)
-    raise BackendError(f"cpu backend: arith.constant {attr} is not a scalar constant")
+    raise BackendError("E7011", f"cpu backend: arith.constant {attr} is not a scalar constant")
 
 
 _FLOAT_RANK = {"half": 0, "float": 1, "double": 2}
@@ -147,7 +147,7 @@ def _cast(b: ll.IRBuilder, op: ir.Operation, x: ll.Value) -> ll.Value:
     }
     if name in casts:
         return casts[name](x, to)
-    raise BackendError(f"cpu backend: cannot lower {name} from {src} to {dst}")
+    raise BackendError("E7011", f"cpu backend: cannot lower {name} from {src} to {dst}")
 
 
 def lower_arith(b: ll.IRBuilder, op: ir.Operation, args: list[ll.Value]) -> ll.Value:
@@ -195,4 +195,4 @@ def _lower(b: ll.IRBuilder, op: ir.Operation, args: list[ll.Value]) -> ll.Value:
         return b.select(args[0], args[1], args[2])
     if name.startswith("arith."):
         return _cast(b, op, args[0])
-    raise BackendError(f"cpu backend: cannot lower '{name}'")
+    raise BackendError("E7001", f"cpu backend: cannot lower '{name}'")

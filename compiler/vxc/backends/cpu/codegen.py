@@ -12,7 +12,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
-from vxc.backends.cpu.errors import BackendError
+from vxc.backends.cpu.errors import CpuOptionError
 from vxc.targets import CPU_LEVELS
 
 
@@ -57,11 +57,11 @@ def cpu_target(cpu: str = "native") -> HostTarget:
     if cpu == "native":
         return host_target()
     if cpu not in X86_LEVELS:
-        raise BackendError(f"unknown --cpu `{cpu}`; choose one of: {', '.join(CPU_CHOICES)}")
+        raise CpuOptionError(f"unknown --cpu `{cpu}`; choose one of: {', '.join(CPU_CHOICES)}")
     _init()
     triple = llvm.get_process_triple()
     if not triple.startswith("x86_64"):
-        raise BackendError(f"--cpu {cpu} names an x86-64 level, but this host is {triple}")
+        raise CpuOptionError(f"--cpu {cpu} names an x86-64 level, but this host is {triple}")
     return HostTarget(triple, cpu, X86_LEVELS[cpu])
 
 
@@ -109,12 +109,12 @@ def link_shared(obj: bytes, soname: str) -> bytes:
     """`cc -shared` the object into a shared library (in a private temp dir)."""
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
-        raise BackendError("cpu backend: no C compiler (cc) found to link the shared library")
+        raise CpuOptionError("cpu backend: no C compiler (cc) found to link the shared library")
     with tempfile.TemporaryDirectory(prefix="vxc-link-") as tmp:
         o, so = Path(tmp) / "kernel.o", Path(tmp) / "kernel.so"
         o.write_bytes(obj)
         cmd = [cc, "-shared", f"-Wl,-soname,{soname}", "-o", str(so), str(o)]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            raise BackendError(f"cpu backend: linking {soname} failed:\n{proc.stderr.strip()}")
+            raise CpuOptionError(f"cpu backend: linking {soname} failed:\n{proc.stderr.strip()}")
         return so.read_bytes()

@@ -21,9 +21,11 @@ from vxc.backends.cpu.arith import lltype, lower_arith
 from vxc.backends.cpu.errors import STATUS, BackendError
 from vxc.backends.cpu.loops import I64, counted_loop
 from vxc.backends.cpu.matmul import WIDEN, Blocking, define_matmul, define_widen
+from vxc.backends.walk import Walk
+from vxc.errors import Refusal
 from vxc.ir import types as T
-from vxc.ir.loc import where
-from vxc.ir.ops import attr_int, attr_str
+from vxc.ir.loc import span_of
+from vxc.ir.ops import MatmulAccOp, RequireOp, ring_layout
 
 I8, I32 = ll.IntType(8), ll.IntType(32)
 PTR = ll.PointerType()
@@ -49,8 +51,8 @@ class Mem:
 
 def _memref(t: ir.Type) -> ir.MemRefType:
     inner = T.token_inner(t) if T.is_token(t) else t
-    if not isinstance(inner, ir.MemRefType):
-        raise BackendError(f"cpu backend: expected a tensor type, got {t}")
+    if not isinstance(inner, ir.MemRefType):  # the verifier's operand types rule it out
+        raise TypeError(f"cpu backend: expected a tensor type, got {t}")
     return inner
 
 
@@ -85,10 +87,12 @@ class ArenaPlan:
     rings: dict[int, int] = field(default_factory=dict)  # ring id -> slots
 
 
-def _static_bytes(t: ir.MemRefType, what: str) -> int:
+def _static_bytes(t: ir.MemRefType, what: str, op: ir.Operation | None = None) -> int:
     n = T.static_bytes(t)
     if n is None:
-        raise BackendError(f"cpu backend: {what} needs a static shape, got {t}")
+        raise BackendError(
+            "E7004", f"cpu backend: {what} needs a static shape, got {t}", span_of(op)
+        )
     return n
 
 
@@ -98,37 +102,29 @@ def plan_arena(func: ir.Operation) -> ArenaPlan:
     extent: dict[str, int] = {}
     sites: list[tuple[object, int]] = []
 
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in ("vx.transfer", "vx.transfer_async", "vx.zeros"):
-            ring = attr_int(op, "ring")
-            if ring >= 0:
-                end = attr_int(op, "offset") + attr_int(op, "slots") * attr_int(op, "slot_bytes")
-                space = attr_str(op, "space")
-                extent[space] = max(extent.get(space, 0), end)
-                plan.rings[ring] = attr_int(op, "slots")
-            else:
-                sites.append((op, _static_bytes(_memref(op.results[0].type), f"'{op.name}'")))
+    def visit(op: ir.Operation) -> None:
+        lay = ring_layout(op)  # a placing vx op, or a call placed in a caller's ring
+        if lay is not None and lay.shared:
+            extent[lay.space] = max(extent.get(lay.space, 0), lay.end)
+            plan.rings[lay.ring] = lay.slots
+        elif lay is not None:
+            t = _memref(op.results[0].type)
+            sites.append((op, _static_bytes(t, f"'{op.name}'", op)))
         elif op.name == "vx.matmul_acc":
             # bf16/f16 operands are widened to f32 into buffers of their own (matmul.py).
-            for i in (1, 2):
-                t = _memref(op.operands[i].type)
+            mm = MatmulAccOp(op)
+            for i, v in ((1, mm.a), (2, mm.b)):
+                t = _memref(v.type)
                 if str(t.element_type) in WIDEN:
-                    n = _static_bytes(t, f"'vx.matmul_acc' with {t.element_type} operands")
+                    n = _static_bytes(t, f"'vx.matmul_acc' with {t.element_type} operands", op)
                     sites.append(((op, i), n * 4 // T.element_bytes(t.element_type)))
-        elif op.name == "func.call" and "ring" in op.attributes:
-            # A result the checker placed in a scratchpad ring (kept across iterations).
-            end = attr_int(op, "offset") + attr_int(op, "slots") * attr_int(op, "slot_bytes")
-            space = attr_str(op, "space")
-            extent[space] = max(extent.get(space, 0), end)
-            plan.rings[attr_int(op, "ring")] = attr_int(op, "slots")
         elif op.name == "func.call":
             for i, r in enumerate(op.results):
                 placed = T.token_inner(r.type) if T.is_token(r.type) else r.type
                 if isinstance(placed, ir.MemRefType):
-                    sites.append(((op, i), _static_bytes(placed, "a call result")))
-        return ir.WalkResult.ADVANCE
+                    sites.append(((op, i), _static_bytes(placed, "a call result", op)))
 
-    func.walk(visit)
+    _walk(func, visit)
     cursor = 0
     for space in sorted(extent):
         plan.space_base[space] = cursor
@@ -152,12 +148,27 @@ def extern_writes(module: ir.Module) -> dict[str, set[int]]:
     out: dict[str, set[int]] = {}
     for op in module.body.operations:
         op = op.operation
-        if op.name == "func.func" and not op.regions[0].blocks:
+        if op.name == "func.func" and not T.has_body(op):
             n = len(ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs)
-            out[ir.StringAttr(op.attributes["sym_name"]).value] = {
-                i for i in range(n) if abi.arg_attr(op, i, "vx.mut") is not None
-            }
+            out[T.sym_name(op)] = {i for i in range(n) if T.arg_is_mut(op, i)}
     return out
+
+
+def _walk(func: ir.Operation, visit: Callable[[ir.Operation], None]) -> None:
+    """`visit` every op of `func` in pre-order; a refusal crosses MLIR's walk."""
+    errors: list[Refusal] = []
+
+    def step(op: ir.Operation) -> ir.WalkResult:
+        try:
+            visit(op)
+        except Refusal as e:  # exceptions do not cross MLIR's walk: carry it out
+            errors.append(e)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    func.walk(step)
+    if errors:
+        raise errors[0]
 
 
 def written_args(func: ir.Operation, externs: dict[str, set[int]] | None = None) -> set[int]:
@@ -230,18 +241,23 @@ class ModuleLowering:
         externs = extern_writes(self.module)
         for op in self.module.body.operations:
             op = op.operation  # the OpView's .name would be the symbol name
-            if op.name != "func.func":
-                raise BackendError(f"cpu backend: unexpected top-level op '{op.name}'")
-            sig = abi.signature(op, written_args(op, externs))
-            if sig.name in self.sigs:
-                raise BackendError(f"cpu backend: function @{sig.name} defined twice")
+            if op.name != "func.func":  # the HIR lowering emits functions only
+                raise TypeError(f"cpu backend: unexpected top-level op '{op.name}'")
+            try:
+                sig = abi.signature(op, written_args(op, externs))
+            except Refusal as e:
+                raise e.at(span_of(op)) from None
+            if sig.name in self.sigs:  # MLIR's symbol table rules it out
+                raise TypeError(f"cpu backend: function @{sig.name} defined twice")
             self.sigs[sig.name] = sig
             self.funcs.append(op)
         for sig in self.sigs.values():
             if sig.kernel and sig.launch_name in self.sigs:
                 raise BackendError(
+                    "E7003",
                     f"cpu backend: kernel @{sig.name}'s launch entry point collides with "
-                    f"function @{sig.launch_name}; rename one of them"
+                    f"function @{sig.launch_name}; rename one of them",
+                    span_of(self.funcs[list(self.sigs).index(sig.name)]),
                 )
             fnty = llvm_function_type(sig)
             if sig.extern:
@@ -250,7 +266,11 @@ class ModuleLowering:
             # The body of one instance: the C arguments, then instance() and instances().
             name = sig.name if sig.internal else f"{sig.name}{BODY_SUFFIX}"
             if not sig.internal and name in self.sigs:
-                raise BackendError(f"cpu backend: function @{name} collides with a kernel body")
+                raise BackendError(
+                    "E7003",
+                    f"cpu backend: function @{name} collides with a kernel body",
+                    span_of(self.funcs[list(self.sigs).index(sig.name)]),
+                )
             fn = ll.Function(self.ll, ll.FunctionType(I32, [*fnty.args, I64, I64]), name=name)
             fn.attributes.add("nounwind")
             fn.linkage = "internal"  # helpers and bodies are not exported from the object
@@ -268,7 +288,9 @@ class ModuleLowering:
         return self.ll
 
 
-class FunctionLowering:
+class FunctionLowering(Walk):
+    no_rule = "cpu backend: cannot lower '{name}'"
+
     def __init__(self, mod: ModuleLowering, func: ir.Operation):
         self.mod = mod
         self.func = func
@@ -342,15 +364,15 @@ class FunctionLowering:
                 self.values[barg] = self.b.trunc(v, ll.IntType(1)) if p.dtype == "i1" else v
 
     def get(self, v: ir.Value) -> Mem | ll.Value:
-        if v not in self.values:
-            raise BackendError(f"cpu backend: value {v} used before it is defined")
+        if v not in self.values:  # MLIR's dominance rules it out
+            raise KeyError(f"cpu backend: value {v} used before it is defined")
         return self.values[v]
 
     def nbytes(self, t: ir.Type, m: Mem) -> ll.Value:
         mt = _memref(t)
         eb = T.element_bytes(mt.element_type)
         if eb is None:
-            raise BackendError(f"cpu backend: unsupported element type {mt.element_type}")
+            raise BackendError("E7004", f"cpu backend: unsupported element type {mt.element_type}")
         static, total = eb, None
         for d, dv in zip(mt.shape, m.dims, strict=True):
             if d == T.DYNAMIC:
@@ -370,29 +392,12 @@ class FunctionLowering:
 
     # -- blocks and control flow ------------------------------------------------
 
-    def lower_block(self, block: ir.Block) -> list[Mem | ll.Value] | None:
-        """Lower ops in order; returns the lowered operands of a trailing scf.yield."""
-        for op in block.operations:
-            op = op.operation
-            name = op.name
-            if name == "scf.yield":
-                return [self.get(v) for v in op.operands]
-            if name == "func.return":
-                self.lower_return(op)
-                return None
-            self.lower_op(op)
-        return []
+    def fallback(self, op: ir.Operation):
+        return _arith if op.name.startswith("arith.") else None
 
-    def lower_op(self, op: ir.Operation) -> None:
-        name = op.name
-        rule = RULES.get(name)
-        if rule is not None:
-            rule(self, op)
-        elif name.startswith("arith."):
-            args = [self.get(v) for v in op.operands]
-            self.values[op.results[0]] = lower_arith(self.b, op, args)
-        else:
-            raise BackendError(f"{where(op)}cpu backend: cannot lower '{name}'")
+    def region_values(self, block: ir.Block) -> list[Mem | ll.Value]:
+        """Lower a region's block; the lowered values its `scf.yield` yields."""
+        return [self.get(v) for v in self.lower_block(block) or []]
 
     def lower_return(self, op: ir.Operation) -> None:
         nres = len(self.sig.results)
@@ -416,7 +421,7 @@ class FunctionLowering:
         def step_fn(iv: ll.Value, flat: list[ll.Value]) -> list[ll.Value]:
             self.values[body.arguments[0]] = iv
             self.bind_flat(body.arguments[1:], iter_types, flat)
-            yielded = self.lower_block(body)
+            yielded = self.region_values(body)
             return [x for t, v in zip(iter_types, yielded, strict=True) for x in flatten(t, v)]
 
         final = counted_loop(self.b, lb, ub, step, step_fn, flat_init, name="for")
@@ -438,7 +443,7 @@ class FunctionLowering:
         incoming = []
         for region, bb in ((op.regions[0], then_bb), (op.regions[1], else_bb)):
             b.position_at_end(bb)
-            vals = self.lower_block(region.blocks[0]) if region.blocks else []
+            vals = self.region_values(region.blocks[0]) if region.blocks else []
             incoming.append(
                 ([x for t, v in zip(types, vals, strict=True) for x in flatten(t, v)], b.block)
             )
@@ -454,8 +459,8 @@ class FunctionLowering:
 
     def op_func_call(self, op: ir.Operation) -> None:
         callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-        if callee not in self.mod.sigs:
-            raise BackendError(f"cpu backend: call to unknown function @{callee}")
+        if callee not in self.mod.sigs:  # MLIR's symbol verifier rules it out
+            raise KeyError(f"cpu backend: call to unknown function @{callee}")
         sig = self.mod.sigs[callee]
         args: list[ll.Value] = []
         for p, v in zip(sig.params, op.operands, strict=True):
@@ -467,9 +472,9 @@ class FunctionLowering:
         outs = []
         for i, (r, res) in enumerate(zip(sig.results, op.results, strict=True)):
             if r.kind == "tensor":
-                if "ring" in op.attributes:
+                if ring_layout(op) is not None:
                     placed = _memref(T.token_inner(res.type) if T.is_token(res.type) else res.type)
-                    ptr = self.slot(op, placed, _c(_static_bytes(placed, "a call result")))
+                    ptr = self.slot(op, placed, _c(_static_bytes(placed, "a call result", op)))
                 else:
                     ptr = self.at(_c(self.plan.site[(op, i)]))
                 self.values[res] = Mem(ptr, [_c(d) for d in r.shape])
@@ -489,18 +494,17 @@ class FunctionLowering:
 
     def slot(self, op: ir.Operation, t: ir.MemRefType, nbytes: ll.Value) -> ll.Value:
         """Address of this execution's buffer for a placing op."""
-        ring = attr_int(op, "ring")
-        if ring < 0:
+        lay = ring_layout(op)
+        if not lay.shared:
             return self.at(_c(self.plan.site[op]))
-        slots, slot_bytes = attr_int(op, "slots"), attr_int(op, "slot_bytes")
         if not t.has_static_shape:
-            self.guard(self.b.icmp_unsigned(">", nbytes, _c(slot_bytes)), "VX_ERR_CAPACITY")
-        counter = self.counters[ring]
+            self.guard(self.b.icmp_unsigned(">", nbytes, _c(lay.slot_bytes)), "VX_ERR_CAPACITY")
+        counter = self.counters[lay.ring]
         n = self.b.load(counter)
         self.b.store(self.b.add(n, _c(1)), counter)
-        index = self.b.urem(n, _c(slots)) if slots > 1 else _c(0)
-        base = self.plan.space_base[attr_str(op, "space")] + attr_int(op, "offset")
-        return self.at(self.b.add(_c(base), self.b.mul(index, _c(slot_bytes))))
+        index = self.b.urem(n, _c(lay.slots)) if lay.slots > 1 else _c(0)
+        base = self.plan.space_base[lay.space] + lay.offset
+        return self.at(self.b.add(_c(base), self.b.mul(index, _c(lay.slot_bytes))))
 
     def _copy_in(self, op: ir.Operation) -> Mem:
         src = self.get(op.operands[0])
@@ -550,7 +554,7 @@ class FunctionLowering:
         self.values[op.results[0]] = self.instances
 
     def op_vx_require(self, op: ir.Operation) -> None:
-        self.mod.requires.setdefault(self.sig.name, []).append(attr_str(op, "clause"))
+        self.mod.requires.setdefault(self.sig.name, []).append(RequireOp(op).clause)
         ok = self.get(op.operands[0])
         self.guard(self.b.icmp_unsigned("==", ok, ll.Constant(ll.IntType(1), 0)), "VX_ERR_WHERE")
 
@@ -563,8 +567,9 @@ class FunctionLowering:
         elem = str(ta.element_type)
         if elem != "f32" and elem not in WIDEN or str(tb.element_type) != elem:
             raise BackendError(
-                f"{where(op)}cpu backend: vx.matmul_acc supports f32, bf16 and f16 operands, "
-                f"got {ta.element_type} and {tb.element_type}"
+                "E7007",
+                f"cpu backend: vx.matmul_acc supports f32, bf16 and f16 operands, "
+                f"got {ta.element_type} and {tb.element_type}",
             )
         m, n, k = acc.dims[0], acc.dims[1], a.dims[1]
         if not all(_memref(v.type).has_static_shape for v in op.operands):
@@ -589,8 +594,14 @@ class FunctionLowering:
         self.b.call(fn, [acc.ptr, ptrs[0], ptrs[1], m, n, k])
 
 
+def _arith(lo: FunctionLowering, op: ir.Operation) -> None:
+    args = [lo.get(v) for v in op.operands]
+    lo.values[op.results[0]] = lower_arith(lo.b, op, args)
+
+
 # The lowering rule of each op, keyed by op name (`arith.*` ops go to lower_arith).
 RULES: dict[str, Callable[[FunctionLowering, ir.Operation], None]] = {
+    "func.return": FunctionLowering.lower_return,
     "scf.for": FunctionLowering.op_scf_for,
     "scf.if": FunctionLowering.op_scf_if,
     "func.call": FunctionLowering.op_func_call,
@@ -606,3 +617,5 @@ RULES: dict[str, Callable[[FunctionLowering, ir.Operation], None]] = {
     "vx.instances": FunctionLowering.op_vx_instances,
     "vx.require": FunctionLowering.op_vx_require,
 }
+
+FunctionLowering.rules = RULES

@@ -2,61 +2,26 @@
 registers). Everything but the matrix unit is shared: TMA and mbarriers (tma.py), the
 launch and the lowering rules (lower.py), the typed PTX builder (ptx.py), the
 encoders (encoders.py), ptxas / fatbinary (toolchain.py) and the manifest
-(manifest.py). The per-arch part is mma.py.
+(manifest.py). The per-arch part is mma.py; the arch facts are the target's
+`NvidiaArch` record (vxc/targets.py), which the driver hands over with the target.
 
-    emit(module, "stream", "artifact", options)
+    BACKEND.emit(module, TARGETS["h100"], NvidiaOptions(), "stream", "artifact")
     # {"stream.h100.fatbin", "stream.h100.json"} -> bytes
 
-The target comes from the module's `vx.target` attribute.
+The package itself imports nothing heavy: `vxc.backends.nvidia.runtime` (the launcher,
+with `encoders` and `manifest`) runs on a GPU machine that has numpy, ml_dtypes and
+cuda-python but no jaxlib, lark or z3 (tools/gpu_check.py); the lowering and its jaxlib
+load when `BACKEND`, `build`, `emit`, `ptx_text` or `NvidiaError` is first used.
 """
 
 from __future__ import annotations
 
-from jaxlib.mlir import ir
+import importlib
 
-from vxc.backends.nvidia.lower import ARCH, NvidiaError, lower_module
-from vxc.backends.nvidia.manifest import Manifest
-from vxc.ir.verify import check_module
-
-__all__ = ["ARCH", "NvidiaError", "build", "emit", "module_target", "ptx_text"]
+__all__ = ["BACKEND", "NvidiaError", "build", "emit", "ptx_text"]
 
 
-def module_target(module: ir.Module) -> str:
-    attrs = module.operation.attributes
-    if "vx.target" not in attrs:
-        raise NvidiaError("the module has no `vx.target` attribute")
-    target = ir.StringAttr(attrs["vx.target"]).value
-    if target not in ARCH:
-        raise NvidiaError(f"the NVIDIA backends build b200 and h100, not `{target}`")
-    return target
-
-
-def ptx_text(module: ir.Module) -> tuple[str, str, list[dict]]:
-    """(target, PTX text, kernel manifest entries) of a verified vx module."""
-    check_module(module)
-    target = module_target(module)
-    ptx, kernels = lower_module(module, target)
-    return target, ptx.text(), kernels
-
-
-def build(module: ir.Module, stem: str) -> dict[str, bytes]:
-    from vxc.backends.nvidia import toolchain
-
-    target, ptx, kernels = ptx_text(module)
-    arch = ARCH[target]
-    cubin, reports = toolchain.ptxas(ptx, arch, [k["name"] for k in kernels])
-    for k in kernels:
-        r = reports[k["name"]]
-        k["registers"] = r.registers
-    fatbin = toolchain.fatbinary(cubin, ptx, arch)
-    files = {"fatbin": f"{stem}.{target}.fatbin", "manifest": f"{stem}.{target}.json"}
-    manifest = Manifest(target=target, arch=arch, fatbin=files["fatbin"], kernels=kernels)
-    return {files["fatbin"]: fatbin, files["manifest"]: manifest.to_bytes()}
-
-
-def emit(module: ir.Module, stem: str, emit: str, options) -> dict[str, bytes]:
-    """The backend entry point that `vxc.backends.emit_target` calls."""
-    if emit == "target-ir":
-        target, ptx, _ = ptx_text(module)
-        return {f"{stem}.{target}.ptx": ptx.encode()}
-    return build(module, stem)
+def __getattr__(name: str):
+    if name in __all__:
+        return getattr(importlib.import_module("vxc.backends.nvidia.backend"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,18 +20,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vxc.elements import BY_MLIR
+from vxc.targets import TMA
+
 SWIZZLE_BYTES = 128  # the swizzle span of every MMA operand
 MMA_K_BYTES = 32  # bytes of K one wgmma / tcgen05.mma step consumes (k8 tf32, k16 f16)
 ATOM_ROWS = 8  # rows of one swizzle atom (8 x 128 B = 1024 B)
 
-# Element types of matmul operands -> (bytes, wgmma type name, tcgen05 kind, format code).
-# tcgen05 format codes (instruction descriptor bits 7-9 / 10-12): kind::f16 F16=0,
-# BF16=1; kind::tf32 TF32=2.
+# Element types of matmul operands -> (wgmma type name, tcgen05 kind, format code); their
+# sizes are the element table's (vxc/elements.py). tcgen05 format codes (instruction
+# descriptor bits 7-9 / 10-12): kind::f16 F16=0, BF16=1; kind::tf32 TF32=2.
 MMA_TYPES = {
-    "f32": (4, "tf32", "tf32", 2),
-    "bf16": (2, "bf16", "f16", 1),
-    "f16": (2, "f16", "f16", 0),
+    "f32": ("tf32", "tf32", 2),
+    "bf16": ("bf16", "f16", 1),
+    "f16": ("f16", "f16", 0),
 }
+
+
+def elem_bytes(dtype: str) -> int:
+    """Bytes of one element of IR type `dtype` (`f32`, `ui8`), from the element table."""
+    return BY_MLIR[dtype].bytes
+
 
 _WGMMA_SWIZZLE = {"none": 0, "128B": 1, "64B": 2, "32B": 3}
 _TCGEN05_SWIZZLE = {"none": 0, "128B_base32B": 1, "128B": 2, "64B": 4, "32B": 6}
@@ -102,7 +111,7 @@ def tcgen05_idesc(
     step = 8 if m == 64 else 16
     if not (step <= n <= 256 and n % step == 0):
         raise ValueError(f"tcgen05.mma N = {n} must be a multiple of {step} in [{step}, 256]")
-    fmt = MMA_TYPES[ab_type][3]
+    fmt = MMA_TYPES[ab_type][2]
     return (
         1 << 4
         | fmt << 7
@@ -128,8 +137,8 @@ def swizzle128_offset(row: int, byte_in_row: int, rows: int) -> int:
 # cuda-python's enums).
 TMA_DTYPES = {"f16": 6, "f32": 7, "bf16": 9, "i32": 3, "ui8": 0, "ui16": 1, "i64": 5}
 TMA_SWIZZLE = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
-TMA_BOX_MAX = 256  # each box dimension, in elements
-TMA_ROW_MULTIPLE = 16  # bytes: global row strides and the inner box row
+TMA_BOX_MAX = TMA.box_max  # each box dimension, in elements (vxc/targets.py, as E6012 checks)
+TMA_ROW_MULTIPLE = TMA.row_multiple  # bytes: global row strides and the inner box row
 TMA_MAX_RANK = 5
 _SWIZZLE_SPAN = {"none": None, "32B": 32, "64B": 64, "128B": 128}
 
@@ -162,7 +171,7 @@ class TensorMap:
 
     @property
     def elem_bytes(self) -> int:
-        return {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "ui8": 1, "ui16": 2, "i64": 8}[self.dtype]
+        return elem_bytes(self.dtype)
 
     @property
     def box_bytes(self) -> int:
@@ -206,7 +215,7 @@ def check_box(dtype: str, box: tuple[int, ...], swizzle: str = "none") -> None:
     """A box (innermost first) against the TMA limits: at most 5 dimensions, each in
     1..256 elements, the inner row a multiple of 16 bytes and, swizzled, at most the
     swizzle span."""
-    eb = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "ui8": 1, "ui16": 2, "i64": 8}.get(dtype)
+    eb = elem_bytes(dtype) if dtype in TMA_DTYPES else None
     if eb is None:
         raise TmaLimit(f"element type {dtype} (bits)", 0, "one of f16, bf16, f32, i32")
     if not 1 <= len(box) <= TMA_MAX_RANK:

@@ -1,7 +1,11 @@
 """vx module -> PTX kernels for sm_90a / sm_100a.
 
-Lowering is a registry of rules keyed by op name (`RULES["vx.transfer"] = fn`); each
-rule reads its operands' lowered values and emits through the typed PTX builder.
+Lowering is a registry of rules keyed by op name (`RULES["vx.transfer"] = fn`) on the
+shared walk (vxc/backends/walk.py); each rule reads its operands' lowered values and
+emits through the typed PTX builder. What differs between sm_90a and sm_100a is read
+from the target's `NvidiaArch` record, never from its name. A form the backend does
+not lower is a coded refusal (`NvidiaError`, E70xx) at the op's span; any other
+exception is a compiler bug and surfaces as one.
 
 The kernel is one CTA per instance (`gridDim.x` = instances, `instance()` =
 `blockIdx.x`) of 128 threads: one warpgroup, so wgmma has its issuing unit and the 4
@@ -22,7 +26,6 @@ phase parity of that slot's barrier is (count / slots) & 1.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -34,33 +37,32 @@ from vxc.backends.nvidia.encoders import (
     SWIZZLE_BYTES,
     TmaLimit,
     check_box,
+    elem_bytes,
 )
-from vxc.backends.nvidia.mma import ARCHES, THREADS, Acc, Common, MmaError, Operand
+from vxc.backends.nvidia.mma import MMA, THREADS, Acc, Common, MmaError, Operand
 from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Module, Reg, Sym
-from vxc.errors import Unsupported
+from vxc.backends.walk import Walk
+from vxc.errors import Refusal
 from vxc.ir import types as T
-from vxc.ir.ops import attr_int, attr_str
+from vxc.ir.loc import span_of
+from vxc.ir.ops import RequireOp, ZerosOp, ring_layout, view
 from vxc.rules import registrar
+from vxc.status import STATUS as CODES
+from vxc.targets import NvidiaArch, Target
 
-MAX_DYNAMIC_SMEM = 232448  # 227 KiB: the opt-in per-block limit on sm_90 and sm_100
 BARRIER_BYTES = 8
 ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows x 128 B
 
-# The status word a kernel with `where` clauses writes (the CPU backend's codes).
-STATUS = {"VX_OK": 0, "VX_ERR_WHERE": 7}
-
-ACC_SPACE = {"h100": "REG", "b200": "TMEM"}
-ARCH = {"h100": "sm_90a", "b200": "sm_100a"}
+# The status word a kernel with `where` clauses writes (vxc/status.py's codes).
+STATUS = {k: CODES[k] for k in ("VX_OK", "VX_ERR_WHERE")}
 
 
-class NvidiaError(Unsupported, ValueError):
-    """A form the NVIDIA backends do not lower; the message says what and where."""
+class NvidiaError(Refusal, ValueError):
+    """A form the NVIDIA backends do not lower: a coded refusal saying what, at its span."""
 
 
-def where(op: ir.Operation) -> str:
-    """`file:line:col: ` from an op's location, or '' when it has none."""
-    m = re.search(r'loc\("([^"]*)":(\d+):(\d+)', str(op.location))
-    return f"{m.group(1)}:{m.group(2)}:{m.group(3)}: " if m else ""
+def refuse(code: str, op: ir.Operation | None, message: str) -> NvidiaError:
+    return NvidiaError(code, message, span_of(op))
 
 
 # -- lowered values -------------------------------------------------------------------
@@ -81,14 +83,15 @@ class Tile:
 
     @property
     def elem(self) -> int:
-        return _ELEM_BYTES[self.dtype]
+        return elem_bytes(self.dtype)
 
     @property
     def nbytes(self) -> int:
         return self.rows * self.cols * self.elem
 
 
-_ELEM_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "i32": 4}
+# Element types of the tiles the backends move (their sizes: the element table).
+TILE_TYPES = frozenset({"f32", "bf16", "f16", "i32"})
 
 
 @dataclass
@@ -170,11 +173,6 @@ class TmaParam:
         return d
 
 
-def _memref(t: ir.Type) -> ir.MemRefType | None:
-    inner = T.token_inner(t) if T.is_token(t) else t
-    return inner if isinstance(inner, ir.MemRefType) else None
-
-
 def _dtype(m: ir.MemRefType) -> str:
     return str(m.element_type)
 
@@ -182,35 +180,31 @@ def _dtype(m: ir.MemRefType) -> str:
 def _tile_type(op: ir.Operation, t: ir.Type) -> ir.MemRefType:
     """`t` as a tile the backends move (2-D, static, an element type TMA copies), or a
     refusal naming `op`: every tile goes through here before its shape is read."""
-    m = _memref(t)
+    m = T.placed(t)
     if m is None or len(m.shape) != 2 or not m.has_static_shape:
-        raise NvidiaError(f"{where(op)}{op.name}: the NVIDIA backends move 2-D static tiles")
-    if _dtype(m) not in _ELEM_BYTES:
-        raise NvidiaError(f"{where(op)}{op.name}: tiles of {_dtype(m)} are not supported")
+        raise refuse("E7004", op, f"{op.name}: the NVIDIA backends move 2-D static tiles")
+    if _dtype(m) not in TILE_TYPES:
+        raise refuse("E7004", op, f"{op.name}: tiles of {_dtype(m)} are not supported")
     return m
 
 
-class FunctionLowering:
+class FunctionLowering(Walk):
     def __init__(
         self,
         func: ir.Operation,
-        target: str,
+        target: Target,
         kernel: Kernel,
         helpers: dict[str, ir.Operation] | None = None,
     ) -> None:
-        self.func, self.target, self.k = func, target, kernel
+        self.func, self.k = func, kernel
+        self.target = target.name  # for messages only: the arch record decides
+        self.arch: NvidiaArch = target.arch
         self.helpers = helpers or {}
         self.returns: list[list[object]] = []  # results of the helpers being inlined
-        self.arch = ARCH[target]
-        self.name = ir.StringAttr(func.attributes["sym_name"]).value
+        self.name = T.sym_name(func)
         self.values: dict[ir.Value, object] = {}
         self.entry = func.regions[0].blocks[0]
-        self.arg_names = [
-            ir.StringAttr(ir.DictAttr(a)["vx.name"]).value
-            if "vx.name" in ir.DictAttr(a)
-            else f"arg{i}"
-            for i, a in enumerate(_arg_attrs(func))
-        ]
+        self.arg_names = [T.arg_name(func, i) for i in range(len(self.entry.arguments))]
         self.rings: dict[int, tuple[int, int, int]] = {}  # ring -> (offset, slots, slot_bytes)
         self.roles: dict[int, set[str]] = {}
         self.origin: dict[ir.Value, int] = {}
@@ -235,7 +229,7 @@ class FunctionLowering:
             out.append(op)
             if op.name == "func.call":
                 callee = self.helper_of(op, inlining)
-                self.collect(callee.regions[0].blocks[0], out, (*inlining, _sym(callee)))
+                self.collect(callee.regions[0].blocks[0], out, (*inlining, T.sym_name(callee)))
             for region in op.regions:
                 for b in region.blocks:
                     self.collect(b, out, inlining)
@@ -244,22 +238,26 @@ class FunctionLowering:
         """The private Vx function a call inlines, or a plain refusal."""
         name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
         callee = self.helpers.get(name)
-        if callee is None or not callee.regions[0].blocks:
-            _call(self, op)  # an extern: refused with the reason
+        if callee is None or not T.has_body(callee):
+            raise refuse("E7002", op, _extern_call(self, op))
         if name in inlining:
-            raise NvidiaError(f"{where(op)}`{name}` calls itself; GPU targets inline helpers")
-        if "ring" in op.attributes:
-            raise NvidiaError(
-                f"{where(op)}call to `{name}`: a result placed in a scratchpad ring is not "
-                f"lowered on GPU targets (return an argument, or inline the helper by hand)"
+            raise refuse("E7002", op, f"`{name}` calls itself; GPU targets inline helpers")
+        if ring_layout(op) is not None:
+            raise refuse(
+                "E7002",
+                op,
+                f"call to `{name}`: a result placed in a scratchpad ring is not "
+                f"lowered on GPU targets (return an argument, or inline the helper by hand)",
             )
         inner: list[ir.Operation] = []
         callee.walk(lambda o: (inner.append(o), ir.WalkResult.ADVANCE)[1])
-        if any("ring" in o.attributes and o.name.startswith("vx.") for o in inner):
-            raise NvidiaError(
-                f"{where(op)}helper `{name}` places tiles of its own in a scratchpad; GPU "
+        if any(o.name.startswith("vx.") and ring_layout(o) is not None for o in inner):
+            raise refuse(
+                "E7002",
+                op,
+                f"helper `{name}` places tiles of its own in a scratchpad; GPU "
                 f"targets inline helpers into the kernel's layout, so only helpers without "
-                f"transfers of their own are lowered"
+                f"transfers of their own are lowered",
             )
         return callee
 
@@ -273,15 +271,14 @@ class FunctionLowering:
                 for arg, v in zip(body.arguments, op.operands, strict=True):
                     if v in self.origin:
                         self.origin[arg] = self.origin[v]
-            if "ring" in op.attributes and name.startswith("vx."):
-                ring, space = attr_int(op, "ring"), attr_str(op, "space")
-                geo = (attr_int(op, "offset"), attr_int(op, "slots"), attr_int(op, "slot_bytes"))
-                if space == "VMEM" and ring >= 0:
-                    self.rings[ring] = geo
+            lay = ring_layout(op) if name.startswith("vx.") else None
+            if lay is not None:
+                if lay.space == "VMEM" and lay.shared:
+                    self.rings[lay.ring] = lay
                     for r in op.results:
-                        self.origin[r] = ring
-                elif space == "TMEM":
-                    self.tmem_end = max(self.tmem_end, (geo[0] + geo[1] * geo[2]) // 512)
+                        self.origin[r] = lay.ring
+                elif lay.space == "TMEM":
+                    self.tmem_end = max(self.tmem_end, lay.end // 512)
             if name == "vx.wait" and op.operands[0] in self.origin:
                 self.origin[op.results[0]] = self.origin[op.operands[0]]
             if name == "scf.for":
@@ -291,7 +288,7 @@ class FunctionLowering:
                         self.origin[body.arguments[i + 1]] = self.origin[init]
                         self.origin[op.results[i]] = self.origin[init]
             if name == "vx.require":
-                self.requires.append(attr_str(op, "clause"))
+                self.requires.append(RequireOp(op).clause)
             if name == "func.return" and op.parent.operation == self.func:
                 for i, v in enumerate(op.operands):
                     self.results[v] = i
@@ -301,17 +298,17 @@ class FunctionLowering:
                     if v in self.origin:
                         self.roles.setdefault(self.origin[v], set()).add(role)
             if op.name == "vx.transfer" and op.operands[0] in self.origin:
-                dst = attr_str(op, "space")
-                role = (
-                    "store" if dst == "HBM" else "acc" if dst == ACC_SPACE[self.target] else "other"
-                )
+                dst = view(op).space
+                role = "store" if dst == "HBM" else "acc" if dst == self.arch.acc_space else "other"
                 self.roles.setdefault(self.origin[op.operands[0]], set()).add(role)
         for ring, roles in sorted(self.roles.items()):
             if {"A", "B"} <= roles or ({"A", "B"} & roles and roles & {"store", "other"}):
-                raise NvidiaError(
+                raise refuse(
+                    "E7005",
+                    self.func,
                     f"{self.name}: a shared-memory ring (ring {ring}) is used as "
                     f"{' and '.join(sorted(roles))}; the NVIDIA backends give each ring one "
-                    f"layout (A operand, B operand, or row-major)"
+                    f"layout (A operand, B operand, or row-major)",
                 )
         # Parameters, in argument order, then results.
         for op in ops:
@@ -321,20 +318,28 @@ class FunctionLowering:
             if isinstance(a.type, ir.MemRefType):
                 m = ir.MemRefType(a.type)
                 if T.space_of(m) != "HBM":
-                    raise NvidiaError(f"{self.name}: argument {self.arg_names[i]} is not in HBM")
+                    raise refuse(
+                        "E7003",
+                        self.func,
+                        f"{self.name}: argument {self.arg_names[i]} is not in HBM",
+                    )
                 if len(m.shape) == 3 and m.shape[0] == T.DYNAMIC:
                     self.len_params[i] = None  # filled in declare()
                 elif len(m.shape) != 2 or not m.has_static_shape:
-                    raise NvidiaError(
+                    raise refuse(
+                        "E7003",
+                        self.func,
                         f"{self.name}: argument {self.arg_names[i]} has type {m}; the NVIDIA "
-                        f"backends take 2-D tiles and Vecs of 2-D tiles"
+                        f"backends take 2-D tiles and Vecs of 2-D tiles",
                     )
             elif str(a.type) in ("i64", "index", "i32"):
                 self.scalar_params[i] = None
             else:
-                raise NvidiaError(
+                raise refuse(
+                    "E7003",
+                    self.func,
                     f"{self.name}: argument {self.arg_names[i]} of type {a.type} is not supported "
-                    f"by the NVIDIA backends"
+                    f"by the NVIDIA backends",
                 )
 
     def layout(self, ring: int) -> str:
@@ -343,11 +348,14 @@ class FunctionLowering:
 
     def tile(self, op: ir.Operation, t: ir.Type) -> Tile:
         m = _tile_type(op, t)
-        ring = attr_int(op, "ring")
-        if ring not in self.rings:
-            raise NvidiaError(f"{where(op)}{op.name}: the tile has no shared-memory slot")
-        off, slots, slot_bytes = self.rings[ring]
-        return Tile(ring, *m.shape, _dtype(m), self.layout(ring), off, slots, slot_bytes)
+        lay = ring_layout(op)
+        if lay is None or lay.ring not in self.rings:
+            raise refuse("E7005", op, f"{op.name}: the tile has no shared-memory slot")
+        lay = self.rings[lay.ring]
+        return Tile(
+            lay.ring, *m.shape, _dtype(m), self.layout(lay.ring), lay.offset, lay.slots,
+            lay.slot_bytes,
+        )  # fmt: skip
 
     def _root_arg(self, v: ir.Value) -> int | None:
         while isinstance(v, ir.OpResult) and v.owner.name == "vx.element":
@@ -357,18 +365,21 @@ class FunctionLowering:
         return None
 
     def _plan_transfer(self, op: ir.Operation) -> None:
-        src, dst = attr_str(op, "from"), attr_str(op, "space")
+        v = view(op)
+        src, dst = v.from_, v.space
         if src == "HBM" and dst == "VMEM":
             tile = self.tile(op, op.results[0].type)
             arg = self._root_arg(op.operands[0])
             if arg is None:
-                raise NvidiaError(f"{where(op)}{op.name}: the source is not a kernel argument")
+                raise refuse("E7005", op, f"{op.name}: the source is not a kernel argument")
             if tile.layout == "sw128T":
                 if op.name == "vx.transfer_async":
-                    raise NvidiaError(
-                        f"{where(op)}the B operand of matmul_acc is loaded with `transfer_async`: "
-                        f"TMA cannot transpose it into the K-major layout the MMA reads; load "
-                        f"it with a blocking `transfer`"
+                    raise refuse(
+                        "E7005",
+                        op,
+                        "the B operand of matmul_acc is loaded with `transfer_async`: "
+                        "TMA cannot transpose it into the K-major layout the MMA reads; load "
+                        "it with a blocking `transfer`",
                     )
                 self.ptr_params[arg] = None
                 return
@@ -378,9 +389,11 @@ class FunctionLowering:
         elif src == "VMEM" and dst == "HBM":
             res = self.results.get(op.results[0])
             if res is None:
-                raise NvidiaError(
-                    f"{where(op)}a transfer to HBM that is not the kernel's result: the NVIDIA "
-                    f"backends write HBM only through results"
+                raise refuse(
+                    "E7003",
+                    op,
+                    "a transfer to HBM that is not the kernel's result: the NVIDIA "
+                    "backends write HBM only through results",
                 )
             m = _tile_type(op, op.results[0].type)
             tile = Tile(-1, *m.shape, _dtype(m), "rowmajor", 0, 1, 0)
@@ -392,9 +405,11 @@ class FunctionLowering:
             return self.tmaps[key]
         if tile.layout == "sw128":
             if (tile.cols * tile.elem) % SWIZZLE_BYTES:
-                raise NvidiaError(
-                    f"{where(op)}a matmul_acc operand row of {tile.cols * tile.elem} bytes: "
-                    f"the 128-byte swizzle needs a multiple of 128"
+                raise refuse(
+                    "E7008",
+                    op,
+                    f"a matmul_acc operand row of {tile.cols * tile.elem} bytes: "
+                    f"the 128-byte swizzle needs a multiple of 128",
                 )
             box, swizzle = (SWIZZLE_BYTES // tile.elem, tile.rows), "128B"
         else:
@@ -402,7 +417,7 @@ class FunctionLowering:
         try:
             check_box(tile.dtype, box, swizzle)
         except TmaLimit as e:
-            raise NvidiaError(f"{where(op)}{e}") from None
+            raise refuse("E7008", op, f"{e}") from None
         stem = self.arg_names[index] if source == "arg" else f"result{index}"
         name = (
             f"{stem}_tmap" if tile.layout != "rowmajor" or source == "result" else f"{stem}_tmap_rm"
@@ -465,25 +480,30 @@ class FunctionLowering:
         return entries
 
     def smem_layout(self) -> dict[str, int]:
-        tiles_end = max((o + s * b for o, s, b in self.rings.values()), default=0)
+        tiles_end = max((lay.end for lay in self.rings.values()), default=0)
         cursor = -(-tiles_end // 8) * 8
         self.bar_index: dict[int, int] = {}
         nbar = 0
         for ring in self.tma_rings:
             self.bar_index[ring] = nbar
-            nbar += self.rings[ring][1]
-        self.mma_bar = nbar if self.target == "b200" else None
-        nbar += 1 if self.target == "b200" else 0
+            nbar += self.rings[ring].slots
+        # tcgen05.mma completes on an mbarrier and writes its TMEM address to shared memory.
+        tmem = self.arch.uses_tmem
+        self.mma_bar = nbar if tmem else None
+        nbar += 1 if tmem else 0
         layout = {"tiles": tiles_end, "barriers": cursor, "barrier_count": nbar}
         cursor += nbar * BARRIER_BYTES
-        layout["tmem_slot"] = cursor if self.target == "b200" else -1
-        cursor += 4 if self.target == "b200" else 0
+        layout["tmem_slot"] = cursor if tmem else -1
+        cursor += 4 if tmem else 0
         layout["bytes"] = cursor
         layout["dynamic_smem"] = cursor + ALIGN  # room to align the base at run time
-        if layout["dynamic_smem"] > MAX_DYNAMIC_SMEM:
-            raise NvidiaError(
+        limit = self.arch.smem_limit
+        if layout["dynamic_smem"] > limit:
+            raise refuse(
+                "E7008",
+                self.func,
                 f"{self.name}: needs {layout['dynamic_smem']} bytes of shared memory "
-                f"(tiles {tiles_end}, barriers, alignment); the limit per CTA is {MAX_DYNAMIC_SMEM}"
+                f"(tiles {tiles_end}, barriers, alignment); the limit per CTA is {limit}",
             )
         self.layout_info = layout
         return layout
@@ -500,7 +520,7 @@ class FunctionLowering:
         k.ins("add.u32", base, raw, Imm(ALIGN - 1))
         k.ins("and.b32", base, base, Imm(-ALIGN & 0xFFFFFFFF))
         self.c = Common(tid, warp, leader, base)
-        self.mma = ARCHES[self.target](k, self.c)
+        self.mma = MMA[self.arch.mma](k, self.c)
         for p in self.tmaps.values():
             self.tmap_addr[p.name] = tma.tensormap_address(k, p.sym)
         self.lens: dict[int, Reg] = {}
@@ -536,7 +556,7 @@ class FunctionLowering:
         k.ins("bar.sync", Imm(0))
         for ring in sorted(self.rings):
             self.counters[ring] = k.mov("b32", Imm(0))
-        if self.target == "b200":
+        if self.arch.uses_tmem:
             mma_bar, slot = k.reg("b32"), k.reg("b32")
             k.ins("add.u32", mma_bar, self.bars, Imm(self.mma_bar * BARRIER_BYTES))
             k.ins("add.u32", slot, base, Imm(lay["tmem_slot"]))
@@ -563,7 +583,7 @@ class FunctionLowering:
                 self.values[a] = Scalar(self.scalars[i])
             else:
                 self.values[a] = Global(i, None)
-        self.block(self.entry)
+        self.lower_block(self.entry)
         self.k.place(self.exit)
         self.mma.teardown()
         lay = self.layout_info
@@ -575,7 +595,7 @@ class FunctionLowering:
             "grid": ["instances", 1, 1],
             "dynamic_smem": lay["dynamic_smem"],
             "smem_layout": {k: v for k, v in lay.items() if k != "dynamic_smem"},
-            "tmem_columns": self.mma.columns if self.target == "b200" else 0,
+            "tmem_columns": self.mma.columns if self.arch.uses_tmem else 0,
             "results": self._result_entries(),
             "requires": self.requires,
             "status": STATUS if self.requires else {},
@@ -588,30 +608,9 @@ class FunctionLowering:
             out.append({"index": p.index, "dtype": p.dtype, "shape": list(p.tile), "stacked": True})
         return out
 
-    def block(
-        self, block: ir.Block, on_yield: Callable[[list[object]], None] | None = None
-    ) -> None:
-        for op in block.operations:
-            op = op.operation
-            if op.name == "scf.yield":
-                if on_yield is None:
-                    raise NvidiaError(f"{where(op)}scf.yield outside a loop or if")
-                on_yield([self.get(v) for v in op.operands])
-                continue
-            fn = RULES.get(op.name)
-            if fn is None:
-                raise NvidiaError(
-                    f"{where(op)}the {self.target} backend has no lowering for `{op.name}`"
-                )
-            try:
-                fn(self, op)
-            except (AttributeError, KeyError, TypeError) as e:
-                # An operand of a kind this rule does not take (say, a scalar where a
-                # tile is expected): a plain refusal naming the op, never a traceback.
-                raise NvidiaError(
-                    f"{where(op)}the {self.target} backend cannot lower this `{op.name}` "
-                    f"({type(e).__name__}: {e})"
-                ) from None
+    def region_values(self, block: ir.Block) -> list[object]:
+        """Lower a region's block; the lowered values its `scf.yield` yields."""
+        return [self.get(v) for v in self.lower_block(block) or []]
 
     def get(self, v: ir.Value) -> object:
         return self.values[v]
@@ -655,16 +654,16 @@ class FunctionLowering:
     def issue_load(self, op: ir.Operation) -> Token:
         src = self.get(op.operands[0])
         if not isinstance(src, Global):
-            raise NvidiaError(f"{where(op)}{op.name}: the source is not an HBM tile")
+            raise refuse("E7005", op, f"{op.name}: the source is not an HBM tile")
         tile = self.tile(op, op.results[0].type)
-        src_m = _memref(op.operands[0].type)
+        src_m = T.placed(op.operands[0].type)
         if tuple(src_m.shape) != (tile.rows, tile.cols):
-            raise NvidiaError(f"{where(op)}{op.name}: source and destination shapes differ")
+            raise refuse("E7005", op, f"{op.name}: source and destination shapes differ")
         count = self.next_count(tile.ring)
         dst, slot = self.slot_address(tile, count)
         if tile.layout == "sw128T":
             if src.row is not None:
-                raise NvidiaError(f"{where(op)}a B operand taken from a Vec element")
+                raise refuse("E7005", op, "a B operand taken from a Vec element")
             tma.transposed_copy(
                 self.k,
                 self.c.tid,
@@ -709,7 +708,7 @@ class FunctionLowering:
             dst, _ = self.slot_address(v.tile, count)
             tma.fill_zero(self.k, self.c.tid, THREADS, dst, v.tile.nbytes)
             return Smem(dst, v.tile)
-        raise NvidiaError(f"{where(op)}{op.name}: expected a shared-memory tile")
+        raise refuse("E7005", op, f"{op.name}: expected a shared-memory tile")
 
     # -- values through loops and ifs ------------------------------------------------------
 
@@ -736,9 +735,11 @@ class FunctionLowering:
             or len(_regs(dst)) != len(_regs(src))
             or _static(dst) != _static(src)
         ):
-            raise NvidiaError(
-                f"{where(op)}a loop-carried or if-joined value changes what it is "
-                f"({_describe(dst)} vs {_describe(src)})"
+            raise refuse(
+                "E7006",
+                op,
+                f"a loop-carried or if-joined value changes what it is "
+                f"({_describe(dst)} vs {_describe(src)})",
             )
         for d, s in pairs:
             k.ins(f"mov.{_movty(d)}", d, s)
@@ -781,14 +782,6 @@ def _describe(v: object) -> str:
     return type(v).__name__
 
 
-def _arg_attrs(func: ir.Operation) -> list[ir.Attribute]:
-    n = len(func.regions[0].blocks[0].arguments)
-    if "arg_attrs" not in func.attributes:
-        return [ir.DictAttr.get({}) for _ in range(n)]
-    arr = ir.ArrayAttr(func.attributes["arg_attrs"])
-    return [arr[i] for i in range(n)]
-
-
 # -- the rules ------------------------------------------------------------------------------
 
 Rule = Callable[[FunctionLowering, ir.Operation], None]
@@ -804,7 +797,7 @@ _INT_CLS = {"i1": "pred", "i32": "b32", "i64": "b64", "index": "b64"}
 def _cls(t: ir.Type, op: ir.Operation) -> str:
     cls = _INT_CLS.get(str(t))
     if cls is None:
-        raise NvidiaError(f"{where(op)}{op.name} on {t} is not supported by the NVIDIA backends")
+        raise refuse("E7011", op, f"{op.name} on {t} is not supported by the NVIDIA backends")
     return cls
 
 
@@ -856,7 +849,7 @@ _BINARY = {
 def _binary(fl: FunctionLowering, op: ir.Operation) -> None:
     cls = _cls(op.results[0].type, op)
     if cls == "pred":
-        raise NvidiaError(f"{where(op)}{op.name} on i1 is not supported by the NVIDIA backends")
+        raise refuse("E7011", op, f"{op.name} on i1 is not supported by the NVIDIA backends")
     a, b = fl.get(op.operands[0]), fl.get(op.operands[1])
     r = fl.k.reg(cls)
     fl.k.ins(f"{_BINARY[op.name]}{cls[1:]}", r, a.reg, b.reg)
@@ -922,7 +915,7 @@ def _element(fl: FunctionLowering, op: ir.Operation) -> None:
     """Element i of a Vec of [R, C] tiles is rows i*R.. of the [len*R, C] 2-D view.
     An index past the end reads zeros (TMA fills out-of-bounds boxes)."""
     vec, idx = fl.get(op.operands[0]), fl.get(op.operands[1])
-    rows = _memref(op.results[0].type).shape[0]
+    rows = T.placed(op.results[0].type).shape[0]
     lo, row = fl.k.reg("b32"), fl.k.reg("b32")
     fl.k.ins("cvt.u32.u64", lo, idx.reg)
     fl.k.ins("mul.lo.u32", row, lo, Imm(rows))
@@ -931,17 +924,20 @@ def _element(fl: FunctionLowering, op: ir.Operation) -> None:
 
 @rule("vx.zeros")
 def _zeros(fl: FunctionLowering, op: ir.Operation) -> None:
-    if attr_str(op, "space") != "VMEM":
-        raise NvidiaError(f"{where(op)}a new tensor outside shared memory")
+    if ZerosOp(op).space != "VMEM":
+        raise refuse("E7005", op, "a new tensor outside shared memory")
     fl.set(op.results[0], Zero(fl.tile(op, op.results[0].type)))
 
 
 @rule("vx.transfer_async")
 def _transfer_async(fl: FunctionLowering, op: ir.Operation) -> None:
-    if (attr_str(op, "from"), attr_str(op, "space")) != ("HBM", "VMEM"):
-        raise NvidiaError(
-            f"{where(op)}`transfer_async` from {attr_str(op, 'from')} to "
-            f"{attr_str(op, 'space')}: the NVIDIA backends issue async copies HBM -> VMEM (TMA)"
+    v = view(op)
+    if (v.from_, v.space) != ("HBM", "VMEM"):
+        raise refuse(
+            "E7005",
+            op,
+            f"`transfer_async` from {v.from_} to {v.space}: the NVIDIA backends issue async "
+            f"copies HBM -> VMEM (TMA)",
         )
     fl.set(op.results[0], fl.issue_load(op))
 
@@ -953,30 +949,33 @@ def _wait(fl: FunctionLowering, op: ir.Operation) -> None:
 
 @rule("vx.transfer")
 def _transfer(fl: FunctionLowering, op: ir.Operation) -> None:
-    src, dst = attr_str(op, "from"), attr_str(op, "space")
-    acc_space = ACC_SPACE[fl.target]
+    t = view(op)
+    src, dst = t.from_, t.space
+    acc_space = fl.arch.acc_space
     v = fl.get(op.operands[0])
     if (src, dst) == ("HBM", "VMEM"):
         fl.set(op.results[0], fl.wait(fl.issue_load(op)))
     elif (src, dst) == ("VMEM", acc_space):
         if not isinstance(v, Zero):
-            raise NvidiaError(
-                f"{where(op)}loading an accumulator from shared memory: the NVIDIA backends "
-                f"start accumulators from a new (zero) tensor only"
+            raise refuse(
+                "E7005",
+                op,
+                "loading an accumulator from shared memory: the NVIDIA backends "
+                "start accumulators from a new (zero) tensor only",
             )
-        m = _memref(op.results[0].type)
+        m = T.placed(op.results[0].type)
         if _dtype(m) != "f32" or len(m.shape) != 2:
-            raise NvidiaError(f"{where(op)}accumulators are 2-D f32 tiles")
-        column = attr_int(op, "offset") // 512 if dst == "TMEM" else 0
+            raise refuse("E7007", op, "accumulators are 2-D f32 tiles")
+        column = t.offset // 512 if dst == "TMEM" else 0
         acc = fl.mma.new_acc(m.shape[0], m.shape[1], column)
         fl.mma.zero(acc)
         fl.set(op.results[0], AccVal(acc))
     elif (src, dst) == (acc_space, "VMEM"):
         if not isinstance(v, AccVal):
-            raise NvidiaError(f"{where(op)}expected an accumulator")
+            raise refuse("E7007", op, "expected an accumulator")
         tile = fl.tile(op, op.results[0].type)
         if tile.layout != "rowmajor" or tile.dtype != "f32":
-            raise NvidiaError(f"{where(op)}an accumulator copied into an MMA operand tile")
+            raise refuse("E7005", op, "an accumulator copied into an MMA operand tile")
         count = fl.next_count(tile.ring)
         addr, _ = fl.slot_address(tile, count)
         fl.mma.store(v.acc, addr)
@@ -990,30 +989,28 @@ def _transfer(fl: FunctionLowering, op: ir.Operation) -> None:
         tma.tma_store(fl.k, fl.c.leader, smem.addr, fl.tmap_addr[p.name], row)
         fl.set(op.results[0], Output(index))
     else:
-        raise NvidiaError(
-            f"{where(op)}a transfer from {src} to {dst} has no lowering on {fl.target}"
-        )
+        raise refuse("E7007", op, f"a transfer from {src} to {dst} has no lowering on {fl.target}")
 
 
 @rule("vx.matmul_acc")
 def _matmul_acc(fl: FunctionLowering, op: ir.Operation) -> None:
     acc = fl.get(op.operands[0])
     if not isinstance(acc, AccVal):
-        raise NvidiaError(
-            f"{where(op)}matmul_acc accumulates into Memory::ACC on {fl.target} "
-            f"({ACC_SPACE[fl.target]}); transfer the accumulator there first"
+        raise refuse(
+            "E7007",
+            op,
+            f"matmul_acc accumulates into Memory::ACC on {fl.target} "
+            f"({fl.arch.acc_space}); transfer the accumulator there first",
         )
     a, b = fl.as_smem(fl.get(op.operands[1]), op), fl.as_smem(fl.get(op.operands[2]), op)
     if a.tile.layout != "sw128" or b.tile.layout != "sw128T":
-        raise NvidiaError(f"{where(op)}matmul_acc operands are not in their MMA layouts")
+        raise refuse("E7007", op, "matmul_acc operands are not in their MMA layouts")
     if a.tile.dtype != b.tile.dtype:
-        raise NvidiaError(
-            f"{where(op)}matmul_acc operands of types {a.tile.dtype} and {b.tile.dtype}"
-        )
+        raise refuse("E7007", op, f"matmul_acc operands of types {a.tile.dtype} and {b.tile.dtype}")
     if a.tile.dtype not in MMA_TYPES:
-        raise NvidiaError(f"{where(op)}matmul_acc of {a.tile.dtype} operands")
+        raise refuse("E7007", op, f"matmul_acc of {a.tile.dtype} operands")
     if (acc.acc.m, acc.acc.n) != (a.tile.rows, b.tile.cols) or a.tile.cols != b.tile.rows:
-        raise NvidiaError(f"{where(op)}matmul_acc shapes do not agree")
+        raise refuse("E7007", op, "matmul_acc shapes do not agree")
     kbytes = a.tile.cols * a.tile.elem
     try:
         fl.mma.matmul(
@@ -1023,7 +1020,7 @@ def _matmul_acc(fl: FunctionLowering, op: ir.Operation) -> None:
             a.tile.dtype,
         )
     except MmaError as e:
-        raise NvidiaError(f"{where(op)}{e}") from None
+        raise refuse("E7007", op, f"{e}") from None
 
 
 @rule("scf.for")
@@ -1043,7 +1040,7 @@ def _for(fl: FunctionLowering, op: ir.Operation) -> None:
     head, end = k.label("for"), k.label("for_end")
     k.place(head)
     k.bra(end, pred=k.setp("ge", f"s{bits}", iv, ub.reg))
-    fl.block(body, lambda ys: fl.parallel_assign(carried, ys, op))
+    fl.parallel_assign(carried, fl.region_values(body), op)
     k.ins(f"add.s{bits}", iv, iv, step.reg)
     k.bra(head)
     k.place(end)
@@ -1058,15 +1055,12 @@ def _if(fl: FunctionLowering, op: ir.Operation) -> None:
     els, end = k.label("else"), k.label("endif")
     joined: list[object] = []
 
-    def first(ys: list[object]) -> None:
-        joined.extend(fl.carry(y) for y in ys)
-
     k.bra(els, pred=cond.reg, negate=True)
-    fl.block(op.regions[0].blocks[0], first)
+    joined.extend(fl.carry(y) for y in fl.region_values(op.regions[0].blocks[0]))
     k.bra(end)
     k.place(els)
     if len(op.regions) > 1 and op.regions[1].blocks:
-        fl.block(op.regions[1].blocks[0], lambda ys: fl.parallel_assign(joined, ys, op))
+        fl.parallel_assign(joined, fl.region_values(op.regions[1].blocks[0]), op)
     k.place(end)
     for r, j in zip(op.results, joined, strict=True):
         fl.set(r, j)
@@ -1075,19 +1069,19 @@ def _if(fl: FunctionLowering, op: ir.Operation) -> None:
 @rule("func.return")
 def _return(fl: FunctionLowering, op: ir.Operation) -> None:
     if op.parent.name != "func.func":
-        raise NvidiaError(f"{where(op)}a return inside a branch is not lowered on GPU targets")
+        raise refuse("E7010", op, "a return inside a branch is not lowered on GPU targets")
     if op.parent.operation != fl.func:
         fl.returns[-1].extend(fl.get(v) for v in op.operands)  # an inlined helper's results
         return
     for v in op.operands:
         if not isinstance(fl.get(v), Output):
-            raise NvidiaError(f"{where(op)}a kernel returns tensors it wrote to HBM only")
+            raise refuse("E7003", op, "a kernel returns tensors it wrote to HBM only")
 
 
-def _call(fl: FunctionLowering, op: ir.Operation) -> None:
+def _extern_call(fl: FunctionLowering, op: ir.Operation) -> str:
     callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-    raise NvidiaError(
-        f"{where(op)}call to extern `{callee}`: extern device functions need a linkable "
+    return (
+        f"call to extern `{callee}`: extern device functions need a linkable "
         f"device library, and none exists for Vx on {fl.target} yet (Vx helpers are "
         f"inlined; an extern function has no body to inline)"
     )
@@ -1101,7 +1095,7 @@ def _inline(fl: FunctionLowering, op: ir.Operation) -> None:
     for arg, v in zip(body.arguments, op.operands, strict=True):
         fl.set(arg, fl.get(v))
     fl.returns.append([])
-    fl.block(body)
+    fl.lower_block(body)
     results = fl.returns.pop()
     for r, v in zip(op.results, results, strict=True):
         fl.set(r, v)
@@ -1112,39 +1106,35 @@ def _space_cast(fl: FunctionLowering, op: ir.Operation) -> None:
     fl.set(op.results[0], fl.get(op.operands[0]))
 
 
-def _sym(func: ir.Operation) -> str:
-    return ir.StringAttr(func.attributes["sym_name"]).value
-
-
-def _private(func: ir.Operation) -> bool:
-    vis = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes else None
-    return vis is not None and ir.StringAttr(vis).value == "private"
-
-
 # -- module -----------------------------------------------------------------------------------
 
 
-def lower_module(module: ir.Module, target: str) -> tuple[Module, list[dict]]:
+def lower_module(module: ir.Module, target: Target) -> tuple[Module, list[dict]]:
     """Every public func.func with a body becomes one `.entry`; (PTX module, manifest
     entries)."""
-    if target not in ARCH:
-        raise NvidiaError(f"the NVIDIA backends build b200 and h100, not {target}")
-    ptx = Module(ARCH[target])
+    if target.arch is None:  # the driver hands this backend NVIDIA targets only
+        raise TypeError(f"the NVIDIA backends build NVIDIA targets, not {target.name}")
+    sm = target.arch.sm
+    ptx = Module(sm)
     kernels = []
     funcs = []
     for op in module.body.operations:
         op = op.operation
-        if op.name != "func.func":
-            raise NvidiaError(f"unexpected top-level op `{op.name}`")
+        if op.name != "func.func":  # the HIR lowering emits functions only
+            raise TypeError(f"unexpected top-level op `{op.name}`")
         funcs.append(op)
     # Helpers (private) and extern declarations are reached through calls only.
-    helpers = {_sym(f): f for f in funcs if _private(f) or not f.regions[0].blocks}
+    helpers = {T.sym_name(f): f for f in funcs if T.is_private(f) or not T.has_body(f)}
     for op in funcs:
-        if _sym(op) in helpers:
+        if T.sym_name(op) in helpers:
             continue
-        kern = Kernel(_sym(op), ARCH[target], THREADS)
+        kern = Kernel(T.sym_name(op), sm, THREADS)
         kernels.append(FunctionLowering(op, target, kern, helpers).run())
         ptx.kernels.append(kern)
     if not ptx.kernels:
-        raise NvidiaError("the module has no kernel to build")
+        raise NvidiaError("E7003", "the module has no kernel to build")
     return ptx, kernels
+
+
+FunctionLowering.rules = RULES
+FunctionLowering.no_rule = "the NVIDIA backends have no lowering for `{name}`"

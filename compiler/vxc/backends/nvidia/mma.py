@@ -1,4 +1,6 @@
-"""The only per-architecture part: the matrix unit and where it accumulates.
+"""The per-architecture code: the matrix unit and where it accumulates. The per-arch
+facts (sm, accumulator space, MMA family, N limit, SASS) are the target's `NvidiaArch`
+record (vxc/targets.py); `MMA[arch.mma]` is the class that emits its instructions.
 
 - `Hopper` (sm_90a): `wgmma.mma_async` by the one warpgroup of the CTA, accumulator
   in registers (a 128-row tile is two m64 halves), `fence` / `commit_group` /
@@ -21,10 +23,12 @@ from vxc.backends.nvidia.encoders import (
     MMA_K_BYTES,
     MMA_TYPES,
     SWIZZLE_BYTES,
+    elem_bytes,
     kmajor_sw128_desc,
     tcgen05_idesc,
 )
 from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Reg, Vec
+from vxc.targets import BLACKWELL, HOPPER, NVIDIA_ARCHES
 
 THREADS = 128  # one warpgroup: wgmma's issuing unit, and the 4 warps that cover TMEM's 128 lanes
 TMEM_LANES = 128
@@ -92,13 +96,13 @@ def check_shapes(ab_type: str, m: int, n: int, kbytes: int, arch: str) -> None:
         )
     if m != 128:
         raise MmaError(f"matmul_acc with M = {m}: the NVIDIA backends take M = 128")
-    nmax = 128 if arch == "sm_90a" else 256
+    nmax = NVIDIA_ARCHES[arch].mma_n_max
     if not (16 <= n <= nmax and n % 16 == 0):
         raise MmaError(
             f"matmul_acc with N = {n}: N must be a multiple of 16 in [16, {nmax}] on {arch}"
         )
     if kbytes % SWIZZLE_BYTES:
-        eb = MMA_TYPES[ab_type][0]
+        eb = elem_bytes(ab_type)
         raise MmaError(
             f"matmul_acc with K = {kbytes // eb}: K must be a multiple of "
             f"{SWIZZLE_BYTES // eb} for {ab_type} (128-byte swizzle rows)"
@@ -106,7 +110,7 @@ def check_shapes(ab_type: str, m: int, n: int, kbytes: int, arch: str) -> None:
 
 
 class Hopper:
-    arch = "sm_90a"
+    arch = HOPPER.sm
     uses_tmem = False
 
     def __init__(self, k: Kernel, c: Common) -> None:
@@ -129,7 +133,7 @@ class Hopper:
     def matmul(self, acc: Acc, a: Operand, b: Operand, ab_type: str) -> None:
         k = self.k
         check_shapes(ab_type, acc.m, acc.n, a.kbytes, self.arch)
-        eb, name, _, _ = MMA_TYPES[ab_type]
+        eb, name = elem_bytes(ab_type), MMA_TYPES[ab_type][0]
         kstep = MMA_K_BYTES // eb
         da, db = _desc_base(k, self.arch, a.addr), _desc_base(k, self.arch, b.addr)
         k.ins("wgmma.fence.sync.aligned")
@@ -181,7 +185,7 @@ class Hopper:
 
 
 class Blackwell:
-    arch = "sm_100a"
+    arch = BLACKWELL.sm
     uses_tmem = True
 
     def __init__(self, k: Kernel, c: Common) -> None:
@@ -249,7 +253,7 @@ class Blackwell:
     def matmul(self, acc: Acc, a: Operand, b: Operand, ab_type: str) -> None:
         k, c = self.k, self.c
         check_shapes(ab_type, acc.m, acc.n, a.kbytes, self.arch)
-        kind = MMA_TYPES[ab_type][2]
+        kind = MMA_TYPES[ab_type][1]
         idesc = k.mov("b32", Imm(tcgen05_idesc(ab_type, acc.m, acc.n)))
         d = k.reg("b32")
         k.ins("add.u32", d, self.taddr, Imm(acc.column))
@@ -305,4 +309,5 @@ class Blackwell:
         k.place(skip)
 
 
-ARCHES = {"h100": Hopper, "b200": Blackwell}
+# The matrix unit of each MMA family (`NvidiaArch.mma`).
+MMA = {"wgmma": Hopper, "tcgen05": Blackwell}

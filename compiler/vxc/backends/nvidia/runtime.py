@@ -14,6 +14,7 @@ whose message is one line saying so.
 from __future__ import annotations
 
 import ctypes
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,10 +23,8 @@ import numpy as np
 from vxc.backends.nvidia.encoders import TMA_DTYPES, TMA_SWIZZLE, TensorMap
 from vxc.backends.nvidia.manifest import Manifest
 from vxc.errors import NotRunnableHere
+from vxc.targets import NVIDIA_ARCHES
 
-# The compute capability each architecture's cubin runs on (the `a` variants run on
-# exactly that major.minor).
-CAPABILITY = {"sm_90a": (9, 0), "sm_100a": (10, 0)}
 NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32}
 
 
@@ -37,6 +36,11 @@ class CudaError(RuntimeError):
     pass
 
 
+class Hang(CudaError):
+    """A launch did not finish within the watchdog's limit; the context is unusable
+    afterwards (the kernel still spins), so the caller reports it and exits."""
+
+
 def _bf16():
     try:
         import ml_dtypes
@@ -46,7 +50,26 @@ def _bf16():
         return None
 
 
+# The CUDA driver binding in use: cuda-python's `cuda.bindings.driver`, or a stand-in
+# with the same calls (`use_driver`: the tests' fake CUDA layer, which runs the kernels in
+# the PTX simulator on a machine without a GPU).
+_DRIVER = None
+
+# How long a launch may run before the watchdog calls it a hang: every mbarrier wait of
+# a kernel spins forever when its copy never lands, so a slip on hardware is otherwise a
+# silent hang.
+WATCHDOG_S = 10.0
+
+
+def use_driver(driver) -> None:
+    """Use `driver` (an object with cuda-python's driver calls) instead of cuda-python."""
+    global _DRIVER
+    _DRIVER = driver
+
+
 def _driver():
+    if _DRIVER is not None:
+        return _DRIVER
     try:
         from cuda.bindings import driver
     except ImportError as e:
@@ -79,6 +102,20 @@ def gpu_status() -> tuple[bool, str]:
     if int(err) != 0 or n == 0:
         return False, "no NVIDIA GPU: the driver reports no device"
     return True, f"{n} NVIDIA GPU(s)"
+
+
+def device_capability() -> tuple[int, int]:
+    """GPU 0's compute capability (major, minor)."""
+    d = _driver()
+    dev = _check(d.cuDeviceGet(0), "cuDeviceGet")
+    attr = d.CUdevice_attribute
+    return tuple(
+        _check(d.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute")
+        for a in (
+            attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+        )
+    )
 
 
 @dataclass
@@ -169,19 +206,8 @@ class CudaArtifact:
         self.d = d = _driver()
         self.manifest = manifest
         dev = _check(d.cuDeviceGet(0), "cuDeviceGet")
-        major = _check(
-            d.cuDeviceGetAttribute(
-                d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev
-            ),
-            "cuDeviceGetAttribute",
-        )
-        minor = _check(
-            d.cuDeviceGetAttribute(
-                d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev
-            ),
-            "cuDeviceGetAttribute",
-        )
-        want = CAPABILITY[manifest.arch]
+        major, minor = device_capability()
+        want = NVIDIA_ARCHES[manifest.arch].capability  # an `a` cubin runs on exactly it
         if (major, minor) != want:
             raise NoGpu(
                 f"this GPU is compute capability {major}.{minor}; a {manifest.target} artifact "
@@ -218,6 +244,9 @@ class CudaKernel:
         self.func = _check(
             d.cuModuleGetFunction(artifact.module, meta["name"].encode()), "cuModuleGetFunction"
         )
+        # Its own stream, so the watchdog can ask whether this kernel's launch finished.
+        self.stream = _check(d.cuStreamCreate(0), "cuStreamCreate")
+        self.last_launch = ""
         _check(
             d.cuFuncSetAttribute(
                 self.func,
@@ -261,11 +290,19 @@ class CudaKernel:
 
     # -- launch ------------------------------------------------------------------------
 
-    def prepare(self, *args: np.ndarray, instances: int = 1):
-        """Upload the arguments, encode the maps; (kernel params, outputs, status, frees)."""
+    def prepare(self, *args: np.ndarray, instances: int = 1, poison: bool = False):
+        """Upload the arguments, encode the maps; (kernel params, outputs, status, frees).
+        With `poison`, results start as NaN on the device (integers: all ones), so an
+        element the kernel never writes cannot pass for a right answer."""
         bufs, outs, frees, status = [], [], [], None
         arg_ptrs: dict[int, int] = {}
-        for p in plan_launch(self.meta, args, instances):
+        plan = plan_launch(self.meta, args, instances)
+        self.last_launch = f"{self.meta['name']} instances={instances} " + " ".join(
+            f"{p.name}={tuple(p.array.shape)}" for p in plan if p.array is not None
+        )
+        for p in plan:
+            if poison and p.arg_index is None and p.kind in ("tensormap", "pointer"):
+                p.array[...] = np.nan if p.array.dtype.kind == "f" else -1
             if p.kind in ("tensormap", "pointer"):
                 if p.arg_index is not None:
                     if p.arg_index not in arg_ptrs:
@@ -307,16 +344,35 @@ class CudaKernel:
                 block[1],
                 block[2],
                 self.meta["dynamic_smem"],
-                self.d.CUstream(0),
+                self.stream,
                 ctypes.addressof(ptrs),
                 0,
             ),
             "cuLaunchKernel",
         )
 
-    def finish(self, outs, status, frees) -> list[np.ndarray]:
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until this kernel's stream is idle, polling `cuStreamQuery`; past
+        `timeout` seconds (default WATCHDOG_S) raise `Hang` naming the launch."""
         d = self.d
-        _check(d.cuCtxSynchronize(), "cuCtxSynchronize (the kernel faulted)")
+        limit = WATCHDOG_S if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        pause = 1e-5
+        while True:
+            err = d.cuStreamQuery(self.stream)
+            err = err[0] if isinstance(err, tuple) else err
+            if int(err) == 0:
+                return
+            if int(err) != int(d.CUresult.CUDA_ERROR_NOT_READY):
+                raise CudaError(f"{self.last_launch}: the kernel faulted ({err})")
+            if time.monotonic() > deadline:
+                raise Hang(f"HANG {self.last_launch} (not finished after {limit:g} s)")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.01)
+
+    def finish(self, outs, status, frees, timeout: float | None = None) -> list[np.ndarray]:
+        d = self.d
+        self.wait(timeout)
         if status is not None:
             word = np.zeros(1, np.uint32)
             _check(d.cuMemcpyDtoH(word.ctypes.data, status, 4), "cuMemcpyDtoH")
@@ -334,10 +390,12 @@ class CudaKernel:
             d.cuMemFree(ptr)
         return results
 
-    def run(self, instances: int, *args: np.ndarray) -> list[np.ndarray]:
-        bufs, outs, status, frees = self.prepare(*args, instances=instances)
+    def run(
+        self, instances: int, *args: np.ndarray, poison: bool = False, timeout: float | None = None
+    ) -> list[np.ndarray]:
+        bufs, outs, status, frees = self.prepare(*args, instances=instances, poison=poison)
         self.launch_raw(bufs, instances)
-        return self.finish(outs, status, frees)
+        return self.finish(outs, status, frees, timeout)
 
     def launch(self, instances: int, *args: np.ndarray):
         """`instances` CTAs; each result stacked along a new leading axis."""
@@ -349,20 +407,26 @@ class CudaKernel:
         res = [r[0] for r in self.run(1, *args)]
         return res[0] if len(res) == 1 else tuple(res) if res else None
 
-    def time(self, instances: int, *args: np.ndarray, repeat: int = 10) -> float:
-        """Seconds per launch, measured with CUDA events over `repeat` launches after one
-        warm-up; the inputs are uploaded once."""
+    def times(self, instances: int, *args: np.ndarray, repeat: int = 10) -> list[float]:
+        """Seconds of each of `repeat` launches (CUDA events around each, after one warm-up;
+        the inputs are uploaded once), every launch under the watchdog."""
         d = self.d
         bufs, outs, status, frees = self.prepare(*args, instances=instances)
         self.launch_raw(bufs, instances)
-        _check(d.cuCtxSynchronize(), "cuCtxSynchronize")
+        self.wait()
+        out = []
         start = _check(d.cuEventCreate(0), "cuEventCreate")
         stop = _check(d.cuEventCreate(0), "cuEventCreate")
-        _check(d.cuEventRecord(start, d.CUstream(0)), "cuEventRecord")
         for _ in range(repeat):
+            _check(d.cuEventRecord(start, self.stream), "cuEventRecord")
             self.launch_raw(bufs, instances)
-        _check(d.cuEventRecord(stop, d.CUstream(0)), "cuEventRecord")
-        _check(d.cuEventSynchronize(stop), "cuEventSynchronize")
-        ms = _check(d.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
+            _check(d.cuEventRecord(stop, self.stream), "cuEventRecord")
+            self.wait()
+            out.append(_check(d.cuEventElapsedTime(start, stop), "cuEventElapsedTime") / 1e3)
         self.finish(outs, status, frees)
-        return ms / 1000.0 / repeat
+        return out
+
+    def time(self, instances: int, *args: np.ndarray, repeat: int = 10) -> float:
+        """The median of `times`: seconds per launch."""
+        ts = sorted(self.times(instances, *args, repeat=repeat))
+        return ts[len(ts) // 2]

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vxc.errors import Unsupported
+from vxc.targets import NVIDIA_ARCHES
 
-# Per-thread register limit and the per-block shared-memory opt-in limit (sm_90, sm_100).
+# Per-thread register limit (sm_90, sm_100).
 MAX_REGISTERS = 255
-SM = {"sm_90a": "90a", "sm_100a": "100a"}
+SM = {a.sm: a.sm.removeprefix("sm_") for a in NVIDIA_ARCHES.values()}  # ptxas -arch
 
 
 class ToolchainError(Unsupported, RuntimeError):
@@ -149,10 +150,7 @@ def extract_ptx(fatbin: bytes) -> str:
 
 
 # Instructions that must appear in the SASS of a kernel with TMA, mbarrier and MMA.
-EXPECTED_SASS = {
-    "sm_90a": ("UTMALDG", "SYNCS", "HGMMA"),
-    "sm_100a": ("UTMALDG", "SYNCS", "UTCHMMA"),
-}
+EXPECTED_SASS = {a.sm: a.sass for a in NVIDIA_ARCHES.values()}
 
 
 def missing_sass(text: str, arch: str) -> list[str]:

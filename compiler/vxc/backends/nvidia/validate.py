@@ -17,16 +17,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from vxc.backends.nvidia import toolchain
-from vxc.backends.nvidia.lower import ARCH, MAX_DYNAMIC_SMEM
 from vxc.backends.nvidia.manifest import Manifest
-
-OTHER_MMA = {"sm_90a": "UTCHMMA", "sm_100a": "HGMMA"}
-MMA_PTX = {"sm_90a": "wgmma.mma_async", "sm_100a": "tcgen05.mma"}
+from vxc.targets import NVIDIA_ARCHES, TARGETS
 
 
 def check_artifact(directory: str | Path, target: str) -> list[str]:
     d = Path(directory)
-    arch = ARCH[target]
+    rec = TARGETS[target].arch
+    arch = rec.sm
+    others = [a.mma_sass for a in NVIDIA_ARCHES.values() if a.mma_sass != rec.mma_sass]
     manifests = sorted(d.glob(f"*.{target}.json"))
     if not manifests:
         return [f"no {target} manifest in {d}"]
@@ -49,19 +48,18 @@ def check_artifact(directory: str | Path, target: str) -> list[str]:
             continue
         sass = toolchain.sass(fatbin)
         expect = ["SYNCS", "UTMALDG"] if "cp.async.bulk.tensor.2d.shared" in ptx else []
-        if MMA_PTX[arch] in ptx:
-            expect.append(toolchain.EXPECTED_SASS[arch][2])
+        if rec.mma_ptx in ptx:
+            expect.append(rec.mma_sass)
         problems += [f"{m.fatbin}: no {x} in the SASS" for x in expect if x not in sass]
-        if OTHER_MMA[arch] in sass:
-            problems.append(f"{m.fatbin}: {OTHER_MMA[arch]} in {arch} SASS")
+        problems += [f"{m.fatbin}: {x} in {arch} SASS" for x in others if x in sass]
         for k in m.kernels:
             r = reports[k["name"]]
             if r.registers != k["registers"]:
                 problems.append(
                     f"{k['name']}: {r.registers} registers, manifest says {k['registers']}"
                 )
-            if k["dynamic_smem"] > MAX_DYNAMIC_SMEM:
+            if k["dynamic_smem"] > rec.smem_limit:
                 problems.append(
-                    f"{k['name']}: {k['dynamic_smem']} B of shared memory > {MAX_DYNAMIC_SMEM}"
+                    f"{k['name']}: {k['dynamic_smem']} B of shared memory > {rec.smem_limit}"
                 )
     return problems

@@ -6,20 +6,27 @@ exported with `jax.export` for platform `tpu`.
 
 Nothing is written to disk here; the driver writes the outputs. `vxc.backends.tpu.aot`
 compiles an artifact with libtpu against TPU topology descriptions, and
-`vxc.backends.tpu.interp` runs its Mosaic module on the CPU with numpy.
+`vxc.backends.tpu.interp` runs its Mosaic module on the CPU with numpy. `BACKEND` is its
+`vxc.backends.Backend` (options: `vxc.targets.TpuOptions`).
 """
 
 from __future__ import annotations
 
+import posixpath
+import re
+
 from jaxlib.mlir import ir
 from jaxlib.mlir.passmanager import PassManager
 
+from vxc.backends import Backend
 from vxc.backends.tpu.context import mosaic_context, parse_mosaic
 from vxc.backends.tpu.errors import LibtpuRejected, TpuError
-from vxc.backends.tpu.lower import RULES, Kernel, lower_module
+from vxc.backends.tpu.lower import REFUSALS, RULES, Kernel, lower_module
 from vxc.ir.verify import check_module
+from vxc.targets import Target, TpuOptions
 
 __all__ = [
+    "BACKEND",
     "RULES",
     "Kernel",
     "LibtpuRejected",
@@ -31,46 +38,54 @@ __all__ = [
 ]
 
 
-def emit(module: ir.Module, stem: str, emit: str, options) -> dict[str, bytes]:
-    """The backend entry point that `vxc.backends.emit_target` calls."""
-    instances = getattr(options, "tpu_instances", 0)
+def emit(
+    module: ir.Module, target: Target, options: TpuOptions, stem: str, emit: str
+) -> dict[str, bytes]:
+    """The backend entry point (`BACKEND.emit`, called by `vxc.backends.emit_target`)."""
+    instances, precision = options.tpu_instances, options.tpu_matmul_precision
     if emit == "target-ir":
-        kernels = mosaic_kernels(module, instances)
+        kernels = mosaic_kernels(module, instances, precision)
         return {
             f"{_base(stem, k, kernels)}.tpu.mosaic.mlir": mosaic_text(k).encode() for k in kernels
         }
-    return compile_module(module, stem, aot=_aot_topologies(options), instances=instances)
+    return compile_module(
+        module, stem, aot=options.aot_topologies, instances=instances, precision=precision
+    )
 
 
-def _aot_topologies(options) -> tuple[str, ...]:
-    spec = getattr(options, "tpu_aot", "none")
-    return () if spec in ("", "none") else tuple(s for s in spec.split(",") if s)
+BACKEND = Backend("tpu", TpuOptions, emit, RULES, REFUSALS)
 
 
-def mosaic_kernels(module: ir.Module, instances: int = 0) -> list[Kernel]:
+def mosaic_kernels(module: ir.Module, instances: int = 0, precision: str = "f32") -> list[Kernel]:
     """Verified vx module -> one Mosaic module per kernel (verified with the tpu dialect),
-    for a launch of `instances` (0: a plain call)."""
+    for a launch of `instances` (0: a plain call); f32 matmuls at `precision`
+    (`TpuOptions.tpu_matmul_precision`)."""
     check_module(module)
-    top = module.operation.attributes
-    if "vx.target" in top and ir.StringAttr(top["vx.target"]).value != "tpu":
-        raise TpuError(
-            f"tpu backend: module was lowered for target '{ir.StringAttr(top['vx.target']).value}'"
-        )
     ctx = mosaic_context()
-    kernels = lower_module(module, ctx, instances)
+    kernels = lower_module(module, ctx, instances, precision)
     if not kernels:
-        raise TpuError("tpu backend: the module defines no kernel function")
+        raise TpuError("E7003", "tpu backend: the module defines no kernel function")
     for k in kernels:
         # The real Mosaic verifier, in a context where nothing unregistered is allowed;
         # then CSE folds the rules' repeated constants and slices (readable text).
         # Ops keep their .vx locations when the vx module has them (libtpu's errors then
         # name the source line); otherwise the re-parse gives each op its line in the
         # Mosaic text, which is the artifact's .tpu.mosaic.mlir.
-        debug = k.module.operation.get_asm(enable_debug_info=True)
+        debug = portable_locations(k.module.operation.get_asm(enable_debug_info=True))
         k.module = parse_mosaic(debug if 'loc("' in debug else mosaic_text(k), ctx)
         with ctx:
             PassManager.parse("builtin.module(cse)").run(k.module.operation)
     return kernels
+
+
+_FILE_LOC = re.compile(r'loc\("([^"]*)":')
+
+
+def portable_locations(asm: str) -> str:
+    """File locations reduced to the file's name: the export embeds them, and the same
+    source must give the same bytes however its path was spelled (relative, absolute,
+    another working directory). libtpu's errors still name file:line:col."""
+    return _FILE_LOC.sub(lambda m: f'loc("{posixpath.basename(m.group(1))}":', asm)
 
 
 def mosaic_text(kernel: Kernel) -> str:
@@ -82,14 +97,19 @@ def _base(stem: str, k: Kernel, kernels: list[Kernel]) -> str:
 
 
 def compile_module(
-    module: ir.Module, stem: str, *, aot: tuple[str, ...] = (), instances: int = 0
+    module: ir.Module,
+    stem: str,
+    *,
+    aot: tuple[str, ...] = (),
+    instances: int = 0,
+    precision: str = "f32",
 ) -> dict[str, bytes]:
     """Build the artifact files: per kernel the Mosaic text and the serialized export,
     plus one manifest. `aot` names topologies libtpu must compile the export for."""
     from vxc.backends.tpu.artifact import manifest
     from vxc.backends.tpu.export import export_kernel
 
-    kernels = mosaic_kernels(module, instances)
+    kernels = mosaic_kernels(module, instances, precision)
     out: dict[str, bytes] = {}
     files: dict[str, dict[str, str]] = {}
     for k in kernels:

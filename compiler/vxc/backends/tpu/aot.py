@@ -13,11 +13,14 @@ import re
 from functools import cache
 
 from vxc.backends.tpu.env import prepare
-from vxc.backends.tpu.errors import LibtpuRejected
+from vxc.backends.tpu.errors import LibtpuRejected, fail
 
 # Short names -> the topology libtpu describes (chips per host 2x2, one chip used).
 TOPOLOGIES = {"v5e": "v5e:2x2", "v6e": "v6e:2x2", "v5p": "v5p:2x2x1", "v4": "v4:2x2x1"}
-DEFAULT_LENGTHS = (4, 300)  # Vec lengths the AOT check specialises the export to
+# The AOT check compiles the export for the Vec lengths nearest these that the kernel's
+# launch constraints allow (its `where` clauses for this build's grid): a small and a
+# large call. Never a guess that can contradict a clause (`lengths_for`).
+PREFERRED_LENGTHS = (4, 300)
 
 
 @cache
@@ -39,9 +42,10 @@ def topology(name: str):
         ) from None
 
 
-def compile_export(blob: bytes, kernel, topo: str, length: int = DEFAULT_LENGTHS[0]):
-    """Deserialize the export, specialise every Vec length to `length`, and compile it for
-    one chip of `topo`. Returns the compiled executable; raises LibtpuRejected."""
+def compile_export(blob: bytes, kernel, topo: str, length: int | None = None):
+    """Deserialize the export, specialise its Vec lengths (every one to `length`, or by
+    default the allowed lengths nearest 4), and compile it for one chip of `topo`.
+    Returns the compiled executable; raises LibtpuRejected."""
     import jax
     from jax import export
 
@@ -50,12 +54,73 @@ def compile_export(blob: bytes, kernel, topo: str, length: int = DEFAULT_LENGTHS
     exp = export.deserialize(bytearray(blob))
     dev = topology(topo).devices[0]
     sharding = jax.sharding.SingleDeviceSharding(dev)
-    lengths = {s: length for s in kernel.symbols}
+    if length is None:
+        lengths = lengths_for(kernel, PREFERRED_LENGTHS[0])
+    else:
+        lengths = {s: length for s in kernel.symbols}
     specs = arg_specs(kernel, lengths, sharding)
     try:
         return jax.jit(exp.call).trace(*specs).lower().compile()
     except jax.errors.JaxRuntimeError as e:
         raise LibtpuRejected(readable(str(e), topo, kernel.name)) from None
+
+
+def lengths_for(kernel, prefer: int) -> dict[str, int]:
+    """Vec lengths, each as near `prefer` as the kernel's export constraints allow (z3 over
+    the constraints `jax.export` will check at the call). A build whose constraints no
+    lengths satisfy could never be called: that is an error naming them."""
+    if not kernel.symbols:
+        return {}
+    import z3
+
+    syms = {s: z3.Int(s) for s in kernel.symbols}
+    opt = z3.Optimize()
+    for v in syms.values():
+        opt.add(v >= 1)
+    for c in kernel.constraints:
+        opt.add(_z3_constraint(c, syms))
+    opt.minimize(z3.Sum([z3.If(v >= prefer, v - prefer, prefer - v) for v in syms.values()]))
+    if opt.check() != z3.sat:
+        raise fail(
+            "E7009",
+            None,
+            f"kernel `{kernel.name}` can never be called with this launch grid: no Vec "
+            f"lengths satisfy {', '.join(kernel.constraints)} (--tpu-instances {kernel.instances})",
+        )
+    model = opt.model()
+    return {s: model.eval(v, model_completion=True).as_long() for s, v in syms.items()}
+
+
+def _z3_constraint(text: str, syms: dict):
+    """One constraint as the lowering writes it (`A >= B`, `A == B`; A, B built of Vec
+    length names, integers, + - *) as a z3 formula. Parsed, never evaluated."""
+    import ast
+    import operator
+
+    import z3
+
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+
+    def term(n: ast.AST):
+        if isinstance(n, ast.Name) and n.id in syms:
+            return syms[n.id]
+        if isinstance(n, ast.Constant) and type(n.value) is int:
+            return z3.IntVal(n.value)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -term(n.operand)
+        if isinstance(n, ast.BinOp) and type(n.op) in ops:
+            return ops[type(n.op)](term(n.left), term(n.right))
+        raise fail("E7009", None, f"cannot read the export constraint `{text}`")
+
+    tree = ast.parse(text, mode="eval").body
+    if not (isinstance(tree, ast.Compare) and len(tree.ops) == 1):
+        raise fail("E7009", None, f"cannot read the export constraint `{text}`")
+    lhs, rhs = term(tree.left), term(tree.comparators[0])
+    if isinstance(tree.ops[0], ast.Eq):
+        return lhs == rhs
+    if isinstance(tree.ops[0], ast.GtE):
+        return lhs >= rhs
+    raise fail("E7009", None, f"cannot read the export constraint `{text}`")
 
 
 def specialised_mosaic(compiled) -> list[str]:

@@ -4,7 +4,7 @@ The backend builds and checks TPU artifacts on a machine without a TPU, so:
 - `JAX_PLATFORMS=cpu`: jax needs no accelerator to export for platform tpu, and would
   otherwise probe libtpu as a device plugin (seconds, and log lines) on every build;
   AOT compilation makes its TPU client from a topology description regardless;
-- `TF_CPP_MIN_LOG_LEVEL=1`: no INFO lines from the XLA runtime on stderr;
+- the log level of jaxlib's C++ side is set where vxc first loads jaxlib (`vxc.ir`);
 - for libtpu's compile-only client: no metadata-server query (`TPU_SKIP_MDS_QUERY`), no
   one-process lockfile (`ALLOW_MULTIPLE_LIBTPU_LOAD`: test and build workers load it at
   once), and a host description (`TPU_WORKER_HOSTNAMES`, `TPU_ACCELERATOR_TYPE`) so its
@@ -19,7 +19,6 @@ import os
 
 DEFAULTS = {
     "JAX_PLATFORMS": "cpu",
-    "TF_CPP_MIN_LOG_LEVEL": "1",
     "TPU_SKIP_MDS_QUERY": "1",
     "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
     "TPU_WORKER_HOSTNAMES": "localhost",

@@ -60,6 +60,10 @@ def exported(kernel: Kernel):
         kernel.module,
         outs if len(outs) != 1 else outs[0],
         kernel_name=kernel.name,
+        # libtpu otherwise checks at the kernel's exit that every DMA semaphore is back
+        # to zero (12 bundles a launch): every DMA a built kernel starts is waited on
+        # every path, which E6011 proved before the backend ran.
+        disable_semaphore_checks=True,
     )
     with _locations_off():
         return _EXPORT_SITE(export.export(call, platforms=["tpu"]), arg_specs(kernel))

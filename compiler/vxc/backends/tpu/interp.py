@@ -11,7 +11,9 @@ Semantics (what a TensorCore guarantees, made strict):
   nothing enqueued: a hang on hardware) is reported; so is a DMA still in flight when the
   kernel returns (its semaphore left signalled).
 - VMEM scratch starts as NaN (uninitialised), SMEM as zeros; `tpu.matmul` computes
-  acc + lhs @ rhs in f32; `scf.for` runs its body; a Vec's placeholder length (the
+  acc + lhs @ rhs, products exact and rounded to f32 once per matmul, with f32 operands
+  first rounded to bf16 unless the op asks for `#tpu.contract_precision<fp32>` (the MXU's
+  one-pass default); `scf.for` runs its body; a Vec's placeholder length (the
   `tpu.dynamic_dimension_mapping_*` attributes) becomes the actual input's length, as XLA
   does when it specialises the export.
 - `trace` records DMA starts/waits and matmuls with the HBM tile each one moved or read,
@@ -426,8 +428,12 @@ def _shape_cast(it: Interp, op: ir.Operation) -> None:
 @rule("tpu.matmul")
 def _matmul(it: Interp, op: ir.Operation) -> None:
     lhs, rhs, acc = (it.env[v] for v in op.operands)
-    r = acc.astype(np.float32) + lhs.astype(np.float32) @ rhs.astype(np.float32)
-    it.env[op.results[0]] = r.astype(np.float32)
+    if lhs.dtype == np.float32 and "precision" not in op.attributes:
+        # Mosaic's default for f32: one MXU pass, operands rounded to bf16 (nearest even);
+        # with `#tpu.contract_precision<fp32>` the product is exact to f32 rounding.
+        lhs, rhs = (x.astype(ml_dtypes.bfloat16) for x in (lhs, rhs))
+    prod = lhs.astype(np.float64) @ rhs.astype(np.float64)
+    it.env[op.results[0]] = (acc.astype(np.float64) + prod).astype(np.float32)
     it.trace.append(("matmul", it.provenance.get(op.operands[0], "?")))
 
 

@@ -27,7 +27,8 @@ One Mosaic module per kernel function, shaped the way Mosaic (and Pallas) expect
   declared). An entry's `vx.require` clauses become `jax.export` shape constraints where
   they compare Vec lengths, and are listed in the manifest.
 
-What Mosaic cannot express is reported by `TpuError`, naming the value and the rule.
+What Mosaic cannot express is refused (`TpuError`, a coded diagnostic), naming the value
+and the rule; calls and memory-space casts are refusal entries of the walk.
 """
 
 from __future__ import annotations
@@ -39,10 +40,14 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, func, memref, scf, vector
 from jaxlib.mosaic.python import tpu
 
-from vxc.backends.tpu.errors import TpuError, fail
+from vxc.backends import RefusalEntry
+from vxc.backends.tpu.errors import fail
 from vxc.backends.tpu.tiling import check_footprint, mosaic_element
+from vxc.backends.walk import Walk
+from vxc.errors import Refusal, Unsupported
 from vxc.ir import types as T
-from vxc.ir.ops import attr_int, attr_str
+from vxc.ir.loc import span_of
+from vxc.ir.ops import RequireOp, TransferOp, ring_layout, view
 from vxc.rules import registrar
 
 # Pallas's export convention: a symbolic dimension appears in the Mosaic module as a
@@ -56,15 +61,6 @@ DOT_DIMS = "#tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>
 
 def _func_name(f: ir.Operation) -> str:
     return ir.StringAttr(f.attributes["sym_name"]).value
-
-
-def _arg_name(f: ir.Operation, i: int) -> str:
-    attrs = f.attributes["arg_attrs"] if "arg_attrs" in f.attributes else None
-    if attrs is not None:
-        d = ir.DictAttr(ir.ArrayAttr(attrs)[i])
-        if "vx.name" in d:
-            return ir.StringAttr(d["vx.name"]).value
-    return f"arg{i}"
 
 
 def _placed(t: ir.Type) -> ir.MemRefType:
@@ -153,11 +149,38 @@ RULES: dict[str, Rule] = {}
 rule = registrar(RULES)
 
 
-class FunctionLowering:
-    def __init__(self, vx_func: ir.Operation, ctx: ir.Context, instances: int = 0):
+def _call_refusal(op: ir.Operation) -> str:
+    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    return (
+        f"tpu backend: call to `{callee}`: a TPU artifact is one Mosaic kernel, and a call "
+        "has no Mosaic equivalent (an `extern fn` is host code the kernel cannot reach; "
+        "inline helper functions into the kernel)"
+    )
+
+
+# Ops the tpu backend refuses by design (the walk raises these; see vxc/backends/walk.py).
+REFUSALS: dict[str, RefusalEntry] = {
+    "func.call": RefusalEntry("E7002", _call_refusal),
+    "memref.memory_space_cast": RefusalEntry(
+        "E7005",
+        "tpu backend: a tensor is reinterpreted in another memory space "
+        "(`memref.memory_space_cast`), which Mosaic cannot express",
+    ),
+}
+
+
+class FunctionLowering(Walk):
+    rules = RULES
+    refusals = REFUSALS
+    no_rule = "tpu backend: `{name}` has no Mosaic lowering"
+
+    def __init__(
+        self, vx_func: ir.Operation, ctx: ir.Context, instances: int = 0, precision: str = "f32"
+    ):
         self.vx = vx_func
         self.ctx = ctx
         self.instances = instances
+        self.precision = precision  # of f32 matmuls: "f32" (fp32 contract) or "bf16"
         self.preconditions: list[str] = []
         self.constraints: list[str] = []
         self.name = _func_name(vx_func)
@@ -186,7 +209,11 @@ class FunctionLowering:
     def scalar(self, t: ir.Type, op: ir.Operation) -> ir.Type:
         name = SCALARS.get(str(t))
         if name is None:
-            raise fail(op, f"scalar type {t} has no TPU scalar form (supported: {sorted(SCALARS)})")
+            raise fail(
+                "E7011",
+                op,
+                f"scalar type {t} has no TPU scalar form (supported: {sorted(SCALARS)})",
+            )
         return self.ty(name)
 
     def i32(self, n: int) -> ir.Value:
@@ -200,18 +227,21 @@ class FunctionLowering:
         f = self.vx
         ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
         for i, t in enumerate(ftype.inputs):
-            name = _arg_name(f, i)
+            name = T.arg_name(f, i)
             if not isinstance(t, ir.MemRefType):
                 raise fail(
+                    "E7003",
                     f,
                     f"kernel `{self.name}`: scalar parameter `{name}` ({t}) is not supported: "
                     "TPU kernel arguments are HBM tensors",
                 )
             if T.space_of(t) != "HBM":
-                raise fail(f, f"kernel `{self.name}`: parameter `{name}` must be in HBM")
+                raise fail("E7003", f, f"kernel `{self.name}`: parameter `{name}` must be in HBM")
             shape = tuple(None if d == T.DYNAMIC else d for d in t.shape)
             if None in shape[1:] or (shape and shape[0] is None and t.rank < 2):
-                raise fail(f, f"parameter `{name}` ({t}): only a Vec's length may be dynamic")
+                raise fail(
+                    "E7003", f, f"parameter `{name}` ({t}): only a Vec's length may be dynamic"
+                )
             symbol = None
             if shape and shape[0] is None:
                 symbol = f"{name}_len"
@@ -225,10 +255,11 @@ class FunctionLowering:
             if not (
                 isinstance(owner, ir.OpView | ir.Operation)
                 and owner.name == "vx.transfer"
-                and attr_str(owner, "space") == "HBM"
+                and TransferOp(owner).space == "HBM"
                 and owner.parent == f
             ) or (not ir.MemRefType(v.type).has_static_shape):
                 raise fail(
+                    "E7003",
                     ret,
                     f"kernel `{self.name}`: result {k} must be a tensor of static shape "
                     "transferred into HBM (`return transfer(t, Memory::HBM)`) in the "
@@ -245,13 +276,13 @@ class FunctionLowering:
                 )
             )
 
-        errors: list[Exception] = []
+        errors: list[Refusal] = []
 
         def visit(op: ir.Operation) -> ir.WalkResult:
             try:
                 self._plan_op(op)
-            except TpuError as e:  # exceptions do not cross MLIR's walk: carry it out
-                errors.append(e)
+            except Refusal as e:  # exceptions do not cross MLIR's walk: carry it out
+                errors.append(e.at(span_of(op)))
                 return ir.WalkResult.INTERRUPT
             return ir.WalkResult.ADVANCE
 
@@ -273,39 +304,45 @@ class FunctionLowering:
 
     def _plan_op(self, op: ir.Operation) -> None:
         if op.name == "func.call":
-            _call(self, op)  # reported before the casts that feed it
-        if op.name not in ("vx.transfer", "vx.transfer_async", "vx.zeros"):
+            self.rule_for(op)  # its refusal, reported before the casts that feed it
+        lay = ring_layout(op)
+        if lay is None:
             return
-        space = attr_str(op, "space")
+        space = lay.space
         if space == "HBM" and op.name == "vx.transfer":
             if op not in self.outputs:
                 raise fail(
+                    "E7005",
                     op,
                     "a transfer into HBM must be returned by the kernel: Mosaic "
                     "kernels write HBM only through their output operands",
                 )
             return
         if space not in ("VMEM", "ACC"):
-            raise fail(op, f"`{op.name}` into {space}: the tpu backend places tiles in VMEM only")
+            raise fail(
+                "E7005", op, f"`{op.name}` into {space}: the tpu backend places tiles in VMEM only"
+            )
         tile = _placed(op.results[0].type)
         if op.name != "vx.zeros":
-            self.capacity = max(self.capacity, attr_int(op, "capacity"))
+            self.capacity = max(self.capacity, view(op).capacity)
         mosaic_element(tile.element_type)
         if not tile.has_static_shape:
             raise fail(
+                "E7004",
                 op,
                 f"{self.describe_dst(op)} has a dynamic shape {tile}; VMEM tiles need static shapes",
             )
-        ring = attr_int(op, "ring")
+        ring = lay.ring
         if ring < 0:
             ring = -1 - len(self.private) - 1
             self.private[op] = ring
         r = self.rings.get(ring)
         if r is None:
-            r = self.rings[ring] = Ring(ring, space, max(1, attr_int(op, "slots")), tile, op)
+            r = self.rings[ring] = Ring(ring, space, max(1, lay.slots), tile, op)
             r.what = self.describe_dst(op)
         elif str(r.tile) != str(tile):
             raise fail(
+                "E7005",
                 op,
                 f"scratch ring {ring} holds both {r.tile} and {tile}; the tpu backend "
                 "gives each ring one typed VMEM buffer",
@@ -320,7 +357,7 @@ class FunctionLowering:
 
     def describe(self, v: ir.Value) -> str:
         if isinstance(v, ir.BlockArgument) and v.owner.owner == self.vx:
-            return f"`{_arg_name(self.vx, v.arg_number)}`"
+            return f"`{T.arg_name(self.vx, v.arg_number)}`"
         owner = v.owner
         if owner.name == "vx.element":
             return f"an element of {self.describe(owner.operands[0])}"
@@ -392,8 +429,10 @@ class FunctionLowering:
                     memref.StoreOp(self.i32(0), self.counters, [self.idx(r.counter)])
                 vx_block = f.regions[0].blocks[0]
                 for i, a in enumerate(vx_block.arguments):
-                    self.env[a] = Ref(self.in_args[i], None, ir.MemRefType(a.type), _arg_name(f, i))
-                self.block(vx_block)
+                    self.env[a] = Ref(
+                        self.in_args[i], None, ir.MemRefType(a.type), T.arg_name(f, i)
+                    )
+                self.lower_block(vx_block)
         return Kernel(
             self.name,
             self.inputs,
@@ -441,14 +480,8 @@ class FunctionLowering:
         except AttributeError:
             return ir.Location.unknown(self.ctx)
 
-    def block(self, block: ir.Block) -> None:
-        for op in block.operations:
-            op = op.operation
-            fn = RULES.get(op.name)
-            if fn is None:
-                raise fail(op, f"`{op.name}` has no Mosaic lowering")
-            with self.location(op):
-                fn(self, op)
+    def op_scope(self, op: ir.Operation):
+        return self.location(op)
 
     # -- helpers used by the rules --------------------------------------------------------
     def view(self, ref: Ref) -> ir.Value:
@@ -488,7 +521,7 @@ class FunctionLowering:
         tpu.vector_store(v, ref.base, [at, *(self.idx(0) for _ in tile)])
 
     def ring_of(self, op: ir.Operation) -> Ring:
-        ring = attr_int(op, "ring")
+        ring = ring_layout(op).ring
         return self.rings[self.private[op] if ring < 0 else ring]
 
     def next_slot(self, r: Ring) -> ir.Value | None:
@@ -512,7 +545,7 @@ class FunctionLowering:
     def hbm(self, v: ir.Value, op: ir.Operation) -> Ref:
         ref = self.env[v]
         if not isinstance(ref, Ref):
-            raise fail(op, f"operand of `{op.name}` is not a tensor")
+            raise fail("E7005", op, f"operand of `{op.name}` is not a tensor")
         return ref
 
     def dst(self, op: ir.Operation) -> tuple[Ref, Ring | None, ir.Value | None]:
@@ -535,7 +568,9 @@ class FunctionLowering:
             ]
         if isinstance(v, ir.Value):
             return [v]
-        raise fail(op, "a tensor carried by a loop has no Mosaic form; carry a token instead")
+        raise fail(
+            "E7006", op, "a tensor carried by a loop has no Mosaic form; carry a token instead"
+        )
 
     def unflatten(self, proto: object, vals: list[ir.Value]) -> tuple[object, int]:
         if isinstance(proto, Token):
@@ -552,13 +587,14 @@ class FunctionLowering:
 
     def same_shape(self, a: object, b: object, op: ir.Operation) -> None:
         if isinstance(a, Token) != isinstance(b, Token):
-            raise fail(op, "loop-carried value changes kind")
+            raise fail("E7006", op, "loop-carried value changes kind")
         if isinstance(a, Token) and (
             a.ring is not b.ring
             or a.src.base != b.src.base
             or (a.src.index is None) != (b.src.index is None)
         ):
             raise fail(
+                "E7006",
                 op,
                 "a token carried by a loop must come from transfers of one source Vec into "
                 "one scratch ring on every iteration",
@@ -616,7 +652,9 @@ def _transfer_async(lo: FunctionLowering, op: ir.Operation) -> None:
     src = lo.hbm(op.operands[0], op)
     dst, ring, slot = lo.dst(op)
     if ring is None:
-        raise fail(op, "an async transfer into HBM has no Mosaic form here; use `transfer`")
+        raise fail(
+            "E7005", op, "an async transfer into HBM has no Mosaic form here; use `transfer`"
+        )
     tpu.EnqueueDMAOp(lo.view(src), lo.view(dst), target_semaphore=lo.sem(ring, slot))
     lo.env[op.results[0]] = Token(src, dst, ring, slot, op)
 
@@ -636,13 +674,26 @@ def _matmul_acc(lo: FunctionLowering, op: ir.Operation) -> None:
         if ir.MemRefType(ref.base.type).memory_space is None or "vmem" not in str(
             ir.MemRefType(ref.base.type).memory_space
         ):
-            raise fail(op, f"matmul_acc operand `{what}` must be in VMEM (transfer it first)")
+            raise fail(
+                "E7007", op, f"matmul_acc operand `{what}` must be in VMEM (transfer it first)"
+            )
     elem = str(_placed(op.operands[1].type).element_type)
     if elem not in ("f32", "bf16", "f16"):
-        raise fail(op, f"matmul_acc on {elem} operands: the MXU path takes f32, bf16 or f16")
+        raise fail(
+            "E7007", op, f"matmul_acc on {elem} operands: the MXU path takes f32, bf16 or f16"
+        )
     av, bv, cv = lo.load(a), lo.load(b), lo.load(acc)
+    # Mosaic's default for f32 operands is one MXU pass, which rounds them to bf16; the
+    # fp32 contract precision computes what the cpu does, to f32 rounding (docs/TPU.md).
+    exact = elem == "f32" and lo.precision == "f32"
     r = tpu.MatmulOp(
-        cv.type, av, bv, cv, False, dimension_numbers=ir.Attribute.parse(DOT_DIMS)
+        cv.type,
+        av,
+        bv,
+        cv,
+        False,
+        precision=ir.Attribute.parse("#tpu.contract_precision<fp32>") if exact else None,
+        dimension_numbers=ir.Attribute.parse(DOT_DIMS),
     ).result
     lo.store(acc, r)
 
@@ -662,16 +713,8 @@ def _for(lo: FunctionLowering, op: ir.Operation) -> None:
         lo.env[arg] = val
         pos += n
     with ir.InsertionPoint(loop.body):
-        ops = list(body.operations)
-        for inner_op in ops[:-1]:
-            inner_op = inner_op.operation
-            fn = RULES.get(inner_op.name)
-            if fn is None:
-                raise fail(inner_op, f"`{inner_op.name}` has no Mosaic lowering")
-            with lo.location(inner_op):
-                fn(lo, inner_op)
-        y = ops[-1].operation
-        yielded = [lo.env[v] for v in y.operands]
+        yielded = [lo.env[v] for v in lo.lower_block(body)]
+        y = list(body.operations)[-1].operation
         for a, b in zip(inits, yielded, strict=True):
             lo.same_shape(a, b, y)
         scf.YieldOp([x for v in yielded for x in lo.flatten(v, y)])
@@ -704,12 +747,13 @@ def _require(lo: FunctionLowering, op: ir.Operation) -> None:
     variables (`jax.export` checks it when the artifact is called: a launch with more
     instances than tiles is refused there); one the export cannot state is left to the
     caller. Both are recorded in the manifest."""
-    clause = attr_str(op, "clause")
+    clause = RequireOp(op).clause
     constraint = _constraint(lo, op.operands[0])
     if constraint is True:
         return  # holds for every call of this build
     if constraint is False:
         raise fail(
+            "E7009",
             op,
             f"the launch precondition `{clause}` is false for this build "
             f"(--tpu-instances {lo.instances})",
@@ -778,25 +822,6 @@ def _return(lo: FunctionLowering, op: ir.Operation) -> None:
     func.ReturnOp([])
 
 
-@rule("func.call")
-def _call(lo: FunctionLowering, op: ir.Operation) -> None:
-    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-    raise fail(
-        op,
-        f"call to `{callee}`: a TPU artifact is one Mosaic kernel, and a call has no Mosaic "
-        "equivalent (an `extern fn` is host code the kernel cannot reach; inline helper "
-        "functions into the kernel)",
-    )
-
-
-@rule("memref.memory_space_cast")
-def _cast(lo: FunctionLowering, op: ir.Operation) -> None:
-    raise fail(
-        op,
-        "a tensor is reinterpreted in another memory space (`memref.memory_space_cast`), which Mosaic cannot express",
-    )
-
-
 @rule("arith.constant")
 def _constant(lo: FunctionLowering, op: ir.Operation) -> None:
     t = lo.scalar(op.results[0].type, op)
@@ -804,7 +829,7 @@ def _constant(lo: FunctionLowering, op: ir.Operation) -> None:
     if isinstance(t, ir.IntegerType):
         v = ir.IntegerAttr(attr).value
         if t.width == 32 and not -(2**31) <= v < 2**31:
-            raise fail(op, f"constant {v} does not fit the TPU's 32-bit scalar unit")
+            raise fail("E7008", op, f"constant {v} does not fit the TPU's 32-bit scalar unit")
         lo.env[op.results[0]] = arith.ConstantOp(t, v).result
     else:
         lo.env[op.results[0]] = arith.ConstantOp(t, ir.FloatAttr(attr).value).result
@@ -851,15 +876,17 @@ def _scalar_arith(lo: FunctionLowering, op: ir.Operation) -> None:
         lo.env[r] = n
 
 
-def lower_module(vx_module: ir.Module, ctx: ir.Context, instances: int = 0) -> list[Kernel]:
+def lower_module(
+    vx_module: ir.Module, ctx: ir.Context, instances: int = 0, precision: str = "f32"
+) -> list[Kernel]:
     """Every kernel (defined, public function) of the vx module, lowered to Mosaic for a
-    launch of `instances` (0: a plain call)."""
+    launch of `instances` (0: a plain call), f32 matmuls at `precision`."""
     if instances < 0:
-        raise fail(None, f"--tpu-instances must be >= 0 (0 = a plain call), got {instances}")
+        raise Unsupported(f"--tpu-instances must be >= 0 (0 = a plain call), got {instances}")
     kernels = []
     funcs = [op.operation for op in vx_module.body.operations if op.operation.name == "func.func"]
     for f in funcs:
         if len(f.regions[0].blocks) == 0:
             continue  # an extern declaration; its calls are reported where they are
-        kernels.append(FunctionLowering(f, ctx, instances).run())
+        kernels.append(FunctionLowering(f, ctx, instances, precision).run())
     return kernels

@@ -26,7 +26,9 @@ ELEMENTS = {"f32": "f32", "bf16": "bf16", "f16": "f16", "i32": "i32", "i8": "i8"
 def mosaic_element(t: ir.Type) -> str:
     name = str(t)
     if name not in ELEMENTS:
-        raise fail(None, f"element type {name} has no TPU form (supported: {sorted(ELEMENTS)})")
+        raise fail(
+            "E7004", None, f"element type {name} has no TPU form (supported: {sorted(ELEMENTS)})"
+        )
     return ELEMENTS[name]
 
 
@@ -70,6 +72,7 @@ def check_footprint(
     dims = "x".join(str(d) for d in shape)
     rows = sublanes(elem)
     raise fail(
+        "E7008",
         op,
         f"{what} ({dims}x{elem}) occupies {_mib(padded)} of VMEM once Mosaic pads it to "
         f"({rows}, {LANES}) tiles (unpadded {_mib(raw)}); the kernel's VMEM scratch then "

@@ -47,7 +47,7 @@ module attributes {tpu.dynamic_dimension_mapping_indices_2147483647 = [{dimensio
       %41 = vector.shape_cast %40 : vector<1x128x128xf32> to vector<128x128xf32>
       %42 = vector.load %arg4[%c0, %c0] : memref<128x128xf32, #tpu.memory_space<vmem>>, vector<128x128xf32>
       %43 = vector.load %arg5[%c0, %c0] : memref<128x128xf32, #tpu.memory_space<vmem>>, vector<128x128xf32>
-      %44 = tpu.matmul %41, %42, %43 {dimension_numbers = #tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>, transpose_lhs_hint = false} : vector<128x128xf32>, vector<128x128xf32>, vector<128x128xf32> -> vector<128x128xf32>
+      %44 = tpu.matmul %41, %42, %43 {dimension_numbers = #tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>, precision = #tpu.contract_precision<fp32>, transpose_lhs_hint = false} : vector<128x128xf32>, vector<128x128xf32>, vector<128x128xf32> -> vector<128x128xf32>
       tpu.vector_store %arg5[%c0, %c0], %44 {strides = array<i32>} : memref<128x128xf32, #tpu.memory_space<vmem>>, vector<128x128xf32>, 
       scf.yield %25, %arg10 : i32, i32
     }
@@ -63,7 +63,7 @@ module attributes {tpu.dynamic_dimension_mapping_indices_2147483647 = [{dimensio
     %20 = vector.shape_cast %19 : vector<1x128x128xf32> to vector<128x128xf32>
     %21 = vector.load %arg4[%c0, %c0] : memref<128x128xf32, #tpu.memory_space<vmem>>, vector<128x128xf32>
     %22 = vector.load %arg5[%c0, %c0] : memref<128x128xf32, #tpu.memory_space<vmem>>, vector<128x128xf32>
-    %23 = tpu.matmul %20, %21, %22 {dimension_numbers = #tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>, transpose_lhs_hint = false} : vector<128x128xf32>, vector<128x128xf32>, vector<128x128xf32> -> vector<128x128xf32>
+    %23 = tpu.matmul %20, %21, %22 {dimension_numbers = #tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>, precision = #tpu.contract_precision<fp32>, transpose_lhs_hint = false} : vector<128x128xf32>, vector<128x128xf32>, vector<128x128xf32> -> vector<128x128xf32>
     tpu.vector_store %arg5[%c0, %c0], %23 {strides = array<i32>} : memref<128x128xf32, #tpu.memory_space<vmem>>, vector<128x128xf32>, 
     tpu.enqueue_dma source(%arg5 : memref<128x128xf32, #tpu.memory_space<vmem>>) target(%arg3 : memref<128x128xf32, #tpu.memory_space<any>>) target_semaphore(%1 : memref<!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>)
     tpu.wait_dma2 semaphore(%1 : memref<!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>) src(%arg5 : memref<128x128xf32, #tpu.memory_space<vmem>>) dst(%arg3 : memref<128x128xf32, #tpu.memory_space<any>>)

@@ -18,11 +18,11 @@
 - Scratchpads: every tile placed into an explicitly managed space with a capacity or
   a granule (`managed` defaults to `explicit`, LANGUAGE.md §2; a hop destination, or a
   `Tensor<E>([..])` in such a home space) gets a ring, slot count and offset
-  from real lifetimes; see checks/scratchpad.py for the rotation rule, layout
+  from real lifetimes; see plan/scratchpad.py for the rotation rule, layout
   and the working-set check (E6010).
 
 The result, `FnPlacement`, is this function's part of the target plan
-(checks/plan.py): keyed by the HIR node id (`nid`) of each Transfer / TensorNew / Call
+(plan/__init__.py): keyed by the HIR node id (`nid`) of each Transfer / TensorNew / Call
 node (each instance has its own HIR nodes), it holds the route, the allocations
 and the attributes of every vx op the node lowers to (`NodePlacement.ops`). The
 seam checker, the HIR -> vx lowering and hence the backends read it; nothing
@@ -34,7 +34,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vxc.checks.machine import CPU_DRAM, Hop, Machine, Memory
-from vxc.checks.scratchpad import Alloc, Allocator, Ring, Tile, human_size
 from vxc.diagnostics import DiagnosticSink
 from vxc.diagnostics.suggest import did_you_mean
 from vxc.hir import nodes as H
@@ -42,6 +41,7 @@ from vxc.hir import types as T
 from vxc.hir.liveness import build_cfg, children, makes_buffer
 from vxc.hir.program import Function
 from vxc.hir.visit import StmtVisitor
+from vxc.plan.scratchpad import Alloc, Allocator, Ring, Tile, human_size
 
 __all__ = [
     "Alloc",

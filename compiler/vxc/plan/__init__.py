@@ -1,6 +1,6 @@
 """The target plan: every per-target fact about a program, computed once.
 
-`plan_target` runs placement (checks/placement.py) over each function instance
+`plan_target` runs placement (plan/placement.py) over each function instance
 that has a checked body: routes (over the topology the code runs on, a `spawn`'s
 included), hops, scratchpad allocations and the attributes of every vx op, keyed
 by HIR node. The seam checker asks the plan which hops a transfer crosses, the
@@ -13,15 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vxc.checks.machine import Machine
-from vxc.checks.placement import FnPlacement, NodePlacement, check_placement
 from vxc.diagnostics import DiagnosticSink
 from vxc.hir import nodes as H
 from vxc.hir.program import Function
-
-
-def has_body(fn: Function) -> bool:
-    """A function instance that is code: not an extern, typechecked, not a template."""
-    return not fn.is_extern and fn.ok and not (fn.generic_of is None and fn.decl.const_params)
+from vxc.plan.placement import FnPlacement, NodePlacement, check_placement
 
 
 @dataclass
@@ -43,6 +38,6 @@ def plan_target(
 ) -> TargetPlan:
     plan = TargetPlan(target, machine)
     for name, fn in functions.items():
-        if has_body(fn):
+        if fn.has_code:
             plan.functions[name] = check_placement(fn, machine, functions, sink)
     return plan

@@ -1,0 +1,171 @@
+"""libtpu's final schedule of each vxc TPU kernel beside its Pallas twin (no TPU needed).
+
+    .venv/bin/python benchmarks/bench_tpu_schedule.py [--topo v5e,v6e] [--tiles 8]
+
+Each kernel and twin is compiled ahead of time by the same libtpu for one chip of the
+topology, in its own process (libtpu reads `LIBTPU_INIT_ARGS` once per process), with
+`--xla_jf_dump_to=DIR --xla_jf_dump_llo_text=true`. The final LLO bundles of the kernel
+are read from the dump: a bundle's nesting (`>` marks) tells the loop it sits in, so
+- steady state = bundles in the innermost loop body (one tile, or one grid step),
+- fixed cost = the bundles one call of n tiles executes beyond n x steady state: set-up,
+  per-instance prologue and epilogue, exit work. Executed bundles are the bundles at each
+  loop depth times that loop's trip count, which each implementation's structure gives
+  (`TRIPS`: vxc's stream peels its last tile out of the loop, so its loop runs n - 1
+  times; a Pallas grid runs n steps).
+Fewer is better; both are counts of the static schedule, not cycles (a DMA wait's
+bundle may stall).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLE = re.compile(r"\s*(?:0x[0-9a-f]+|\d+)\s+\w*\s*:\s*(>*)\s*\{")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    source: str  # kernels/<name>.vx
+    instances: int
+    dtype: str
+    twins: tuple[str, ...]  # functions of pallas_twins
+    precision: str = "f32"  # vxc's --tpu-matmul-precision; the twins use the same
+
+
+# f32 matmuls are compared at both precisions, like with like: vxc's default (exact to
+# f32 rounding) against Pallas's `precision=HIGHEST`, and the one-pass form against
+# Pallas's default.
+CASES = {
+    "stream": Case("stream (f32, exact)", "kernels/stream.vx", 0, "float32",
+                   ("stream_blockspec", "stream_manual")),
+    "stream-bf16pass": Case("stream (f32, one bf16 pass)", "kernels/stream.vx", 0, "float32",
+                            ("stream_blockspec", "stream_manual"), "bf16"),
+    "stream_grid": Case("stream_grid, 2 instances (bf16)", "kernels/stream_grid.vx", 2,
+                        "bfloat16", ("stream_grid_2d",)),
+}  # fmt: skip
+
+# Trip counts of each loop depth for n tiles and p instances, per implementation.
+TRIPS = {
+    ("stream", "vxc"): lambda n, p: (n - 1,),
+    ("stream_grid", "vxc"): lambda n, p: (p, n - p),  # p instances, n/p - 1 tiles each
+    ("stream_grid", "stream_grid_2d"): lambda n, p: (n,),  # the 2-D grid is one loop
+}
+TRIPS_DEFAULT = lambda n, p: (n,)  # noqa: E731 - a Pallas grid or fori_loop over the tiles
+
+TWIN_NAMES = {
+    "stream_blockspec": "Pallas grid + BlockSpec",
+    "stream_manual": "Pallas manual DMA, two slots",
+    "stream_grid_2d": "Pallas 2-D grid",
+}
+
+
+def compile_one(case: Case, impl: str, topo: str, tiles: int) -> None:
+    """In the child process: compile `impl` ("vxc" or a twin) for one chip of `topo`."""
+    sys.path.insert(0, str(ROOT / "compiler"))
+    from vxc.backends.tpu.aot import topology
+
+    if impl == "vxc":
+        from vxc import api
+        from vxc.backends.tpu import mosaic_kernels
+        from vxc.backends.tpu.aot import compile_export
+        from vxc.backends.tpu.export import export_kernel
+        from vxc.ir.from_hir import lower_program
+
+        src = api.Source(case.source, (ROOT / case.source).read_bytes())
+        checked = api.check_target(api.analyze([src]), "tpu")
+        module = lower_program(checked.analysis.program, checked.plan)
+        (kernel,) = mosaic_kernels(module, case.instances, case.precision)
+        compile_export(export_kernel(kernel), kernel, topo, tiles)
+        return
+    import jax
+    import jax.numpy as jnp
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import pallas_twins
+
+    fn = getattr(pallas_twins, impl)
+    if case.instances:
+        fn = functools.partial(fn, instances=case.instances)
+    if case.dtype == "float32" and case.precision == "f32":
+        fn = functools.partial(fn, precision=jax.lax.Precision.HIGHEST)
+    dev = topology(topo).devices[0]
+    sh = jax.sharding.SingleDeviceSharding(dev)
+    dt = jnp.dtype(case.dtype)
+    specs = [
+        jax.ShapeDtypeStruct((tiles, 128, 128), dt, sharding=sh),
+        jax.ShapeDtypeStruct((128, 128), dt, sharding=sh),
+    ]
+    jax.jit(fn).trace(*specs).lower().compile()
+
+
+def schedule(dump: Path, trips: tuple[int, ...], tiles: int) -> dict[str, int]:
+    """Steady-state and fixed bundles of the kernel's final LLO schedule in `dump`."""
+    files = [
+        f
+        for f in dump.glob("*-final_bundles.txt")
+        if "schedule-analysis" not in f.name and "<" not in f.name and "-TLP-" not in f.name
+    ]
+    if not files:
+        raise SystemExit(f"no kernel schedule in {dump}: {sorted(p.name for p in dump.iterdir())}")
+    depth: Counter[int] = Counter()
+    for line in max(files, key=lambda f: f.stat().st_size).read_text().splitlines():
+        m = BUNDLE.match(line)
+        if m:
+            depth[len(m.group(1))] += 1
+    inner = max(depth)
+    if len(trips) != inner:
+        raise SystemExit(f"{dump}: loops nest {inner} deep, the trip table says {len(trips)}")
+    executed = depth[0] + sum(depth[d + 1] * t for d, t in enumerate(trips))
+    steady = depth[inner]
+    return {"steady": steady, "fixed": executed - tiles * steady, "executed": executed}
+
+
+def measure(case_key: str, impl: str, topo: str, tiles: int) -> dict[str, int]:
+    case = CASES[case_key]
+    loops = TRIPS.get((case.source[8:-3], impl), TRIPS_DEFAULT)(tiles, max(1, case.instances))
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TPU_SKIP_MDS_QUERY="1",
+                   LIBTPU_INIT_ARGS=f"--xla_jf_dump_to={d} --xla_jf_dump_llo_text=true")  # fmt: skip
+        cmd = [sys.executable, __file__, "--one", case_key, impl, topo, str(tiles)]
+        subprocess.run(cmd, env=env, check=True, timeout=600)
+        return schedule(Path(d), loops, tiles)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--topo", default="v5e,v6e")
+    ap.add_argument("--tiles", type=int, default=8)
+    ap.add_argument("--one", nargs=4, metavar=("CASE", "IMPL", "TOPO", "TILES"), help="child")
+    args = ap.parse_args()
+    if args.one:
+        key, impl, topo, tiles = args.one
+        compile_one(CASES[key], impl, topo, int(tiles))
+        return
+    topos = args.topo.split(",")
+    print(f"libtpu final schedule, {args.tiles} tiles of 128x128: steady-state bundles per")
+    print("tile (innermost loop body) / fixed bundles per call (executed beyond n x steady)\n")
+    print("| kernel | " + " | ".join(topos) + " |")
+    print("|---|" + "---|" * len(topos))
+    for key, case in CASES.items():
+        for impl in ("vxc", *case.twins):
+            cells = []
+            for topo in topos:
+                s = measure(key, impl, topo, args.tiles)
+                cells.append(f"{s['steady']} / {s['fixed']}")
+            label = f"vxc `{case.source[8:-3]}`" if impl == "vxc" else TWIN_NAMES[impl]
+            print(f"| {label}, {case.name} | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

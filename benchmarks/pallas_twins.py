@@ -1,0 +1,112 @@
+"""The vxc kernels written in idiomatic Pallas, for the schedule comparison
+(bench_tpu_schedule.py): the same computation on the same shapes, compiled by the same
+libtpu for the same topology.
+
+Each twin is a function of jax arrays (or ShapeDtypeStructs when traced) returning the
+kernel's result, as `pl.pallas_call` users write it: BlockSpec pipelining over a grid,
+or (the `manual` twin) two VMEM slots and explicit async copies, which is how a Pallas
+user writes the double-buffered stream by hand.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+TILE = 128
+
+
+def _dot(a, b, precision):
+    return jnp.dot(a, b, preferred_element_type=jnp.float32, precision=precision)
+
+
+def stream_blockspec(tiles, w, precision=None):
+    """acc = sum_i tiles[i] @ w: a grid over the tiles, the output block resident."""
+    n = tiles.shape[0]
+
+    def body(t_ref, w_ref, o_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += _dot(t_ref[0], w_ref[...], precision)
+
+    return pl.pallas_call(
+        body,
+        grid=(n,),
+        in_specs=[
+            pl.BlockSpec((1, TILE, TILE), lambda i: (i, 0, 0)),
+            pl.BlockSpec((TILE, TILE), lambda i: (0, 0)),
+        ],
+        out_specs=pl.BlockSpec((TILE, TILE), lambda i: (0, 0)),
+        out_shape=jax.ShapeDtypeStruct((TILE, TILE), jnp.float32),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",)),
+    )(tiles, w)
+
+
+def stream_manual(tiles, w, precision=None):
+    """The same with the tiles left in HBM and two VMEM slots filled by async copies:
+    tile i+1's copy is started before tile i's matmul."""
+    n = tiles.shape[0]
+
+    def body(t_hbm, w_ref, o_ref, buf, sem):
+        def copy(i, slot):
+            return pltpu.make_async_copy(t_hbm.at[i], buf.at[slot], sem.at[slot])
+
+        copy(0, 0).start()
+        o_ref[...] = jnp.zeros_like(o_ref)
+
+        def step(i, carry):
+            slot = i % 2
+
+            @pl.when(i + 1 < n)
+            def _():
+                copy(i + 1, 1 - slot).start()
+
+            copy(i, slot).wait()
+            o_ref[...] += _dot(buf[slot], w_ref[...], precision)
+            return carry
+
+        jax.lax.fori_loop(0, n, step, 0)
+
+    return pl.pallas_call(
+        body,
+        in_specs=[
+            pl.BlockSpec(memory_space=pl.ANY),
+            pl.BlockSpec(memory_space=pltpu.MemorySpace.VMEM),
+        ],
+        out_specs=pl.BlockSpec(memory_space=pltpu.MemorySpace.VMEM),
+        out_shape=jax.ShapeDtypeStruct((TILE, TILE), jnp.float32),
+        scratch_shapes=[
+            pltpu.MemorySpace.VMEM((2, TILE, TILE), tiles.dtype),
+            pltpu.SemaphoreType.DMA((2,)),
+        ],
+    )(tiles, w)
+
+
+def stream_grid_2d(tiles, w, instances: int, precision=None):
+    """stream_grid: `instances` partial sums, each over its contiguous share of the tiles;
+    a 2-D grid (instance: parallel, tile within the share: arbitrary)."""
+    n = tiles.shape[0]
+    per = n // instances
+
+    def body(t_ref, w_ref, o_ref):
+        @pl.when(pl.program_id(1) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[0] += _dot(t_ref[0], w_ref[...], precision)
+
+    return pl.pallas_call(
+        body,
+        grid=(instances, per),
+        in_specs=[
+            pl.BlockSpec((1, TILE, TILE), lambda p, i: (p * per + i, 0, 0)),
+            pl.BlockSpec((TILE, TILE), lambda p, i: (0, 0)),
+        ],
+        out_specs=pl.BlockSpec((1, TILE, TILE), lambda p, i: (p, 0, 0)),
+        out_shape=jax.ShapeDtypeStruct((instances, TILE, TILE), jnp.float32),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
+    )(tiles, w)

@@ -1,0 +1,148 @@
+"""The GPU check's device side, run here end to end against the fake CUDA layer
+(fakecuda.py: the real fatbins, the runtime's real parameter buffers, kernels executed by
+the PTX simulator), and what must hold on a bare device: the runtime imports without
+jaxlib, lark or z3; a launch that never finishes is a HANG line, not silence."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import fakecuda
+import pytest
+
+from vxc.backends.nvidia import runtime
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import gpu_check  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory):
+    """Every kernel built for h100 and b200 by tools/gpu_build.py, as for the device."""
+    import gpu_build
+
+    out = tmp_path_factory.mktemp("gpu")
+    gpu_build.build(out)
+    return out
+
+
+@pytest.fixture
+def fake(request):
+    drivers = []
+
+    def install(**kw):
+        d = fakecuda.FakeDriver(**kw)
+        runtime.use_driver(d)
+        drivers.append(d)
+        return d
+
+    yield install
+    runtime.use_driver(None)
+
+
+def test_the_runtime_imports_without_jaxlib_lark_or_z3():
+    # The device image has numpy, ml_dtypes and cuda-python, not this repo's environment.
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('jax', 'jaxlib', 'lark', 'z3', 'llvmlite'):\n"
+        "            raise ImportError('not on the device: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import vxc.backends.nvidia.runtime as r\n"
+        "sys.argv = ['gpu_check', '--help']\n"
+        "sys.path.insert(0, 'tools')\n"
+        "import gpu_check\n"
+        "print(r.WATCHDOG_S)\n"
+    )
+    env = {"PYTHONPATH": str(ROOT / "compiler"), "PATH": "/usr/bin:/bin"}
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=60, check=False)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "10.0"
+
+
+def test_gpu_build_writes_an_index_of_every_artifact(artifacts):
+    index = json.loads((artifacts / "index.json").read_text())
+    built = {(e["source"], e["target"]) for e in index["artifacts"] if "manifest" in e}
+    for k in ("stream", "stream_grid", "stream_triple", "stream_blocking", "stream_grid_blocking"):
+        assert {(k, "h100"), (k, "b200")} <= built
+    for e in index["artifacts"]:
+        if "manifest" in e:
+            assert (artifacts / e["manifest"]).exists()
+
+
+def test_the_device_check_runs_end_to_end_on_the_fake_layer(artifacts, fake, tmp_path):
+    d = fake(capability=(9, 0))
+    rc = gpu_check.main(["--artifacts", str(artifacts), "--out", str(tmp_path), "--small",
+                         "--only", "stream_grid", "--no-sanitizer", "--no-baselines"])  # fmt: skip
+    log = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert rc == 0 and log["status"] == 0, log
+    assert log["target"] == "h100"
+    runs = [r for r in log["runs"] if r["kernel"] == "stream_grid"]
+    assert [(r["instances"], r["tiles"]) for r in runs] == [(1, 1), (1, 2), (1, 5), (3, 21)]
+    assert all(r["ok"] for r in runs)
+    # Argument packing: the launch read the tensor maps the runtime encoded (tiles: a Vec
+    # of bf16 128x128 tiles, boxes of 64 x 128 under the 128-byte swizzle; the stacked
+    # result: one unswizzled 128x128 box per instance) and the Vec length.
+    tiles_maps = [c for c in d.tensor_map_calls if c["dtype"] == 9]
+    assert tiles_maps[-1]["dims"] == [128, 21 * 128]
+    assert tiles_maps[-1]["strides"] == [256] and tiles_maps[-1]["box"] == [64, 128]
+    assert tiles_maps[-1]["swizzle"] == 3
+    result_maps = [c for c in d.tensor_map_calls if c["dtype"] == 7]
+    assert result_maps[-1]["dims"] == [128, 3 * 128] and result_maps[-1]["box"] == [128, 128]
+    assert d.launches[-1]["grid"] == (3, 1, 1) and d.launches[-1]["params"]["tiles_len"] == 21
+
+
+def test_a_wrong_kernel_is_reported_with_its_first_bad_element(artifacts, fake, tmp_path):
+    # The second box of each tile loaded from the first box's columns (ptxsim's mutation).
+    fake(capability=(10, 0), ptx_filter=lambda ptx: ptx.replace("[%rd1, {64,", "[%rd1, {0,"))
+    rc = gpu_check.main(["--artifacts", str(artifacts), "--out", str(tmp_path), "--small",
+                         "--only", "stream_grid", "--no-sanitizer", "--no-baselines"])  # fmt: skip
+    log = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert rc == 1 and log["target"] == "b200"
+    bad = log["runs"][0]["first_bad"]
+    assert set(bad) == {"instance", "row", "col", "got", "want", "wrong"}
+    assert bad["instance"] == 0 and bad["wrong"] > 0
+
+
+def test_the_watchdog_names_a_launch_that_never_finishes(artifacts, fake):
+    fake(capability=(9, 0), hang=True)
+    art = runtime.load(artifacts / "h100" / "stream.h100.json")
+    args = gpu_check.make_inputs(art.stream.meta, 2, __import__("numpy").random.default_rng(0))
+    with pytest.raises(runtime.Hang, match=r"HANG stream instances=1 .*not finished after 0.2 s"):
+        art.stream.run(1, *args, timeout=0.2)
+
+
+def test_a_deadlocked_kernel_is_a_hang_too(artifacts, fake):
+    # Without the expect_tx arrival the TMA barrier never completes: every thread spins.
+    fake(capability=(9, 0), ptx_filter=lambda p: p.replace("mbarrier.arrive.expect_tx", "//"))
+    art = runtime.load(artifacts / "h100" / "stream.h100.json")
+    args = gpu_check.make_inputs(art.stream.meta, 1, __import__("numpy").random.default_rng(0))
+    with pytest.raises(runtime.Hang):
+        art.stream.run(1, *args, timeout=0.2)
+
+
+def test_the_device_script_hang_exit_is_a_line_and_status_3(artifacts, tmp_path):
+    # The whole script as the device runs it (a child process, unbuffered), with the fake
+    # layer hanging every launch: one HANG line on stdout, exit 3, the JSON log written.
+    code = (
+        "import sys\n"
+        f"sys.path[:0] = [{str(ROOT / 'tests/backends/nvidia')!r}, {str(ROOT / 'tools')!r}]\n"
+        "import fakecuda, gpu_check\n"
+        "from vxc.backends.nvidia import runtime\n"
+        "runtime.use_driver(fakecuda.FakeDriver(capability=(9, 0), hang=True))\n"
+        f"sys.exit(gpu_check.main(['--artifacts', {str(artifacts)!r}, '--out', {str(tmp_path)!r},"
+        " '--small', '--only', 'stream', '--timeout', '0.3']))\n"
+    )
+    env = {"PYTHONPATH": str(ROOT / "compiler"), "PYTHONUNBUFFERED": "1", "PATH": "/usr/bin:/bin"}
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=300, check=False)  # fmt: skip
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "gpu_check: HANG stream instances=1" in p.stdout
+    assert json.loads((tmp_path / "gpu_check.json").read_text())["status"] == 3

@@ -1,0 +1,246 @@
+"""The newer language forms (LANGUAGE.md 3, 4.2, 4.3): views `x[lo .. hi, ...]`,
+`&mut Tensor` outputs, stores `transfer(t, out[view])` and `transfer_async` to a view
+then `wait(st);`, shape parameters, const arguments, and tile arithmetic (`+ - * /`,
+`exp`, `sqrt`, `max`, `min`, `.sum(a)`, `.max(a)`, `cast::<E>`, `transpose`).
+
+`FormsGen` writes kernels from these forms, biased towards ones that check (a row
+tile per instance, bounds that follow from the `where` clause); the mutators change
+views and tile expressions of any program (the seeds in tests/fuzz/seeds, the
+kernels) in the ways that reach the bounds proof, the race proof and the typing.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+TILE = [8, 16, 32, 64, 128, 256]
+ELEMS = ["f32", "f32", "bf16", "f16"]
+UNARY = ["exp", "sqrt", "-", "transpose"]
+BINARY = ["+", "-", "*", "/"]
+
+
+class FormsGen:
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+
+    def tile_expr(self, tiles: list[str], scalars: list[str], depth: int = 0) -> str:
+        """A tile-valued expression over `tiles` (same shape) and `scalars`."""
+        rng = self.rng
+        r = rng.random()
+        if depth > 2 or r < 0.25:
+            return rng.choice(tiles)
+        if r < 0.5:
+            op = rng.choice(BINARY)
+            rhs = (
+                rng.choice([*scalars, "2.0", "0.5", "1e30", "0.0"])
+                if rng.random() < 0.4
+                else self.tile_expr(tiles, scalars, depth + 1)
+            )
+            return f"({self.tile_expr(tiles, scalars, depth + 1)} {op} {rhs})"
+        if r < 0.7:
+            f = rng.choice(UNARY)
+            inner = self.tile_expr(tiles, scalars, depth + 1)
+            return f"-{inner}" if f == "-" else f"{f}({inner})"
+        if r < 0.8:
+            f = rng.choice(["max", "min"])
+            other = rng.choice(["0.0", self.tile_expr(tiles, scalars, depth + 1)])
+            return f"{f}({self.tile_expr(tiles, scalars, depth + 1)}, {other})"
+        if r < 0.9:
+            red = rng.choice(["sum", "max"])
+            axis = rng.choice([1, 1, 0, 2, -1])
+            base = self.tile_expr(tiles, scalars, depth + 1)
+            return (
+                f"({base} - {base}.{red}({axis}))"
+                if rng.random() < 0.6
+                else f"{base}.{red}({axis})"
+            )
+        return f"cast::<{rng.choice(['f32', 'bf16', 'f16', 'i32'])}>({self.tile_expr(tiles, scalars, depth + 1)})"
+
+    def view(self, name: str, row: str, rows: int, cols: int, col: str = "0") -> str:
+        rng = self.rng
+        hi_r = f"{row} + {rows}"
+        hi_c = f"{col} + {cols}"
+        k = rng.random()
+        if k < 0.1:  # off by one: E6041 territory
+            hi_r = f"{row} + {rows + 1}"
+        elif k < 0.15:  # an extent that is not a constant: E0106
+            hi_r = f"{row} + m"
+        elif k < 0.2:
+            return f"{name}[{row} .. {hi_r}]"  # too few ranges
+        elif k < 0.25:
+            return f"{name}[{hi_r} .. {row}, {col} .. {hi_c}]"  # hi < lo
+        return f"{name}[{row} .. {hi_r}, {col} .. {hi_c}]"
+
+    def kernel(self, name: str) -> str:
+        rng = self.rng
+        t = rng.choice(TILE)
+        cols = rng.choice([t, 128, 64])
+        elem = rng.choice(ELEMS)
+        out_elem = rng.choice(["f32", "f32", elem])
+        shape_param = rng.random() < 0.8
+        rows = "m" if shape_param else str(t * rng.choice([1, 2, 4]))
+        params = [
+            *(["m: i64"] if shape_param else []),
+            "alpha: f32",
+            f"x: &Tensor<{elem}, [{rows}, {cols}]>",
+            f"y: &mut Tensor<{out_elem}, [{rows}, {cols}]>",
+        ]
+        where = []
+        if shape_param:
+            where += [f"m % {t} == 0"] if rng.random() < 0.9 else []
+            where += [f"instances() == m / {t}"] if rng.random() < 0.85 else ["instances() == 1"]
+        else:
+            where += [
+                rng.choice([f"instances() == {rows} / {t}", "instances() == 1", "instances() <= 4"])
+            ]
+        row = rng.choice([f"instance() * {t}", f"instance() * {t}", "0", "instance()"])
+        space = rng.choice(["VMEM", "VMEM", "VMEM", "ACC", "SMEM", "HBM"])
+        body = [f"  let r = {row};"]
+        if rng.random() < 0.5:
+            body.append(f"  let t = transfer({self.view('x', 'r', t, cols)}, Memory::{space});")
+        else:
+            body += [
+                f"  let tk = transfer_async({self.view('x', 'r', t, cols)}, Memory::{space});",
+                "  let t = wait(tk);",
+            ]
+        tiles = ["t"]
+        for i in range(rng.randint(0, 3)):
+            body.append(f"  let u{i} = {self.tile_expr(tiles, ['alpha'])};")
+            tiles.append(f"u{i}")
+        if rng.random() < 0.3:
+            body += [
+                f"  let mut acc = transfer(Tensor<f32>([{t}, {cols}]), Memory::ACC);",
+                "  for j in 0 .. 2 {",
+                f"    acc = acc * alpha + {rng.choice(tiles)};",
+                "  }",
+            ]
+            tiles.append("acc")
+        res = self.tile_expr(tiles, ["alpha"])
+        if out_elem != "f32" or rng.random() < 0.2:
+            res = f"cast::<{out_elem}>({res})"
+        body.append(f"  let res = {res};")
+        dest = self.view("y", "r", t, cols)
+        if rng.random() < 0.5:
+            body.append(f"  transfer(res, {dest});")
+        else:
+            body.append(f"  let st = transfer_async(res, {dest});")
+            if rng.random() < 0.3:
+                body.append("  let again = res * 2.0;")  # reads the source in flight: allowed
+            if rng.random() < 0.9:
+                body.append("  wait(st);")  # else E6011
+        clause = (" where " + ", ".join(where)) if where else ""
+        head = f"fn {name}({', '.join(params)}) -> void on Topology::TensorCore{clause}"
+        return head + " {\n" + "\n".join(body) + "\n}\n"
+
+    def const_kernel(self, name: str) -> str:
+        """A const-generic tile size and the call that substitutes it."""
+        rng = self.rng
+        t = rng.choice(TILE)
+        n = rng.choice([t, t, t * 2, 0, -1])
+        return (
+            f"fn {name}_t<const T: i64>(x: &Tensor<f32, [T, 128]>, o: &mut Tensor<f32, [T, 128]>)"
+            f" -> void on Topology::TensorCore where instances() == 1 {{\n"
+            f"  let v = transfer(x[0 .. T, 0 .. 128], Memory::VMEM);\n"
+            f"  transfer({self.tile_expr(['v'], [])}, o[0 .. T, 0 .. 128]);\n"
+            f"}}\n"
+            f"fn {name}(x: &Tensor<f32, [{t}, 128]>, o: &mut Tensor<f32, [{t}, 128]>) -> void"
+            f" on Topology::TensorCore where instances() == 1 {{\n"
+            f"  {name}_t::<{n}>(x, o);\n"
+            f"}}\n"
+        )
+
+    def program(self) -> bytes:
+        parts = [
+            self.const_kernel(f"c{i}") if self.rng.random() < 0.2 else self.kernel(f"v{i}")
+            for i in range(self.rng.randint(1, 2))
+        ]
+        return "\n".join(parts).encode()
+
+
+# ---- mutators of views and tile expressions ------------------------------------------
+
+RANGE = re.compile(rb"(\[|,\s*)([^\[\],;]+?)\s*\.\.\s*([^\[\],;]+?)(?=\s*[\],])")
+TILE_WORDS = [
+    [b"exp", b"sqrt", b"transpose"],
+    [b"max", b"min"],
+    [b"sum", b"max"],
+    [b"bf16", b"f16", b"f32", b"i32"],
+]
+OFFSETS = [b" + 1", b" - 1", b" + 128", b" * 2", b" + m", b" - 128", b""]
+
+
+def view_bounds(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    """One range of a view changed: off by one, swapped, an extent that is not a
+    constant, a negative start, or the range dropped or duplicated."""
+    hits = list(RANGE.finditer(data))
+    if not hits:
+        return data
+    m = rng.choice(hits)
+    lo, hi = m.group(2), m.group(3)
+    op = rng.randrange(5)
+    if op == 0:
+        new = lo + b" .. " + hi + rng.choice(OFFSETS)
+    elif op == 1:
+        new = hi + b" .. " + lo
+    elif op == 2:
+        new = lo + rng.choice(OFFSETS) + b" .. " + hi
+    elif op == 3:
+        new = b"-1 .. " + hi
+    else:
+        new = lo + b" .. " + hi + b", " + lo + b" .. " + hi
+    return data[: m.start(2)] + new + data[m.end(3) :]
+
+
+def tile_word(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    """A tile function, reduction or cast element for another of its kind, or a
+    reduction axis for another axis."""
+    if rng.random() < 0.3:
+        axes = list(re.finditer(rb"\.(sum|max)\((\d+)\)", data))
+        if axes:
+            m = rng.choice(axes)
+            return (
+                data[: m.start(2)] + rng.choice([b"0", b"1", b"2", b"-1", b"99"]) + data[m.end(2) :]
+            )
+    group = rng.choice(TILE_WORDS)
+    hits = [m for m in re.finditer(rb"[A-Za-z_][A-Za-z0-9_]*", data) if m.group() in group]
+    if not hits:
+        return data
+    m = rng.choice(hits)
+    return data[: m.start()] + rng.choice(group) + data[m.end() :]
+
+
+def store_form(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    """A store made async without its wait, a wait dropped or doubled, a view
+    destination made a memory space, or an output borrow made shared."""
+    op = rng.randrange(4)
+    if op == 0:
+        m = re.search(rb"\n(\s*)transfer\(([^;]*\]\));", data)
+        if m:
+            return (
+                data[: m.start()]
+                + b"\n"
+                + m.group(1)
+                + b"let st = transfer_async("
+                + m.group(2)
+                + b";"
+                + data[m.end() :]
+            )
+    if op == 1:
+        m = re.search(rb"\n\s*wait\(\w+\);", data)
+        if m:
+            keep = m.group() * rng.choice([0, 2])
+            return data[: m.start()] + keep + data[m.end() :]
+    if op == 2:
+        m = re.search(rb"&mut Tensor", data)
+        if m:
+            return data[: m.start()] + b"&Tensor" + data[m.end() :]
+    hits = list(re.finditer(rb"\b\w+\[[^\]]*\.\.[^\]]*\]", data))
+    if not hits:
+        return data
+    m = rng.choice(hits)
+    return (
+        data[: m.start()]
+        + rng.choice([b"Memory::VMEM", b"Memory::HBM", b"y", b"c[0]"])
+        + data[m.end() :]
+    )

@@ -1,0 +1,261 @@
+"""The GPU check, run on the device machine over artifacts built here.
+
+    # here:   .venv/bin/python tools/gpu_build.py                 (-> build/gpu/)
+    # there:  PYTHONUNBUFFERED=1 PYTHONPATH=compiler python3 tools/gpu_check.py \\
+    #             --artifacts build/gpu --out "$OUT"
+
+It needs only the device image's Python, numpy, ml_dtypes and cuda-python: the runtime
+(`vxc.backends.nvidia.runtime`) imports no jaxlib, lark or z3 (a test checks it). For each
+artifact of the GPU's architecture it runs, in order:
+- a correctness ladder before the full size: 1x1, 1x2, 1x5 (the mbarrier parity wraps),
+  3x7 (instances x tiles per instance), then the full size; outputs NaN-poisoned on the
+  device; inputs small integers, so tf32/bf16 products and f32 sums are exact and a
+  result must equal numpy's; the first wrong instance/row/col is reported;
+- every launch under a watchdog: `cuStreamQuery` polled for at most --timeout seconds
+  (default 10), then `HANG <kernel> <shapes>` and exit 3 (the context cannot recover);
+- medians of repeated timed launches at the full size (CUDA events), in TB/s of tiles read;
+- same-GPU baselines in the same process where the image has them: a torch device copy of
+  the same bytes and the Triton three-stage stream kernel (benchmarks/nvidia/triton_stream.py);
+- compute-sanitizer memcheck and synccheck on a small launch (a child run of this script).
+A JSON log goes to --out/gpu_check.json. Exit status: 0 all match, 1 a mismatch or fault,
+2 no usable GPU, 3 a hang. The whole run is sized for under 5 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "compiler"))
+
+from vxc.backends.nvidia import runtime  # noqa: E402
+
+LADDER = ((1, 1), (1, 2), (1, 5), (3, 7))  # (instances, tiles per instance)
+FULL = (132, 256)  # one CTA per SM of an H100/H200, 256 tiles each
+ARCH_OF_CAPABILITY = {(9, 0): "h100", (10, 0): "b200"}
+
+# How each kernel's result follows from its inputs: every instance sums all the tiles
+# ("sum"), or its contiguous share of them ("share"); result = sum @ w.
+REFERENCES = {
+    "stream": "sum",
+    "stream_blocking": "sum",
+    "stream_triple": "sum",
+    "stream_grid": "share",
+    "stream_grid_blocking": "share",
+}
+
+
+def say(msg: str) -> None:
+    print(f"gpu_check: {msg}", flush=True)
+
+
+def _dtype(name: str):
+    if name == "bf16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return {"f32": np.float32, "f16": np.float16}[name]
+
+
+def make_inputs(meta: dict, tiles: int, rng) -> list[np.ndarray]:
+    """Arguments for manifest kernel `meta`: a Vec of `tiles` tiles for each Vec argument,
+    the declared shape for each tensor argument; small integers (exact in tf32/bf16)."""
+    out = []
+    for arg in meta["args"]:
+        p = next(p for p in meta["params"] if p.get("arg") == arg and p["kind"] != "u64")
+        shape = (tiles, *p["tile"]) if p.get("vec") else tuple(p.get("shape") or p["tile"])
+        out.append(rng.integers(-3, 4, shape).astype(_dtype(p["dtype"])))
+    return out
+
+
+def reference(kind: str, instances: int, tiles: np.ndarray, w: np.ndarray) -> np.ndarray:
+    t, w = tiles.astype(np.float64), w.astype(np.float64)
+    if kind == "sum":
+        return np.stack([t.sum(0) @ w] * instances)
+    per = len(t) // instances
+    return np.stack([t[k * per : (k + 1) * per].sum(0) @ w for k in range(instances)])
+
+
+def first_bad(out: np.ndarray, ref: np.ndarray) -> dict | None:
+    bad = np.argwhere(~np.isclose(out, ref, rtol=0, atol=0, equal_nan=False))
+    if not len(bad):
+        return None
+    i, r, c = (int(x) for x in bad[0])
+    return {"instance": i, "row": r, "col": c, "got": float(out[i, r, c]),
+            "want": float(ref[i, r, c]), "wrong": int(len(bad))}  # fmt: skip
+
+
+def check_kernel(kernel, kind: str, shapes, rng, timeout: float, log: list) -> bool:
+    """The ladder for one kernel; False at the first mismatch or fault."""
+    name = kernel.meta["name"]
+    for instances, per in shapes:
+        n = per if kind == "sum" else instances * per
+        args = make_inputs(kernel.meta, n, rng)
+        entry = {"kernel": name, "instances": instances, "tiles": n}
+        t0 = time.perf_counter()
+        try:
+            (out,) = kernel.run(instances, *args, poison=True, timeout=timeout)
+        except runtime.Hang:
+            raise
+        except runtime.CudaError as e:
+            entry.update(ok=False, error=str(e))
+            log.append(entry)
+            say(f"{name} {instances}x{per}: FAULT {e}")
+            return False
+        bad = first_bad(out, reference(kind, instances, *args))
+        entry.update(ok=bad is None, seconds=round(time.perf_counter() - t0, 4), first_bad=bad)
+        log.append(entry)
+        say(f"{name} {instances}x{per}: {'OK' if bad is None else f'MISMATCH {bad}'}")
+        if bad is not None:
+            return False
+    return True
+
+
+def timed(kernel, rng, repeat: int) -> dict:
+    instances, per = FULL
+    n = instances * per
+    args = make_inputs(kernel.meta, n, rng)
+    ts = kernel.times(instances, *args, repeat=repeat)
+    med = statistics.median(ts)
+    read = args[0].nbytes
+    flops = 2.0 * 128**3 * n
+    return {"kernel": kernel.meta["name"], "instances": instances, "tiles": n,
+            "median_s": med, "min_s": min(ts), "repeat": repeat,
+            "tb_s": read / med / 1e12, "tflop_s": flops / med / 1e12}  # fmt: skip
+
+
+def baselines(nbytes: int, repeat: int) -> dict:
+    """Same-GPU references in this process, where the image has torch / triton."""
+    out: dict = {}
+    try:
+        import torch
+    except ImportError as e:
+        return {"skipped": f"no torch ({e})"}
+    x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    ts = []
+    for _ in range(repeat + 1):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        y.copy_(x)
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) / 1e3)
+    med = statistics.median(ts[1:])
+    out["torch_copy"] = {"bytes": nbytes, "median_s": med, "tb_s_read": nbytes / med / 1e12}
+    try:
+        sys.path.insert(0, str(ROOT / "benchmarks" / "nvidia"))
+        import triton_stream
+
+        out["triton_stream_3_stage"] = triton_stream.measure(*FULL, repeat=repeat)
+    except ImportError as e:
+        out["triton_stream_3_stage"] = {"skipped": f"no triton ({e})"}
+    return out
+
+
+def sanitizer(artifacts: Path, timeout: float) -> dict:
+    """compute-sanitizer memcheck and synccheck on one small launch of `stream`."""
+    exe = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    if not Path(exe).exists():
+        return {"skipped": "no compute-sanitizer on this machine"}
+    res = {}
+    for tool in ("memcheck", "synccheck"):
+        cmd = [exe, "--tool", tool, "--error-exitcode", "9", sys.executable, __file__,
+               "--artifacts", str(artifacts), "--only", "stream", "--small", "--no-sanitizer",
+               "--no-baselines", "--timeout", str(timeout)]  # fmt: skip
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+            res[tool] = {"rc": p.returncode, "tail": (p.stdout + p.stderr)[-1500:]}
+        except subprocess.TimeoutExpired:
+            res[tool] = {"rc": None, "tail": "timed out after 120 s"}
+        say(f"compute-sanitizer {tool}: rc {res[tool]['rc']}")
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--artifacts", default=str(ROOT / "build" / "gpu"))
+    ap.add_argument("--out", default=os.environ.get("OUT", "gpu_check_out"))
+    ap.add_argument("--only", action="append", help="run only these kernels")
+    ap.add_argument("--small", action="store_true", help="the ladder only: no full size")
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--timeout", type=float, default=runtime.WATCHDOG_S)
+    ap.add_argument("--no-sanitizer", action="store_true")
+    ap.add_argument("--no-baselines", action="store_true")
+    args = ap.parse_args(argv)
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log: dict = {"machine": platform.node(), "runs": [], "timings": [], "started": time.time()}
+
+    def finish(status: int) -> int:
+        log["status"] = status
+        log["seconds"] = round(time.time() - log["started"], 1)
+        (out_dir / "gpu_check.json").write_text(json.dumps(log, indent=1, default=str) + "\n")
+        return status
+
+    ok, why = runtime.gpu_status()
+    log["gpu"] = why
+    if not ok:
+        say(f"{why}; nothing to run")
+        return finish(2)
+    cap = runtime.device_capability()
+    target = ARCH_OF_CAPABILITY.get(cap)
+    log["capability"], log["target"] = list(cap), target
+    if target is None:
+        say(f"compute capability {cap[0]}.{cap[1]} has no vx target")
+        return finish(2)
+    artifacts = Path(args.artifacts)
+    index = json.loads((artifacts / "index.json").read_text())
+    shapes = LADDER if args.small else (*LADDER, FULL)
+    rng = np.random.default_rng(0)
+    status = 0
+    for entry in index["artifacts"]:
+        if entry["target"] != target or "manifest" not in entry:
+            continue
+        art = runtime.load(artifacts / entry["manifest"])
+        for name, kernel in art.kernels.items():
+            if args.only and name not in args.only:
+                continue
+            kind = REFERENCES.get(name)
+            if kind is None:
+                say(f"{name}: no numpy reference in REFERENCES; not run")
+                log["runs"].append({"kernel": name, "skipped": "no reference"})
+                continue
+            try:
+                good = check_kernel(kernel, kind, shapes, rng, args.timeout, log["runs"])
+                # Timed: the kernels whose instances read disjoint tiles (a "sum" kernel's
+                # instances all read the same tiles, from L2 after the first).
+                if good and not args.small and kind == "share":
+                    t = timed(kernel, rng, args.repeat)
+                    log["timings"].append(t)
+                    say(f"{name} {FULL[0]}x{FULL[1]}: {t['median_s'] * 1e3:.3f} ms median, "
+                        f"{t['tb_s']:.2f} TB/s, {t['tflop_s']:.1f} TFLOP/s")  # fmt: skip
+            except runtime.Hang as e:
+                say(str(e))
+                log["hang"] = str(e)
+                finish(3)
+                os._exit(3)  # the kernel still spins: no clean-up can return
+            status |= 0 if good else 1
+    if not args.no_baselines and not args.small:
+        nbytes = FULL[0] * FULL[1] * 128 * 128 * 2
+        log["baselines"] = baselines(nbytes, args.repeat)
+        say(f"baselines: {json.dumps(log['baselines'], default=str)[:400]}")
+    if not args.no_sanitizer:
+        log["sanitizer"] = sanitizer(artifacts, args.timeout)
+    say(f"{'all results match numpy' if not status else 'MISMATCH'}; log {out_dir}/gpu_check.json")
+    return finish(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
