@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from vxc.manifest import ABI_SUFFIX, DIGEST_CHARS, abi_digest
 from vxc.status import MEANING
 
 _NUMPY = {
@@ -65,6 +66,11 @@ _CTYPES = {
 
 class ArgumentError(ValueError):
     """Arguments do not match the kernel's parameters in the manifest."""
+
+
+class ArtifactError(ArgumentError):
+    """The manifest is malformed, names a library elsewhere than beside it, or describes a
+    kernel differently from the digest its library was built with (vxc/manifest.py)."""
 
 
 class KernelError(RuntimeError):
@@ -269,22 +275,71 @@ class Kernel:
         return self._finish(status, outs, stacked=True)
 
 
+def _check_abi(lib: ctypes.CDLL, spec: dict, status: dict, manifest: Path, library: Path) -> None:
+    """The library's record of the kernel (`K__vx_abi`, written at build time) must be the
+    digest of what the manifest says about it: else the runtime would size buffers and
+    check arguments by an edited description (vxc/manifest.py)."""
+    name = spec["name"]
+    try:
+        record = (ctypes.c_char * (DIGEST_CHARS + 1)).in_dll(lib, spec["symbol"] + ABI_SUFFIX)
+    except ValueError:
+        raise ArtifactError(
+            f"{manifest} does not match {library}: the library has no record of kernel "
+            f"'{name}' (symbol `{spec['symbol']}{ABI_SUFFIX}`): a manifest of another build, "
+            "or a library built by an older vxc"
+        ) from None
+    if record.value.decode("ascii", "replace") != abi_digest(spec, status):
+        raise ArtifactError(
+            f"{manifest} does not match {library}: kernel '{name}' is described differently "
+            "from what the library was built with (an edited manifest, or a library of "
+            "another build); rebuild the artifact"
+        )
+
+
 class Artifact:
     """A loaded CPU artifact: `artifact.kernels[name]` or `artifact.<name>(...)`.
     `externs` are shared libraries defining the `extern fn`s the artifact calls."""
 
     def __init__(self, manifest_path: Path, externs: Sequence[str | Path] = ()):
-        self.manifest: dict = json.loads(manifest_path.read_text())
-        if self.manifest.get("format") != "vx-cpu-artifact" or self.manifest.get("target") != "cpu":
+        try:
+            self.manifest: dict = json.loads(manifest_path.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ArtifactError(f"{manifest_path} is not a manifest: {e}") from e
+        if not isinstance(self.manifest, dict) or (
+            self.manifest.get("format") != "vx-cpu-artifact" or self.manifest.get("target") != "cpu"
+        ):
             raise ArgumentError(f"{manifest_path} is not a vx cpu artifact manifest")
-        lib_name = self.manifest["files"].get("shared_library")
+        files = self.manifest.get("files")
+        lib_name = files.get("shared_library") if isinstance(files, dict) else None
         if lib_name is None:
             raise ArgumentError(f"{manifest_path}: artifact was built without a shared library")
+        if (
+            not isinstance(lib_name, str)
+            or Path(lib_name).name != lib_name
+            or lib_name in ("", ".", "..")
+        ):
+            raise ArtifactError(
+                f"{manifest_path}: the shared library must be a file beside the manifest, "
+                f"not {lib_name!r}"
+            )
         self.library_path = manifest_path.parent / lib_name
-        self.externs = _load_externs(manifest_path, self.manifest.get("externs", []), externs)
+        needed = self.manifest.get("externs", [])
+        if not isinstance(needed, list) or not all(isinstance(n, str) for n in needed):
+            raise ArtifactError(f"{manifest_path}: `externs` must be a list of symbol names")
+        self.externs = _load_externs(manifest_path, needed, externs)
         self._lib = ctypes.CDLL(str(self.library_path.resolve()))
-        status = self.manifest["status"]
-        self.kernels = {k["name"]: Kernel(self._lib, k, status) for k in self.manifest["kernels"]}
+        status = self.manifest.get("status")
+        specs = self.manifest.get("kernels")
+        try:
+            for spec in specs:
+                _check_abi(self._lib, spec, status, manifest_path, self.library_path)
+            self.kernels = {k["name"]: Kernel(self._lib, k, status) for k in specs}
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            if isinstance(e, ArtifactError):
+                raise
+            raise ArtifactError(
+                f"{manifest_path}: malformed manifest ({type(e).__name__}: {e})"
+            ) from e
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("kernels", {})

@@ -22,7 +22,9 @@ STATUSES: tuple[Status, ...] = (
     Status("VX_ERR_INDEX", 1, "a Vec index was out of range (is the Vec empty?)"),
     Status("VX_ERR_ALLOC", 2, "the scratch arena could not be allocated"),
     Status("VX_ERR_CAPACITY", 3, "a dynamically shaped tensor does not fit its scratchpad slot"),
-    Status("VX_ERR_SHAPE", 4, "matmul_acc operand shapes disagree at run time"),
+    Status(
+        "VX_ERR_SHAPE", 4, "matmul_acc operand shapes disagree at run time, or a length is negative"
+    ),
     Status("VX_ERR_LAUNCH", 5, "the instance count must be >= 1 and the thread count >= 0"),
     Status("VX_ERR_NULL", 6, "an output pointer was null, or an input with elements was null"),
     Status("VX_ERR_WHERE", 7, "the launch breaks the kernel's `where` clause"),

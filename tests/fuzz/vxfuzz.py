@@ -65,9 +65,9 @@ STAGES = ("parsed", "analysed", "checked_clean", "built")
 FILE = "fuzz.vx"
 MACHINE_FILE = "machine.vx"
 SEEDS = Path(__file__).resolve().parent / "seeds"
-# The modules of the front half (parse, HIR, checks): the codes they emit are the
+# The modules of the front half (parse, HIR, plan, checks): the codes they emit are the
 # checks' own; a build that reports one of them disagrees with its clean check.
-FRONT_HALF = ("frontend", "hir", "checks", "api.py")
+FRONT_HALF = ("frontend", "hir", "checks", "plan", "api.py")
 
 
 def _codes_in(paths: list[Path]) -> set[str]:

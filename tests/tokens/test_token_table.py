@@ -881,7 +881,7 @@ fn three(t: &Tensor<f32, [16, 16]>, n: i64) -> void on Topology::Mover {
         f"""\
 fn g(n: i64) -> void {ON} where n <= 512 {{
 }}
-fn f(m: i64) -> void {ON} where m <= 100 {{
+fn f(m: i64) -> void {ON} where 0 <= m, m <= 100 {{
   g(256);
   g(512);
   g(m);
@@ -889,6 +889,19 @@ fn f(m: i64) -> void {ON} where m <= 100 {{
   if m <= 10 {{
     g(m * 50);
   }}
+}}
+""",
+    ),
+    Case(
+        "products wrap: a caller's upper bound alone does not bound them",
+        f"""\
+fn g(n: i64) -> void {ON} where n <= 512 {{
+}}
+fn f(m: i64) -> void {ON} where m <= 100 {{
+  g(m);
+  g(m * 5); //~ E6005
+  g(m + 1);
+  g(m - 1); //~ E6005
 }}
 """,
     ),

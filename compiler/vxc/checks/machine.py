@@ -116,7 +116,7 @@ class Machine:
 
 def build_machine(decls: list[A.Node], sink: DiagnosticSink) -> Machine:
     """Later declarations replace earlier ones of the same name (program over --machine
-    over the target model). Reports E0205, E6002, E6007 and W1027."""
+    over the target model). Reports E0205, E6002, E6007, E6013 and W1027."""
     m = Machine()
     m.memories[CPU_DRAM] = Memory(CPU_DRAM, A.NO_SPAN, managed="cached", scope="device")
     order: dict[str, int] = {}  # space -> position of the declaration that stands
@@ -192,8 +192,25 @@ def _memory(m: Machine, d: A.MemoryDecl, sink: DiagnosticSink) -> None:
             )
         else:
             setattr(mem, f.name, f.value)
+    _granule_fits(mem, d, sink)
     m.aliases.pop(d.name, None)
     m.memories[d.name] = mem
+
+
+def _granule_fits(mem: Memory, d: A.MemoryDecl, sink: DiagnosticSink) -> None:
+    """E6013 at the facet: a granule above the capacity leaves room for no tile at all, and
+    every slot rounded up to it would lie past the space (the IR verifier's ring check)."""
+    if not (mem.capacity and mem.granule > mem.capacity):
+        return
+    facet = next(f for f in reversed(d.facets) if f.name == "granule")
+    sink.emit(
+        "E6013",
+        f"`{d.name}`'s granule ({mem.granule} B) is larger than its capacity "
+        f"({mem.capacity} B): no tile fits",
+        facet.span,
+        help=f"use a granule of at most {mem.capacity} B, the allocation unit of `{d.name}`",
+    )
+    mem.granule = 0  # reported: the space's tiles are still checked against its capacity
 
 
 def _topology(m: Machine, d: A.TopologyDecl, sink: DiagnosticSink) -> None:

@@ -2,10 +2,10 @@
 
 The seam checker (checks/seams.py) proves three kinds of facts with z3: reads of a
 buffer that crossed a relaxed hop of the target plan or of a token before its `wait`
-(E6004), buffers with a value contract `assert(buf == v)` (E6004), and the `where`
-bounds of a callee (E6005). A function with none of these forms has nothing to prove,
-so `vxc.api` runs the seam checker (and imports z3) only for functions where this
-returns True. It errs on the side of True: the checker then proves nothing or reports.
+(E6004), buffers with a value contract `assert(buf == v)` (E6004), the `where`
+bounds of a callee (E6005), and that a function's own `where` clauses can hold
+(E0403). A function with none of these forms has nothing to prove, so `vxc.api` runs
+the seam checker (and imports z3) only for functions where this returns True. It errs on the side of True: the checker then proves nothing or reports.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ def _is_token(t: T.Type | None) -> bool:
 
 
 def needs_proof(fn: Function, placement: FnPlacement, functions: dict[str, Function]) -> bool:
+    if fn.decl.where:
+        return True  # its clauses must be satisfiable (E0403)
     if any(h.relaxed for node in placement.nodes.values() for h in node.hops):
         return True  # a buffer crossed a relaxed seam
     for s in H.walk_stmts(fn.decl.body):

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import z3
 
 from vxc.checks.machine import Machine
-from vxc.checks.solver import CONST, TAG_BITS, TOP, VAL_BITS, Solver, format_model
-from vxc.diagnostics import DiagnosticSink
+from vxc.checks.solver import CONST, TAG_BITS, TOP, VAL_BITS, Solver, Undecided, format_model
+from vxc.diagnostics import DiagnosticSink, Span
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
@@ -25,6 +25,7 @@ from vxc.hir.visit import StmtVisitor
 from vxc.plan.placement import FnPlacement
 
 STALE = "a consumer may read stale data"
+UNDECIDED = object()  # `SeamChecker._model`'s answer to a query z3 could not decide
 
 # The launch grid (LANGUAGE.md section 4.1): one pair of constants for every function of
 # a compilation, because a helper runs in the instance of the kernel that called it.
@@ -80,13 +81,66 @@ class SeamChecker(StmtVisitor):
         self.assume.extend(launch_facts())
         for p in self.fn.params:
             self._bind_param(p.vid, p.name, p.ty)
-        for w in self.fn.decl.where:
-            self.assume.append(self._bool(w))
+        clauses = [self._bool(w) for w in self.fn.decl.where]
+        self.assume.extend(clauses)
+        if clauses and not self.fn.generic_of:
+            # (an instance's clauses have its const arguments substituted: a false one is
+            # its caller's E6005, at the call that chose them)
+            self._satisfiable_where(clauses)
         self._block(self.fn.decl.body, z3.BoolVal(True))
+
+    def _satisfiable_where(self, clauses: list[z3.BoolRef]) -> None:
+        """E0403: `where` clauses no launch satisfies. Under them every obligation of the
+        body would hold vacuously (a token read in flight would pass), and no launch could
+        ever run the function: the clauses themselves are the error."""
+        what = f"whether `{self.fn.decl.name}`'s `where` clauses can hold"
+        if self._model(self.assume, self.fn.decl.where[0].span, what) is not None:
+            return
+        # The facts without the clauses (launch, parameter ranges, lengths >= 0), to name a
+        # clause that is false on its own.
+        facts = [a for a in self.assume if not any(a is c for c in clauses)]
+        alone = [
+            w
+            for w, c in zip(self.fn.decl.where, clauses, strict=True)
+            if self._model([*facts, c], w.span) is None
+        ]
+        at = alone[0] if alone else self.fn.decl.where[0]
+        shown = ", ".join(f"`{_show(w)}`" for w in self.fn.decl.where)
+        self.sink.emit(
+            "E0403",
+            f"`{self.fn.decl.name}`'s `where` clauses can never hold: no launch or call "
+            "could run it",
+            at.span,
+            notes=[
+                f"z3 finds no values satisfying {shown} with `0 <= instance() < "
+                "instances()` and `instances() >= 1`"
+            ],
+            help="remove the clause, or write the precondition the function needs",
+        )
+
+    def _model(
+        self, constraints: list[z3.BoolRef], span: Span, what: str = "this obligation"
+    ) -> z3.ModelRef | object | None:
+        """A model of the constraints, or None when they are unsatisfiable. An undecided
+        query is E6015 here (an error, so the program never builds on it) and UNDECIDED:
+        neither a model nor a proof."""
+        try:
+            return self.solver.counterexample(constraints)
+        except Undecided as u:
+            self.sink.emit(
+                "E6015",
+                f"z3 could not decide {what} ({u.reason})",
+                span,
+                notes=["an undecided proof is an error, never a pass"],
+                help="simplify the integer arithmetic the obligation depends on",
+            )
+            return UNDECIDED
 
     def _bind_param(self, vid: int, name: str, ty: T.Type) -> None:
         if T.is_int(ty):
             self.ints[vid] = z3.Int(name)
+            lo, hi = T.int_range(ty.name)
+            self.assume.append(z3.And(lo <= self.ints[vid], self.ints[vid] <= hi))
         elif ty == T.BOOL:
             self.bools[vid] = z3.Bool(name)
         else:
@@ -320,10 +374,12 @@ class SeamChecker(StmtVisitor):
             violated = tag == TOP
         else:
             violated = z3.Not(z3.And(tag == CONST, val == contract % (1 << VAL_BITS)))
-        model = self.solver.counterexample(
-            [*self.assume, pc, tag == state.tag, val == state.val, violated]
+        model = self._model(
+            [*self.assume, pc, tag == state.tag, val == state.val, violated], e.span
         )
-        if model is None:
+        if model is None and state.seam == "token":
+            self._token_read(e, name, key)
+        if model is None or model is UNDECIDED:
             return
         self.reported.add(key)
         note = f"z3 counterexample: {format_model(model, [tag, val])}"
@@ -377,6 +433,23 @@ class SeamChecker(StmtVisitor):
             )
         return f"in words: `{name}` must hold {contract} here, but on this path it {held}"
 
+    def _token_read(self, e: H.Expr, name: str, key: tuple) -> None:
+        """E0404: a token read as its tensor on a path the solver proves infeasible. No
+        stale state exists there (no E6004), but a token is never a tensor: the read
+        would reach the backends as one, whatever the path condition says."""
+        self.reported.add(key)
+        self.sink.emit(
+            "E0404",
+            f"'{name}' is a transfer token where its tensor is expected",
+            e.span,
+            notes=[
+                "z3 finds no path that reaches this read with the transfer in flight "
+                "(E6004): the path condition here is infeasible; a token is still not a "
+                "tensor"
+            ],
+            help=f"read `wait({name})` instead, or remove the unreachable read",
+        )
+
     def _bounds(self, call: H.Call, callee: Function, pc: z3.BoolRef) -> None:
         """Each `where` bound of the callee must follow from the caller's facts (E6005)."""
         if not callee.decl.where or not self.emit:
@@ -390,8 +463,8 @@ class SeamChecker(StmtVisitor):
                 sub.ints[p.vid] = self._int(a)
         template = self.functions.get(callee.generic_of) if callee.generic_of else None
         for k, w in enumerate(callee.decl.where):
-            model = self.solver.counterexample([*self.assume, pc, z3.Not(sub._bool(w))])
-            if model is None:
+            model = self._model([*self.assume, pc, z3.Not(sub._bool(w))], call.span)
+            if model is None or model is UNDECIDED:
                 continue
             params = [p for p in callee.params if _mentions(w, p.vid)]
             if not params and template is not None and k < len(template.decl.where):
@@ -467,10 +540,11 @@ class SeamChecker(StmtVisitor):
             case H.Name() if e.vid in self.ints:
                 return self.ints[e.vid]
             case H.Unary(op="-"):
-                return -self._int(e.operand)
+                return _wrap(-self._int(e.operand), e.ty)
             case H.Binary(op="+" | "-" | "*"):
                 lhs, rhs = self._int(e.lhs), self._int(e.rhs)
-                return lhs + rhs if e.op == "+" else lhs - rhs if e.op == "-" else lhs * rhs
+                exact = lhs + rhs if e.op == "+" else lhs - rhs if e.op == "-" else lhs * rhs
+                return _wrap(exact, e.ty)
             case H.Binary(op="/" | "%") if isinstance(e.rhs, H.IntLit) and e.rhs.value > 0:
                 # Division by a positive constant stays linear; Vx's `/` truncates, which
                 # z3's floor division matches for a non-negative dividend only.
@@ -521,6 +595,16 @@ class SeamChecker(StmtVisitor):
 
 
 # ---- helpers ------------------------------------------------------------------------------
+def _wrap(exact: z3.ArithRef, ty: T.Type | None) -> z3.ArithRef:
+    """The value of `exact` in `ty`: Vx integer arithmetic wraps (two's complement, modulo
+    2^bits, on every target: docs/DESIGN.md), so the model wraps too, or a proof about
+    `x + 1` would assume the mathematical integer that the machine does not compute."""
+    if ty is None or not T.is_int(ty):
+        return exact
+    lo, hi = T.int_range(ty.name)
+    return lo + (exact - lo) % (hi - lo + 1)
+
+
 def _strip(e: H.Expr) -> H.Expr:
     while isinstance(e, H.Borrow):
         e = e.operand

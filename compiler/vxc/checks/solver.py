@@ -26,8 +26,25 @@ class SolverStats:
     per_obligation: list[float] = field(default_factory=list)
 
 
+# Every query is bounded by z3's resource limit (per query; deterministic, unlike a
+# timeout, so the same program gets the same diagnostics on any machine and load): one z3
+# cannot decide within it is `unknown`, which the caller reports (E6015) rather than
+# reading as a proof. The checker's linear queries use a tiny fraction of it; nonlinear
+# integer arithmetic (`where x * x * x + ...`) is where it stops a query (~0.2 s).
+RLIMIT = 2_000_000
+
+
+class Undecided(Exception):
+    """z3 answered `unknown`: the obligation is neither proved nor refuted."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 class Solver:
-    def __init__(self) -> None:
+    def __init__(self, rlimit: int = RLIMIT) -> None:
+        self.rlimit = rlimit
         self._z3: z3.Solver | None = None
         self.stats = SolverStats()
         self._fresh = 0
@@ -38,6 +55,7 @@ class Solver:
             import z3
 
             self._z3 = z3.Solver()
+            self._z3.set("rlimit", self.rlimit)
         return self._z3
 
     def fresh_name(self, base: str) -> str:
@@ -45,7 +63,8 @@ class Solver:
         return f"{base}!{self._fresh}"
 
     def counterexample(self, constraints: list[z3.BoolRef]) -> z3.ModelRef | None:
-        """Model of `constraints` if satisfiable (the obligation fails), else None."""
+        """Model of `constraints` if satisfiable (the obligation fails), None if they are
+        unsatisfiable (it holds); `Undecided` when z3 answers `unknown` (it is neither)."""
         import z3
 
         start = time.perf_counter()
@@ -53,6 +72,9 @@ class Solver:
         try:
             self.z3.add(*constraints)
             result = self.z3.check()
+            if result == z3.unknown:
+                why = self.z3.reason_unknown()
+                raise Undecided("resource limit reached" if why == "canceled" else why)
             model = self.z3.model() if result == z3.sat else None
         finally:
             self.z3.pop()

@@ -162,6 +162,33 @@ _TABLE = [
         "not stack and its caller cannot `wait` it (nor issue one to pass in): `wait` the token "
         "inside the kernel and return the tensor. A `void` kernel is fine.",
     ),
+    Code(
+        "E0402",
+        "error",
+        "tensor dimension below 1",
+        "A tensor dimension is 0 or negative (written, or a const argument substituted): a "
+        "tile of no "
+        "elements carries no data and no target can place it (TPU vector types and TMA boxes "
+        "need positive sizes), so every target rejects it at check time. A `Vec` may be empty "
+        "at run time; its elements may not.",
+    ),
+    Code(
+        "E0403",
+        "error",
+        "`where` clauses that can never hold",
+        "A function's `where` clauses, together with the launch facts `0 <= instance() < "
+        "instances()` and `instances() >= 1`, are unsatisfiable (z3): no launch or call could "
+        "ever run it, and every obligation proved under them would hold vacuously. Remove or "
+        "correct the clause.",
+    ),
+    Code(
+        "E0404",
+        "error",
+        "token where its tensor is expected",
+        "A transfer token is used where its tensor is expected on a path the solver proves "
+        "infeasible (so no E6004 counterexample exists). A token is never a tensor, whatever "
+        "the path condition: `wait` it and use the waited tensor.",
+    ),
     # -- placement (LANGUAGE.md section 7) ---------------------------------------
     Code(
         "E6001",
@@ -248,6 +275,28 @@ _TABLE = [
         "between HBM and VMEM must be a legal box: each dimension at most 256 elements, and "
         "a row (the innermost dimension) a multiple of 16 bytes. The message names the value "
         "and the limit; split or pad the tile.",
+    ),
+    Code(
+        "E6013",
+        "error",
+        "granule larger than capacity",
+        "A `Memory` declares a `granule` (its allocation unit) larger than its `capacity`: not "
+        "even one tile fits. The error is at the `granule` facet.",
+    ),
+    Code(
+        "E6014",
+        "error",
+        "layout past the IR's 64-bit offsets",
+        "A space without a capacity lays out its granule-rounded rings past 2^63-1 bytes, the "
+        "most the IR's i64 offset and size attributes hold. Give the space a capacity or a "
+        "smaller granule.",
+    ),
+    Code(
+        "E6015",
+        "error",
+        "solver undecided",
+        "z3 returned `unknown` for an obligation. Proofs are sound: an undecided query is an "
+        "error, never a pass. Simplify the arithmetic the obligation depends on.",
     ),
     # -- backend refusals: a valid program the target cannot be built for -------
     Code(

@@ -251,14 +251,25 @@ class TypeChecker(StmtVisitor):
         return ty if ty is not None else T.I64
 
     def _tensor(self, t: T.TensorT, span: Span) -> T.TensorT:
-        """A tensor type as written: at least one dimension, and (when its dimensions
-        are literals) a size an address space can hold; either is reported once here."""
+        """A tensor type as written: at least one dimension, none of them below 1 (E0402), and
+        (when its dimensions are literals) a size an address space can hold; each is
+        reported once here."""
         if not t.dims:
             self.sink.emit(
                 "E0201",
                 "a tensor has at least one dimension",
                 span,
                 help="write `Tensor<f32>([1])`, or use a scalar (`f32`) for one value",
+            )
+        elif (bad := next((d for d in t.dims if isinstance(d, int) and d <= 0), None)) is not None:
+            # Every target agrees by refusing it here: Mosaic's vector types and the TMA's
+            # boxes need positive sizes, and a tile of no elements carries nothing to move.
+            self.sink.emit(
+                "E0402",
+                f"`{t.show().split(' @ ')[0]}` has a dimension of {bad}: every dimension of a "
+                "tensor is at least 1",
+                span,
+                help="an empty collection is a `Vec` of length 0; a tensor's dimensions are >= 1",
             )
         elif t.elem in T.SCALARS and (t.static_bytes or 0) > MAX_BYTES:
             self.sink.emit(

@@ -37,6 +37,35 @@ from vxc.plan.placement import FnPlacement
 from vxc.rules import registrar
 
 
+def _total_division(op: type, x: ir.Value, d: ir.Value, rem: bool, unsigned: bool) -> ir.Value:
+    """Vx integer division is total and wraps (docs/DESIGN.md, integer arithmetic):
+    `x / 0 == 0`, `x % 0 == x`, `x / -1 == 0 - x` (so `MIN / -1 == MIN`), `x % -1 == 0`.
+    The target divides by a divisor that is never 0 nor -1, so no target meets its
+    undefined case (LLVM poison, x86's SIGFPE, Mosaic's UB, PTX's unspecified result) and
+    all agree. Only compares, selects and small constants: every backend has them."""
+    owner = d.owner
+    if isinstance(owner, ir.OpView) and owner.operation.name == "arith.constant":
+        if ir.IntegerAttr(owner.attributes["value"]).value not in (0, -1):
+            return op(x, d).result  # a literal divisor other than 0 and -1 needs no guard
+    t = x.type
+
+    def const(v: int) -> ir.Value:
+        return arith.ConstantOp(t, v).result
+
+    def equals(v: int) -> ir.Value:
+        return arith.CmpIOp(arith.CmpIPredicate.eq, d, const(v)).result
+
+    by_zero, safe = equals(0), d
+    if not unsigned:
+        by_minus_one = equals(-1)
+        safe = arith.SelectOp(by_minus_one, const(1), safe).result
+    result = op(x, arith.SelectOp(by_zero, const(1), safe).result).result
+    if not unsigned:
+        negated = const(0) if rem else arith.SubIOp(const(0), x).result
+        result = arith.SelectOp(by_minus_one, negated, result).result
+    return arith.SelectOp(by_zero, x if rem else const(0), result).result
+
+
 class LoweringError(Refusal):
     """A checked program that uses a form the IR does not express yet (E7010, said plainly,
     at the span of the node)."""
@@ -310,6 +339,8 @@ class Lowering:
                     "%": arith.RemUIOp if unsigned else arith.RemSIOp,
                 }
             )
+            if not fl and e.op in ("/", "%"):
+                return _total_division(ops[e.op], lhs, rhs, e.op == "%", unsigned)
             return ops[e.op](lhs, rhs).result
         if isinstance(T.deref(e.lhs.ty), T.TensorT | T.TokenT):
             raise LoweringError("a tensor comparison is a compile-time contract, not a value")

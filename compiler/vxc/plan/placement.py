@@ -40,6 +40,7 @@ from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.liveness import build_cfg, children, makes_buffer
 from vxc.hir.program import Function
+from vxc.hir.typecheck import MAX_BYTES
 from vxc.hir.visit import StmtVisitor
 from vxc.plan.scratchpad import Alloc, Allocator, Ring, Tile, human_size
 
@@ -434,7 +435,32 @@ class _Placer(StmtVisitor):
             return None  # a cache, or a space of no bounded size: nothing to allocate
         granule = max(mem.granule, 1)
         slot = None if size.bytes is None else -(-size.bytes // granule) * granule
+        if slot is not None and slot != size.bytes and slot > (mem.capacity or MAX_BYTES):
+            self._rounded_too_big(e, size, slot, mem)
         return Tile(e.nid, hop, space, slot, final, e.span, label)
+
+    def _rounded_too_big(self, e: H.Expr, size: _Size, slot: int, mem: Memory) -> None:
+        """The tile fits, its granule-rounded slot does not (the slot is what the space
+        gives it): E6009 against a capacity, E6014 past the IR's i64 sizes without one."""
+        rounded = (
+            f"{size.bytes} B, rounded up to `{mem.name}`'s granule of {mem.granule} B, "
+            f"takes a slot of {slot} B ({human_size(slot)})"
+        )
+        if mem.capacity:
+            self.sink.emit(
+                "E6009",
+                f"this tile of {rounded}, larger than `{mem.name}` (capacity {mem.capacity} B, "
+                f"{human_size(mem.capacity)})",
+                e.span,
+                help="use a granule that divides the tile, or a smaller tile",
+            )
+        else:
+            self.sink.emit(
+                "E6014",
+                f"this tile of {rounded}, past the {MAX_BYTES} B an IR size can hold",
+                e.span,
+                help=f"give `{mem.name}` a capacity or a smaller granule",
+            )
 
     # ---- visibility --------------------------------------------------------------------
     def _call(self, e: H.Call, topo: str | None) -> None:

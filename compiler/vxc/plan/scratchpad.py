@@ -45,6 +45,7 @@ from vxc.diagnostics import DiagnosticSink, Span
 from vxc.hir import types as T
 from vxc.hir.liveness import Cfg
 from vxc.hir.program import Function
+from vxc.hir.typecheck import MAX_BYTES
 
 INFINITE = -1  # an unbounded number of allocations during one lifetime
 
@@ -293,9 +294,17 @@ class Allocator:
         static_end = max((r.offset + r.bytes for r in placed), default=0)
         self._share_rest(rings, static_end, mem, granule)
         out.footprint[space] = max((r.offset + r.bytes for r in rings), default=0)
-        over = next((r for r in placed if mem.capacity and r.offset + r.bytes > mem.capacity), None)
-        if over is not None and out.working_set[space] <= mem.capacity:
-            self._layout_overflow(over, mem)
+        # A space without a capacity bounds nothing, but the IR's offsets are i64 (E6014).
+        limit = mem.capacity or MAX_BYTES
+        over = next((r for r in placed if r.offset + r.bytes > limit), None)
+        if over is not None and not mem.capacity:
+            why = f"past the {MAX_BYTES} B the IR's i64 offsets hold"
+            help_ = f"give `{mem.name}` a capacity or a smaller granule"
+            self._layout_overflow(over, mem, "E6014", why, help_)
+        elif over is not None and out.working_set[space] <= mem.capacity:
+            why = f"`{mem.name}` holds {_size(mem.capacity)}"
+            help_ = "finish with tiles sooner so fewer are live at once"
+            self._layout_overflow(over, mem, "E6010", why, help_)
 
     def _share_rest(self, rings: list[Ring], base: int, mem: Memory, granule: int) -> None:
         dynamic = [r for r in rings if r.dynamic]
@@ -307,18 +316,17 @@ class Allocator:
             ring.offset, ring.slot_bytes = base, share
             base += ring.bytes
 
-    def _layout_overflow(self, ring: Ring, mem: Memory) -> None:
-        t = ring.tiles[0]
+    def _layout_overflow(self, ring: Ring, mem: Memory, code: str, why: str, help_: str) -> None:
         self.sink.emit(
-            "E6010",
+            code,
             f"the tiles of `{mem.name}` need {_size(ring.offset + ring.bytes)} laid out in "
-            f"rings; `{mem.name}` holds {_size(mem.capacity)}",
-            t.span,
+            f"rings; {why}",
+            ring.tiles[0].span,
             notes=[
                 f"ring {ring.id} rotates {ring.slots} slots of {_size(ring.slot_bytes)} "
                 f"at offset {ring.offset}"
             ],
-            help="finish with tiles sooner so fewer are live at once",
+            help=help_,
         )
 
     def _working_set(self, space: str) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 
 from vxc.backends import Backend
-from vxc.backends.cpu.artifact import header, manifest
+from vxc.backends.cpu.artifact import embed_abi, header, manifest
 from vxc.backends.cpu.codegen import (
     CPU_CHOICES,
     HostTarget,
@@ -69,7 +69,9 @@ def lower_to_llvm(
     lowering = ModuleLowering(
         module, target.triple, data_layout(target), blocking_for(target.features)
     )
-    return str(lowering.run()), lowering
+    llvm = lowering.run()
+    embed_abi(llvm, list(lowering.sigs.values()))
+    return str(llvm), lowering
 
 
 def target_ir(module: ir.Module, target: HostTarget | None = None) -> str:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+from llvmlite import ir as ll
+
 from vxc.backends.cpu.abi import Signature
 from vxc.backends.cpu.codegen import HostTarget
 from vxc.backends.cpu.errors import STATUS
+from vxc.manifest import ABI_SUFFIX, abi_digest
 
 LAUNCH_DOC = [
     "/* Launch (LANGUAGE.md section 4.1). Each kernel K has two entry points:",
@@ -22,8 +25,10 @@ LAUNCH_DOC = [
     " *     created for the call and joined before it returns (no global state).",
     " *   Status: VX_OK, or the status of the lowest-numbered failing instance;",
     " *   VX_ERR_LAUNCH if vx_instances < 1 or vx_threads < 0, VX_ERR_NULL for a",
-    " *   null output or a null non-empty input, both before any instance runs;",
-    " *   VX_ERR_WHERE if the launch breaks the kernel's `where` clause.",
+    " *   null output or a null non-empty input, VX_ERR_SHAPE for a negative length,",
+    " *   VX_ERR_WHERE if the launch breaks the kernel's `where` clause: all before",
+    " *   any instance runs (the clause is evaluated once, or per instance when it",
+    " *   reads instance()).",
     " * The object calls pthread_create/pthread_join, sched_getaffinity, getenv",
     " * and strtol (glibc >= 2.34 has them all in libc; older: link -lpthread).",
     " */",
@@ -83,6 +88,35 @@ def _describe(p) -> str:
     return f"{p.dtype}[{dims}] @ {p.space}"
 
 
+def kernel_entry(s: Signature) -> dict:
+    """One kernel's entry in the manifest: everything `vxc.runtime` calls it by."""
+    return {
+        "name": s.name,
+        "symbol": s.name,
+        "topology": s.topology,
+        "c_prototype": s.c_prototype(),
+        "launch_symbol": s.launch_name,
+        "requires": list(s.requires),
+        "c_launch_prototype": s.c_launch_prototype(),
+        "params": [p.to_json() for p in s.params],
+        "results": [r.to_json() for r in s.results],
+    }
+
+
+def embed_abi(mod: ll.Module, sigs: list[Signature]) -> None:
+    """Export `K__vx_abi` for each kernel: the digest of its manifest entry (vxc/manifest.py),
+    which the runtime compares with the manifest it is given."""
+    for s in sigs:
+        if s.extern or s.internal:
+            continue
+        text = bytearray(abi_digest(kernel_entry(s), STATUS).encode() + b"\0")
+        var = ll.GlobalVariable(
+            mod, ll.ArrayType(ll.IntType(8), len(text)), name=s.name + ABI_SUFFIX
+        )
+        var.initializer = ll.Constant(ll.ArrayType(ll.IntType(8), len(text)), text)
+        var.global_constant = True
+
+
 def manifest(name: str, sigs: list[Signature], target: HostTarget, files: dict[str, str]) -> str:
     doc = {
         "format": "vx-cpu-artifact",
@@ -94,21 +128,7 @@ def manifest(name: str, sigs: list[Signature], target: HostTarget, files: dict[s
         "features": target.features,
         "files": files,
         "status": STATUS,
-        "kernels": [
-            {
-                "name": s.name,
-                "symbol": s.name,
-                "topology": s.topology,
-                "c_prototype": s.c_prototype(),
-                "launch_symbol": s.launch_name,
-                "requires": list(s.requires),
-                "c_launch_prototype": s.c_launch_prototype(),
-                "params": [p.to_json() for p in s.params],
-                "results": [r.to_json() for r in s.results],
-            }
-            for s in sigs
-            if not s.extern and not s.internal
-        ],
+        "kernels": [kernel_entry(s) for s in sigs if not s.extern and not s.internal],
         "externs": [s.name for s in sigs if s.extern],
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"

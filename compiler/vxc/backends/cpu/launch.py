@@ -22,10 +22,15 @@ object is safe to call from several threads at once). Instances are handed
 out in order from an atomic counter. The status is VX_OK, or the status of
 the lowest-numbered instance that failed (so it does not depend on the
 schedule); VX_ERR_LAUNCH for N < 1 or threads < 0, VX_ERR_NULL for a null
-output pointer or a null input of non-zero size, before any instance runs.
+output pointer or a null input of non-zero size, VX_ERR_SHAPE for a negative
+length, and VX_ERR_WHERE for a launch that breaks the kernel's `where` clauses
+(evaluated by `K__vx_where`: once, or per instance when a clause reads
+instance()), all before any instance runs.
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from llvmlite import ir as ll
 
@@ -62,16 +67,34 @@ def result_bytes(r: abi.Param) -> int:
     return size
 
 
+def _tensor_args(
+    fn: ll.Function, sig: abi.Signature, first: int
+) -> tuple[list[tuple[ll.Value, list[ll.Value]]], list[ll.Value]]:
+    """The C arguments from `first` on: each tensor's (pointer, dynamic dims), the outputs."""
+    args = iter(fn.args[first:])
+    tensors = []
+    for p in sig.params:
+        ptr = next(args)
+        if p.kind == "tensor":
+            tensors.append((ptr, [next(args) for _ in p.dynamic_dims]))
+    return tensors, list(args)
+
+
+def _check_lengths(b: ll.IRBuilder, fn: ll.Function, sig: abi.Signature, first: int, fail) -> None:
+    """VX_ERR_SHAPE for a negative length or dimension: the body's checks compare indices
+    unsigned against it (`i >= len`), which a negative length would pass."""
+    bad = ll.Constant(ll.IntType(1), 0)
+    for _, dims in _tensor_args(fn, sig, first)[0]:
+        for d in dims:
+            bad = b.or_(bad, b.icmp_signed("<", d, _c(0)))
+    fail(bad, "VX_ERR_SHAPE")
+
+
 def _check_pointers(b: ll.IRBuilder, fn: ll.Function, sig: abi.Signature, first: int, fail) -> None:
     """VX_ERR_NULL for a null output, or a null input tensor that holds elements."""
-    args = iter(fn.args[first:])
     bad = ll.Constant(ll.IntType(1), 0)
-    for p in sig.params:
-        if p.kind != "tensor":
-            next(args)
-            continue
-        ptr = next(args)
-        dims = [next(args) for _ in p.dynamic_dims]
+    tensors, outs = _tensor_args(fn, sig, first)
+    for ptr, dims in tensors:
         is_null = b.icmp_unsigned("==", ptr, ll.Constant(PTR, None))
         if dims:  # an empty Vec may be passed as NULL
             nonempty = ll.Constant(ll.IntType(1), 1)
@@ -79,7 +102,7 @@ def _check_pointers(b: ll.IRBuilder, fn: ll.Function, sig: abi.Signature, first:
                 nonempty = b.and_(nonempty, b.icmp_signed("!=", d, _c(0)))
             is_null = b.and_(is_null, nonempty)
         bad = b.or_(bad, is_null)
-    for out in args:
+    for out in outs:
         bad = b.or_(bad, b.icmp_unsigned("==", out, ll.Constant(PTR, None)))
     fail(bad, "VX_ERR_NULL")
 
@@ -91,11 +114,14 @@ class _Guards:
         self.b = b
 
     def __call__(self, bad: ll.Value, code: str) -> None:
+        self.status(bad, _status(code))
+
+    def status(self, bad: ll.Value, status: ll.Value) -> None:
         fail = self.b.append_basic_block("fail")
         ok = self.b.append_basic_block("ok")
         self.b.cbranch(bad, fail, ok)
         self.b.position_at_end(fail)
-        self.b.ret(_status(code))
+        self.b.ret(status)
         self.b.position_at_end(ok)
 
 
@@ -106,6 +132,7 @@ def define_single(mod: ll.Module, sig: abi.Signature, fnty: ll.FunctionType, bod
     _name_args(fn, sig, 0)
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     _check_pointers(b, fn, sig, 0, _Guards(b))
+    _check_lengths(b, fn, sig, 0, _Guards(b))
     b.ret(b.call(body, [*fn.args, _c(0), _c(1)]))
     return fn
 
@@ -172,9 +199,14 @@ def _env_threads(mod: ll.Module) -> ll.Function:
 
 
 def define_launch(
-    mod: ll.Module, sig: abi.Signature, fnty: ll.FunctionType, body: ll.Function
+    mod: ll.Module,
+    sig: abi.Signature,
+    fnty: ll.FunctionType,
+    body: ll.Function,
+    where: WhereCheck | None = None,
 ) -> ll.Function:
-    """`K_launch(instances, threads, <params>, <outputs>)` and its pool worker."""
+    """`K_launch(instances, threads, <params>, <outputs>)` and its pool worker; with the
+    kernel's `where` check, the clauses are evaluated before the pool starts."""
     flat = list(fnty.args)
     nres = len(sig.results)
     # The shared launch record: next instance, count, lowest (instance << 8 | status) that
@@ -196,6 +228,9 @@ def define_launch(
         "VX_ERR_LAUNCH",
     )
     _check_pointers(b, launch, sig, 2, guard)
+    _check_lengths(b, launch, sig, 2, guard)
+    if where is not None:
+        _check_where(b, where, launch.args[2:], n)
 
     ctx = b.alloca(ctx_ty, name="launch")
 
@@ -248,6 +283,29 @@ def define_launch(
     status = b.trunc(b.and_(bad, _c(0xFF)), I32)
     b.ret(b.select(b.icmp_unsigned("==", bad, _c(NONE_BAD)), _status("VX_OK"), status))
     return launch
+
+
+class WhereCheck(Protocol):
+    """A kernel's `where` clauses as a function of the body's arguments (lower.py)."""
+
+    fn: ll.Function
+    per_instance: bool  # the clauses read instance(): check every instance, not one
+
+
+def _check_where(b: ll.IRBuilder, where: WhereCheck, args: list, n: ll.Value) -> None:
+    """Refuse the launch with the lowest failing instance's status before any instance
+    runs. Clauses that do not read instance() are the same for every instance: once."""
+    if not where.per_instance:
+        status = b.call(where.fn, [*args, _c(0), n])
+        _Guards(b).status(b.icmp_signed("!=", status, _c(0, I32)), status)
+        return
+
+    def check(i: ll.Value, _c0: list) -> list:
+        status = b.call(where.fn, [*args, i, n])
+        _Guards(b).status(b.icmp_signed("!=", status, _c(0, I32)), status)
+        return []
+
+    counted_loop(b, _c(0), n, _c(1), check, name="where")
 
 
 def _worker(

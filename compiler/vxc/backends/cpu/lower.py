@@ -31,6 +31,10 @@ I8, I32 = ll.IntType(8), ll.IntType(32)
 PTR = ll.PointerType()
 ALIGN = 64  # arena regions start on cache lines
 BODY_SUFFIX = "__vx_instance"  # the internal body of kernel `K` (launch.py wraps it)
+WHERE_SUFFIX = "__vx_where"  # kernel `K`'s `where` clauses alone, run before any instance
+# What may compute a `where` clause (the IR states the clauses at the top of the entry,
+# computed from the parameters and the grid): no op that allocates or moves data.
+WHERE_OPS = ("arith.", "vx.len", "vx.instance", "vx.instances", "vx.require")
 
 
 def _c(n: int) -> ll.Constant:
@@ -280,11 +284,18 @@ class ModuleLowering:
                 FunctionLowering(self, op).run()
         for name, clauses in self.requires.items():
             self.sigs[name] = replace(self.sigs[name], requires=tuple(clauses))
+        wheres = {
+            name: WhereLowering(self, op).run()
+            for op in self.funcs
+            if (name := ir.StringAttr(op.attributes["sym_name"]).value) in self.requires
+            and self.sigs[name].kernel
+        }
         for sig in self.sigs.values():
             if sig.kernel:
                 fnty = llvm_function_type(sig)
                 launch.define_single(self.ll, sig, fnty, self.fns[sig.name])
-                launch.define_launch(self.ll, sig, fnty, self.fns[sig.name])
+                body = self.fns[sig.name]
+                launch.define_launch(self.ll, sig, fnty, body, wheres.get(sig.name))
         return self.ll
 
 
@@ -555,6 +566,9 @@ class FunctionLowering(Walk):
 
     def op_vx_require(self, op: ir.Operation) -> None:
         self.mod.requires.setdefault(self.sig.name, []).append(RequireOp(op).clause)
+        self.require(op)
+
+    def require(self, op: ir.Operation) -> None:
         ok = self.get(op.operands[0])
         self.guard(self.b.icmp_unsigned("==", ok, ll.Constant(ll.IntType(1), 0)), "VX_ERR_WHERE")
 
@@ -600,6 +614,51 @@ def _arith(lo: FunctionLowering, op: ir.Operation) -> None:
 
 
 # The lowering rule of each op, keyed by op name (`arith.*` ops go to lower_arith).
+
+
+class WhereLowering(FunctionLowering):
+    """`K__vx_where`: the body's signature, but only the entry ops up to its last
+    `vx.require` (VX_ERR_WHERE, else VX_OK). `K_launch` runs it before it starts the pool,
+    so a launch that breaks the clauses is refused before any instance runs, in time
+    independent of the instance count (docs/DESIGN.md)."""
+
+    def __init__(self, mod: ModuleLowering, func: ir.Operation):
+        super().__init__(mod, func)
+        ops = [op.operation for op in func.regions[0].blocks[0].operations]
+        last = max(k for k, op in enumerate(ops) if op.name == "vx.require")
+        self.prologue = ops[: last + 1]
+        for op in self.prologue:
+            if not op.name.startswith(WHERE_OPS):  # the IR states the clauses first
+                raise RuntimeError(
+                    f"cpu backend: `{op.name}` before the last `vx.require` of "
+                    f"@{self.sig.name}: a `where` clause is computed from parameters and the "
+                    "grid only"
+                )
+        self.per_instance = any(op.name == "vx.instance" for op in self.prologue)
+        body = mod.fns[self.sig.name]
+        self.fn = ll.Function(mod.ll, body.function_type, name=self.sig.name + WHERE_SUFFIX)
+        self.fn.attributes.add("nounwind")
+        self.fn.linkage = "internal"
+        self.plan = replace(self.plan, size=0)  # the clauses use no scratch
+
+    def run(self) -> WhereLowering:
+        entry = self.fn.append_basic_block("entry")
+        self.exit = self.fn.append_basic_block("exit")
+        self.allocas = ll.IRBuilder(entry)
+        self.status = self.allocas.alloca(I32, name="status")
+        self.allocas.store(ll.Constant(I32, 0), self.status)
+        self.b = self.allocas
+        self.instance, self.instances = self.fn.args[-2], self.fn.args[-1]
+        self.arena = ll.Constant(PTR, None)
+        self.bind_args()
+        for op in self.prologue:  # the clauses were recorded by the body's lowering
+            self.require(op) if op.name == "vx.require" else self.lower_op(op)
+        self.b.branch(self.exit)
+        eb = ll.IRBuilder(self.exit)
+        eb.ret(eb.load(self.status))
+        return self
+
+
 RULES: dict[str, Callable[[FunctionLowering, ir.Operation], None]] = {
     "func.return": FunctionLowering.lower_return,
     "scf.for": FunctionLowering.op_scf_for,

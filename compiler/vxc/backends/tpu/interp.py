@@ -265,6 +265,7 @@ def _constant(it: Interp, op: ir.Operation) -> None:
 
 
 def _divsi(a, b):  # C semantics: the quotient truncates toward zero
+    # (the lowering never divides by 0 nor MIN by -1: docs/DESIGN.md, integer arithmetic)
     q = abs(int(a)) // abs(int(b))
     return type(a)(q if (int(a) < 0) == (int(b) < 0) else -q)
 
@@ -286,7 +287,8 @@ _BIN = {
 @rule(*_BIN)
 def _binary(it: Interp, op: ir.Operation) -> None:
     a, b = (it.env[v] for v in op.operands)
-    it.env[op.results[0]] = _BIN[op.name](a, b)
+    with np.errstate(over="ignore"):  # integers wrap, as `arith` defines (docs/DESIGN.md)
+        it.env[op.results[0]] = _BIN[op.name](a, b)
 
 
 @rule("arith.index_cast", "arith.extsi", "arith.extui", "arith.trunci")

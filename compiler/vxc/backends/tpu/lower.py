@@ -812,7 +812,9 @@ def _dim_expr(lo: FunctionLowering, v: ir.Value) -> str | int | None:
             return None
         sign = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*"}[op.name]
         if isinstance(x, int) and isinstance(y, int):
-            return {"+": x + y, "-": x - y, "*": x * y}[sign]
+            # Folded as the scalar unit computes it: 32-bit two's complement, wrapping.
+            exact = {"+": x + y, "-": x - y, "*": x * y}[sign]
+            return (exact + (1 << 31)) % (1 << 32) - (1 << 31)
         return f"({x} {sign} {y})"
     return None
 
