@@ -383,7 +383,14 @@ class SeamChecker(StmtVisitor):
             return
         self.reported.add(key)
         note = f"z3 counterexample: {format_model(model, [tag, val])}"
-        words = self._in_words(name, base, state, contract, model.eval(tag), model.eval(val))
+        words = self._in_words(
+            name,
+            base,
+            state,
+            contract,
+            model.eval(tag, model_completion=True),
+            model.eval(val, model_completion=True),
+        )
         if state.seam == "token":
             msg = f"'{name}' is read before its transfer token is waited — {STALE}"
             help_ = f"read `wait({name})` instead: it blocks until the DMA completed"
