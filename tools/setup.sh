@@ -33,7 +33,10 @@ if ! py="$(pick_python)"; then
   fi
 fi
 
-echo "setup: creating .venv with $py" >&2
+# Say what is coming before the download starts (a fresh .venv is about 2 GB).
+echo "setup: creating .venv with $py and installing vxc's locked dependencies:" >&2
+echo "setup: about 2 GB (jax, jaxlib, libtpu, the CUDA compiler wheels, z3, llvmlite)," >&2
+echo "setup: a few minutes on a fast connection" >&2
 rm -rf .venv
 "$py" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes -r requirements.lock

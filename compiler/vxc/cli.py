@@ -11,7 +11,7 @@ import os
 import sys
 import traceback
 
-from vxc.targets import EMITS, TARGET_NAMES, add_option_flags, options_from
+from vxc.targets import EMIT_MEANING, EMITS, TARGET_NAMES, TARGETS, add_option_flags, options_from
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -20,28 +20,84 @@ class UsageError(Exception):
     """Bad command line or unreadable input: exit 2 with one line, no traceback."""
 
 
+class _Version(argparse.Action):
+    """`vxc --version`: the package version and the digest of the compiler's own files
+    (the one `api.compiler_version` keys every cache with); api loads only when asked."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from vxc.api import compiler_version
+
+        print(f"vxc {compiler_version()}")
+        parser.exit()
+
+
+# The help texts the subcommands share (argparse fills in %(default)s).
+TARGET_HELP = "the target to check for: " + "; ".join(
+    f"{t.name}, {t.description}" for t in TARGETS.values()
+)
+MACHINE_HELP = "a machine model that adds to or replaces the target's declarations"
+FORMAT_HELP = "diagnostics as rustc-style text (human) or one JSON object per line (json)"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vxc", description="The Vx kernel compiler.")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("check", help="check sources for a target")
+    c = sub.add_parser(
+        "check",
+        help="check sources for a target",
+        description="Check Vx sources for one target: diagnostics on stderr; exit 0 (no "
+        "errors), 1 (errors) or 2 (bad usage).",
+    )
     c.add_argument("files", nargs="+", metavar="FILE.vx")
-    c.add_argument("--target", choices=TARGET_NAMES, default="cpu")
-    c.add_argument("--machine", metavar="MODEL.vx", help="adds to or replaces the target model")
-    c.add_argument("--error-format", choices=("human", "json"), default="human")
+    c.add_argument(
+        "--target",
+        choices=TARGET_NAMES,
+        default="cpu",
+        help=TARGET_HELP + " (default: %(default)s)",
+    )
+    c.add_argument("--machine", metavar="MODEL.vx", help=MACHINE_HELP)
+    c.add_argument(
+        "--error-format",
+        choices=("human", "json"),
+        default="human",
+        help=FORMAT_HELP + " (default: %(default)s)",
+    )
     c.add_argument("--const", action="append", default=[], metavar="NAME=VALUE", help=CONST_HELP)
-    b = sub.add_parser("build", help="build sources for a target")
+    b = sub.add_parser(
+        "build",
+        help="build sources for a target",
+        description="Build Vx sources for one target into OUT (or print the IR).",
+    )
     b.add_argument("files", nargs="+", metavar="FILE.vx")
-    b.add_argument("--target", choices=TARGET_NAMES, required=True)
-    b.add_argument("--machine", metavar="MODEL.vx")
+    b.add_argument(
+        "--target", choices=TARGET_NAMES, required=True, help=TARGET_HELP.replace("check", "build")
+    )
+    b.add_argument("--machine", metavar="MODEL.vx", help=MACHINE_HELP)
     b.add_argument(
         "-o",
         "--out",
         metavar="OUT",
         help="output directory (default: stdout for vx-mlir/target-ir, . otherwise)",
     )
-    b.add_argument("--emit", choices=EMITS, default="artifact")
+    b.add_argument(
+        "--emit",
+        choices=EMITS,
+        default="artifact",
+        help="what to write: "
+        + "; ".join(f"{k}: {v}" for k, v in EMIT_MEANING.items())
+        + " (default: %(default)s)",
+    )
     add_option_flags(b)  # --cpu, --link, --tpu-aot, --tpu-instances: vxc/targets.py
-    b.add_argument("--error-format", choices=("human", "json"), default="human")
+    b.add_argument(
+        "--error-format",
+        choices=("human", "json"),
+        default="human",
+        help=FORMAT_HELP + " (default: %(default)s)",
+    )
     b.add_argument("--const", action="append", default=[], metavar="NAME=VALUE", help=CONST_HELP)
     _report_parser(sub)
     e = sub.add_parser("explain", help="explain a diagnostic code")

@@ -33,3 +33,8 @@ class Refusal(Unsupported):
         if self.span is None:
             self.span = span
         return self
+
+
+class NotRunnableHere(RuntimeError):
+    """A valid artifact whose hardware this host lacks (no NVIDIA GPU, no TPU). The
+    message is one line naming the artifact's target and what it needs."""

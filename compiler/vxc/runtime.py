@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -328,9 +328,10 @@ def _check_abi(lib: ctypes.CDLL, spec: dict, status: dict, manifest: Path, libra
 
 
 class Artifact:
-    """A loaded CPU artifact: `artifact.kernels[name]` or `artifact.<name>(...)`."""
+    """A loaded CPU artifact: `artifact.kernels[name]` or `artifact.<name>(...)`.
+    `externs` are shared libraries defining the `extern fn`s the artifact calls."""
 
-    def __init__(self, manifest_path: Path):
+    def __init__(self, manifest_path: Path, externs: Sequence[str | Path] = ()):
         try:
             self.manifest: dict = json.loads(manifest_path.read_text())
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -353,6 +354,10 @@ class Artifact:
                 f"not {lib_name!r}"
             )
         self.library_path = manifest_path.parent / lib_name
+        needed = self.manifest.get("externs", [])
+        if not isinstance(needed, list) or not all(isinstance(n, str) for n in needed):
+            raise ArtifactError(f"{manifest_path}: `externs` must be a list of symbol names")
+        self.externs = _load_externs(manifest_path, needed, externs)
         self._lib = ctypes.CDLL(str(self.library_path.resolve()))
         status = self.manifest.get("status")
         specs = self.manifest.get("kernels")
@@ -374,37 +379,129 @@ class Artifact:
         raise AttributeError(f"artifact has no kernel '{name}' (kernels: {sorted(kernels)})")
 
 
-def load(path: str | Path) -> Artifact:
-    """Load from the manifest (`x.cpu.json`), the library (`x.cpu.so`) beside it, or the
-    artifact directory that holds them (what a Bazel vx_kernel's `$(rootpath)` names); a
-    b200 / h100 artifact (`x.h100.json` or `.fatbin`) loads with the CUDA runtime of
-    `vxc.backends.nvidia.runtime` (which says in one line when there is no GPU)."""
+def _address(lib: ctypes.CDLL, name: str) -> int | None:
+    try:
+        return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+    except AttributeError:
+        return None
+
+
+def _load_externs(
+    manifest_path: Path, needed: list[str], paths: Sequence[str | Path]
+) -> list[ctypes.CDLL]:
+    """Load the libraries that define the artifact's `extern fn`s so that its shared
+    library resolves them when it is opened. The dynamic loader binds an undefined symbol
+    to the first global definition, so the libraries are opened RTLD_GLOBAL, and a name
+    some earlier load already defines differently is refused instead of silently bound
+    to that other definition."""
+    process = ctypes.CDLL(None)
+    before = {n: _address(process, n) for n in needed}
+    libs = []
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise FileNotFoundError(f"extern library {path} does not exist")
+        libs.append(ctypes.CDLL(str(path.resolve()), mode=ctypes.RTLD_GLOBAL))
+    given = ", ".join(str(p) for p in paths)
+    missing = []
+    for name in needed:
+        found = next((a for lib in libs if (a := _address(lib, name)) is not None), None)
+        if found is None and before[name] is None:
+            missing.append(name)
+        elif found is not None and before[name] not in (None, found):
+            raise ArgumentError(
+                f"{manifest_path.name}: extern `{name}` is already defined in this process "
+                f"by another library, which the artifact would call instead of the one in "
+                f"{given}; load the artifact in a fresh process"
+            )
+    if missing:
+        where = f"none of {given} defines them" if libs else "no externs= library was given"
+        raise ArgumentError(
+            f"{manifest_path.name} calls extern fn(s) {', '.join(missing)} and {where}: "
+            "pass externs=[path.so, ...] with their C definitions (prototypes in its .h)"
+        )
+    return libs
+
+
+# The manifest formats vxc writes (cpu, tpu, b200/h100): a manifest is known by its
+# "format", not its name, so this module needs nothing else of vxc (the slim Bazel
+# runtime ships it alone with numpy).
+_CPU, _TPU, _NVIDIA = "vx-cpu-artifact", "vx-tpu-artifact", "vx-nvidia-1"
+_FORMATS = (_CPU, _TPU, _NVIDIA)
+
+
+def _format(data: bytes) -> str | None:
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return None
+    return doc.get("format") if isinstance(doc, dict) else None
+
+
+def _find_manifest(d: Path) -> Path:
+    manifests = sorted(p for p in d.glob("*.json") if _format(p.read_bytes()) in _FORMATS)
+    if len(manifests) != 1:
+        found = ", ".join(p.name for p in manifests) or "none"
+        raise FileNotFoundError(
+            f"expected one vx artifact manifest (x.cpu.json, x.tpu.json, x.b200.json, "
+            f"x.h100.json) in {d}, found {found}"
+            + ("; load one of them by name" if manifests else "")
+        )
+    return manifests[0]
+
+
+def load(path: str | Path, externs: Sequence[str | Path] = ()) -> Any:
+    """Load an artifact from its manifest (`x.<target>.json`), the artifact directory that
+    holds it (what a Bazel vx_kernel's `$(rootpath)` names), the cpu library (`x.cpu.so`)
+    or the nvidia fatbin beside it. What it loads as depends on the manifest's target:
+
+    - cpu: an `Artifact` whose kernels run here on numpy arrays; `externs` are shared
+      libraries that define the `extern fn`s the kernels call (the artifact's manifest
+      lists them; its header declares their C prototypes).
+    - tpu: a `vxc.backends.tpu.runtime.TpuArtifact`, which loads on any machine; calling
+      a kernel runs its jax.export through `jax.jit` on a TPU and raises `NoTpu` (one
+      line) where there is none.
+    - b200 / h100: a `vxc.backends.nvidia.runtime.CudaArtifact` (cuda-python, GPU 0);
+      loading raises `NoGpu` (one line) where no GPU of that architecture answers.
+
+    `NoTpu` and `NoGpu` are both `vxc.errors.NotRunnableHere`. A file that is no vx
+    manifest is an `ArgumentError` saying so."""
     p = Path(path)
     if p.is_dir():
-        manifests = sorted(p.glob("*.cpu.json"))
-        if len(manifests) != 1:
-            raise FileNotFoundError(
-                f"expected one .cpu.json manifest in {p}, found {len(manifests)}"
-            )
-        p = manifests[0]
-    if p.suffix == ".so":
+        p = _find_manifest(p)
+    if p.suffix in (".so", ".fatbin"):
         p = p.with_suffix(".json")
-    if p.suffix == ".fatbin" or p.name.endswith((".b200.json", ".h100.json")):
+    if not p.is_file():
+        raise FileNotFoundError(f"no artifact manifest at {p}")
+    fmt = _format(p.read_bytes())
+    if externs and fmt != _CPU:
+        raise ArgumentError(f"{p.name}: externs= applies to cpu artifacts only")
+    if fmt == _CPU:
+        return Artifact(p, externs)
+    if fmt == _TPU:
+        from vxc.backends.tpu.runtime import TpuArtifact  # jax loads only when a kernel runs
+
+        return TpuArtifact(p)
+    if fmt == _NVIDIA:
         from vxc.backends.nvidia.runtime import load as load_cuda  # lazy: cuda-python
 
         return load_cuda(p)
-    if not p.is_file():
-        raise FileNotFoundError(f"no artifact manifest at {p}")
-    return Artifact(p)
+    raise ArgumentError(
+        f"{p} is not a vx artifact manifest (format {fmt!r}; vxc writes {_CPU}, {_TPU} "
+        f"and {_NVIDIA})"
+    )
 
 
-def load_outputs(outputs: Mapping[str, bytes], directory: str | Path) -> Artifact:
-    """Write the outputs of `compile_module` into `directory` and load them."""
+def load_outputs(
+    outputs: Mapping[str, bytes], directory: str | Path, externs: Sequence[str | Path] = ()
+) -> Any:
+    """Write the outputs of `api.build` into `directory` and load them (see `load`)."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    manifests = [n for n in outputs if n.endswith(".cpu.json")]
+    manifests = [
+        n for n, data in outputs.items() if n.endswith(".json") and _format(data) in _FORMATS
+    ]
     if len(manifests) != 1:
-        raise ArgumentError(f"expected one .cpu.json manifest among {sorted(outputs)}")
+        raise ArgumentError(f"expected one vx artifact manifest among {sorted(outputs)}")
     for name, data in outputs.items():
         (d / name).write_bytes(data)
-    return load(d / manifests[0])
+    return load(d / manifests[0], externs)

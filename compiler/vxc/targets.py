@@ -100,7 +100,9 @@ class CpuOptions:
         default="native",
         metadata=_flag(
             "--cpu",
-            "cpu target: native (default, this machine) or x86-64[-v2|-v3|-v4] (portable)",
+            "cpu target: native (default: this machine's CPU) or x86-64[-v2|-v3|-v4] (an "
+            "object that runs on any CPU of that level); Bazel's vx_kernel builds x86-64-v3 "
+            "(--//vx_rules:cpu), so pass --cpu x86-64-v3 for the same object",
             choices=CPU_LEVELS,
         ),
     )
@@ -243,10 +245,18 @@ TARGETS: dict[str, Target] = {
 
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
 
-# What `vxc build --emit` (and the Bazel rules' `emit`) may ask for: the vx dialect
-# module, the target's own IR, the target's artifact files, or the cost report
-# (`vxc report`'s table and roofline SVG).
-EMITS: tuple[str, ...] = ("vx-mlir", "target-ir", "artifact", "report")
+# What `vxc build --emit` (and the Bazel rules' `emit`) may ask for, and what each gives
+# (`report`: `vxc report`'s table and roofline SVG)
+# (the CLI's --help prints these).
+EMIT_MEANING: dict[str, str] = {
+    "vx-mlir": "the checked program as a vx dialect MLIR module (docs/IR.md), any target",
+    "target-ir": "the target's own IR: LLVM IR (cpu), Mosaic MLIR (tpu), PTX (b200, h100)",
+    "artifact": "the files a program links or loads: .o/.h/.so/.json (cpu), a jax.export "
+    "and manifest (tpu), a fatbin and manifest (b200, h100)",
+    "report": "the cost report: per kernel bytes per edge, FLOPs, intensity, rings and the "
+    "roofline bound, as a table and a roofline SVG (vxc report, docs/REPORT.md)",
+}
+EMITS: tuple[str, ...] = tuple(EMIT_MEANING)
 
 
 def model_source(target: str) -> tuple[str, bytes]:

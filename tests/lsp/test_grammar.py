@@ -59,7 +59,10 @@ def test_patterns_compile_and_the_package_points_at_them():
     pkg = json.loads((VSCODE / "package.json").read_text())
     (grammar,) = pkg["contributes"]["grammars"]
     assert (VSCODE / grammar["path"]).is_file() and grammar["scopeName"] == GRAMMAR["scopeName"]
-    assert (VSCODE / pkg["main"]).is_file()
+    # `main` is the bundle `vscode:prepublish` builds from the client's source.
+    source, *_ = pkg["scripts"]["vscode:prepublish"].split()[1:]
+    assert (VSCODE / source).is_file()
+    assert f"--outfile={pkg['main'].removeprefix('./')}" in pkg["scripts"]["vscode:prepublish"]
     assert pkg["contributes"]["languages"][0]["extensions"] == [".vx"]
 
 

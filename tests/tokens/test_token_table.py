@@ -1175,7 +1175,12 @@ def test_e6004_read_before_wait_message_and_counterexample():
     assert d.message == (
         "'cur' is read before its transfer token is waited — a consumer may read stale data"
     )
-    assert d.notes == ["z3 counterexample: ((tag_cur #b11) (val_cur #x00))"]
+    # The spec's note, then one line in words (issue 24).
+    assert d.notes == [
+        "z3 counterexample: ((tag_cur #b11) (val_cur #x00))",
+        "in words: on this path nothing waits the DMA HBM -> VMEM that fills `cur`, so `cur` "
+        "is stale (tag TOP: it may hold any value, such as 0x00) when it is read",
+    ]
     assert (d.span.line, d.span.column) == (5, 24)
 
 
@@ -1188,7 +1193,8 @@ def test_e6004_of_the_seeds_one_argument_form_by_value():
         assert e6004.message == (
             "'cur' is read before its transfer token is waited — a consumer may read stale data"
         )
-        assert e6004.notes == ["z3 counterexample: ((tag_cur #b11) (val_cur #x00))"]
+        assert e6004.notes[0] == "z3 counterexample: ((tag_cur #b11) (val_cur #x00))"
+        assert e6004.notes[1].startswith("in words: on this path nothing waits the DMA")
         assert (e6011.code, e6011.span.line) == ("E6011", 3)
 
 
@@ -1241,14 +1247,16 @@ def test_relaxed_seam_is_named_in_w1027_and_e6004():
         "'near' is read after crossing the relaxed seam `Far -> Near` — a consumer may read "
         "stale data"
     )
-    assert e.notes == ["z3 counterexample: ((tag_near #b11) (val_near #x00))"]
+    assert e.notes[0] == "z3 counterexample: ((tag_near #b11) (val_near #x00))"
+    assert "over the relaxed seam `Far -> Near`" in e.notes[1] and "is stale" in e.notes[1]
 
 
 def test_value_contract_counterexample_shows_the_constant():
     case = next(c for c in CASES if c.name == "value contract not met by the producer's constant")
     (d,) = diagnostics(case.src)
     assert d.message == "'z' may not hold the value 1 its consumer requires"
-    assert d.notes == ["z3 counterexample: ((tag_z #b01) (val_z #x00))"]
+    assert d.notes[0] == "z3 counterexample: ((tag_z #b01) (val_z #x00))"
+    assert d.notes[1].endswith("but on this path it holds 0 (tag CONST)")
 
 
 def test_e6005_names_the_argument_and_the_bound():

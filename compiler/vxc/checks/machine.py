@@ -7,6 +7,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from vxc.diagnostics import DiagnosticSink, Span
+from vxc.diagnostics.suggest import did_you_mean
 from vxc.frontend import ast as A
 
 CPU_DRAM = "CPU_DRAM"  # built in: host memory, where a host-called kernel's arguments start
@@ -70,6 +71,13 @@ class Machine:
     memories: dict[str, Memory] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
     topologies: dict[str, Topology] = field(default_factory=dict)
+
+    def declared_spaces(self) -> str:
+        """The spaces a program may name, aliases with what they stand for:
+        `ACC, HBM, SMEM (alias of VMEM), VMEM`."""
+        named = {n: n for n in self.memories}
+        named.update({a: f"{a} (alias of {self.space(a) or t})" for a, t in self.aliases.items()})
+        return ", ".join(named[n] for n in sorted(named)) or "none"
 
     def space(self, name: str) -> str | None:
         """Canonical name of a memory space (following aliases), or None if undeclared."""
@@ -249,7 +257,13 @@ def _validate(m: Machine, sink: DiagnosticSink) -> None:
             continue
         parent = m.space(mem.within)
         if parent is None:
-            sink.emit("E6002", f"`Memory::{mem.within}` is not declared", mem.span)
+            sink.emit(
+                "E6002",
+                f"`Memory::{mem.within}` is not declared",
+                mem.span,
+                notes=[f"declared spaces: {m.declared_spaces()}"],
+                help=did_you_mean(mem.within, [*m.memories, *m.aliases], "Memory::{}"),
+            )
         elif m.memories[parent].capacity and mem.capacity > m.memories[parent].capacity:
             p = m.memories[parent]
             sink.emit(
@@ -268,7 +282,8 @@ def _validate(m: Machine, sink: DiagnosticSink) -> None:
                     "E6002",
                     f"`Memory::{n}` is not declared",
                     topo.span,
-                    notes=[f"in Topology `{topo.name}`"],
+                    notes=[f"in Topology `{topo.name}`", f"declared spaces: {m.declared_spaces()}"],
+                    help=did_you_mean(n, [*m.memories, *m.aliases], "Memory::{}"),
                 )
         resolved = []
         for h in topo.edges:

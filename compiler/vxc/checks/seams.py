@@ -52,6 +52,7 @@ class BufState:
     val: z3.BitVecRef
     seam: str | None = None  # the relaxed seam it crossed, or "token" for an unwaited read
     const: int | None = None  # the producer's compile-time constant, when known
+    route: str | None = None  # the spaces it came over ("HBM -> VMEM"), for messages
 
 
 def _bv(v: int, bits: int) -> z3.BitVecNumRef:
@@ -72,6 +73,7 @@ class SeamChecker(StmtVisitor):
         self.placement = placement
         self.solver, self.sink = solver, sink
         self.bufs: dict[int, BufState] = {}
+        self.token_routes: dict[int, str] = {}  # token vid -> the spaces its DMA crosses
         self.ints: dict[int, z3.ArithRef] = {}
         self.bools: dict[int, z3.BoolRef] = {}
         self.assume: list[z3.BoolRef] = []
@@ -246,6 +248,18 @@ class SeamChecker(StmtVisitor):
             self.bools[vid] = self._bool(value)
         elif ty.movable or isinstance(ty, T.RefT):
             self.bufs[vid] = self._buf(value, pc, read=False)
+        base = _strip(value)
+        if isinstance(base, H.Transfer) and base.is_async:
+            self.token_routes[vid] = self._path(base)
+        elif isinstance(base, H.Name) and base.vid in self.token_routes:
+            self.token_routes[vid] = self.token_routes[base.vid]  # `inflight = next;`
+
+    def _path(self, t: H.Transfer) -> str:
+        """Where a transfer's data comes from and goes, in the spaces the program wrote
+        (the same words on every target; the plan's hops use canonical names)."""
+        src = T.deref(t.src.ty) if t.src.ty is not None else None
+        space = getattr(src, "space", None)
+        return f"{space} -> {t.space}" if space else f"into {t.space}"
 
     def _read_as_tensor(
         self, value: H.Expr, want: T.Type, pc: z3.BoolRef, returned: bool = False
@@ -305,6 +319,7 @@ class SeamChecker(StmtVisitor):
                     z3.If(cond, t.val, e.val),
                     t.seam or e.seam,
                     t.const if t.const == e.const else None,
+                    t.route or e.route,
                 )
         for vid, t in ti.items():
             if vid in self.ints and self.ints[vid] is not t:
@@ -439,6 +454,14 @@ class SeamChecker(StmtVisitor):
             return
         self.reported.add(key)
         note = f"z3 counterexample: {format_model(model, [tag, val])}"
+        words = self._in_words(
+            name,
+            base,
+            state,
+            contract,
+            model.eval(tag, model_completion=True),
+            model.eval(val, model_completion=True),
+        )
         if state.seam == "token":
             msg = f"'{name}' is read before its transfer token is waited — {STALE}"
             help_ = f"read `wait({name})` instead: it blocks until the DMA completed"
@@ -448,7 +471,45 @@ class SeamChecker(StmtVisitor):
         else:
             msg = f"'{name}' may not hold the value {contract} its consumer requires"
             help_ = None
-        self.sink.emit("E6004", msg, e.span, notes=[note], help=help_)
+        self.sink.emit("E6004", msg, e.span, notes=[note, words], help=help_)
+
+    def _in_words(
+        self,
+        name: str,
+        base: H.Expr,
+        state: BufState,
+        contract: int | None,
+        tag: z3.ExprRef,
+        val: z3.ExprRef,
+    ) -> str:
+        """The counterexample as a sentence: which path the data came over and what the
+        buffer holds when it is read (the tags of LANGUAGE.md section 6)."""
+        value = val.as_long() if isinstance(val, z3.BitVecNumRef) else None
+        tag_v = tag.as_long() if isinstance(tag, z3.BitVecNumRef) else TOP
+        held = (
+            "is stale (tag TOP: it may hold any value"
+            + (f", such as {value:#04x})" if value is not None else ")")
+            if tag_v == TOP
+            else f"holds {value} (tag CONST)"
+            if tag_v == CONST and value is not None
+            else "was never written (tag BOT)"
+        )
+        if state.seam == "token":
+            vid = base.vid if isinstance(base, H.Name) else -1
+            route = self.token_routes.get(vid) or (
+                self._path(base) if isinstance(base, H.Transfer) else "its DMA"
+            )
+            return (
+                f"in words: on this path nothing waits the DMA {route} that fills `{name}`, "
+                f"so `{name}` {held} when it is read"
+            )
+        if state.seam is not None:
+            route = state.route or state.seam
+            return (
+                f"in words: `{name}` came {route} over the relaxed seam `{state.seam}`, which "
+                f"does not order the copy before this read, so `{name}` {held}"
+            )
+        return f"in words: `{name}` must hold {contract} here, but on this path it {held}"
 
     def _token_read(self, e: H.Expr, name: str, key: tuple) -> None:
         """E0404: a token read as its tensor on a path the solver proves infeasible. No
@@ -799,6 +860,7 @@ class SeamChecker(StmtVisitor):
                     z3.BitVec(self.solver.fresh_name("val"), VAL_BITS),
                     hop.seam,
                     src.const,
+                    self._path(t),
                 )
         return src
 

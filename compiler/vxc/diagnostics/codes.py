@@ -110,7 +110,9 @@ _TABLE = [
         "E0201",
         "error",
         "mismatched types",
-        "An expression has a different type from the one its context requires.",
+        "An expression has a different type from the one its context requires. A `let` of an "
+        "integer literal takes the type its uses ask for (`let kt = 8;` then `instance() / kt` "
+        "is `i64`); when its uses disagree, annotate it (`let kt: i64 = 8;`).",
     ),
     Code(
         "E0202",
@@ -235,7 +237,8 @@ _TABLE = [
         "E6002",
         "error",
         "unknown memory space or topology",
-        "`Memory::X` or `Topology::X` names nothing declared in the machine model or program.",
+        "`Memory::X` or `Topology::X` names nothing declared in the machine model or program. "
+        "The note lists the declared spaces, aliases included; a close name is suggested.",
     ),
     Code(
         "E6003",
@@ -250,8 +253,9 @@ _TABLE = [
         "stale read across a seam",
         "A buffer may be read before its data is published: it crossed a `relaxed` transfer "
         "edge, or its transfer token was not waited yet. z3 found the stale state; its model "
-        "is printed as the counterexample. Wait the token (or route over a synchronizing edge) "
-        "before reading.",
+        "is printed as the counterexample, then said in words: the path the data came over and "
+        "the state the buffer is in when it is read. Wait the token (or route over a "
+        "synchronizing edge) before reading.",
     ),
     Code(
         "E6005",
@@ -462,7 +466,8 @@ _TABLE = [
         "warning",
         "unverified dynamic shape",
         "A tensor with a runtime dimension is placed into a capacity-bounded space; without a "
-        "`where` bound on that dimension its size cannot be checked.",
+        "`where` bound on that dimension its size cannot be checked. The message names the "
+        "space the tensor lands in.",
     ),
 ]
 

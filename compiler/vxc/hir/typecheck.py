@@ -13,11 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from vxc.diagnostics import DiagnosticSink, Span
+from vxc.diagnostics.suggest import did_you_mean
 from vxc.frontend import ast as A
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.build import HirBuilder, scalar_name
 from vxc.hir.extent import extent
+from vxc.hir.literals import literal_types
 from vxc.hir.program import Function, Program, Var
 from vxc.hir.visit import StmtVisitor
 
@@ -26,6 +28,9 @@ HOST_SPACE = "CPU_DRAM"
 DEVICE_ARG_SPACE = "HBM"
 INTRINSICS = {"matmul_acc", "assert", "instance", "instances"}
 LAUNCH_INTRINSICS = {"instance", "instances"}  # the launch grid (LANGUAGE.md section 4.1)
+# Keywords written like calls: a misspelt one (`wiat(t)`) parses as a call to an unknown
+# function, so they are candidates for its "did you mean".
+CALL_KEYWORDS = ("wait", "transfer", "transfer_async")
 
 
 MAX_BYTES = (1 << 63) - 1  # the largest size of a tensor: a signed 64-bit byte count
@@ -35,6 +40,14 @@ MAX_BYTES = (1 << 63) - 1  # the largest size of a tensor: a signed 64-bit byte 
 class _Scope:
     names: dict[str, int]
     parent: _Scope | None
+
+    def visible(self) -> set[str]:
+        s: _Scope | None = self
+        names: set[str] = set()
+        while s is not None:
+            names |= s.names.keys()
+            s = s.parent
+        return names
 
     def lookup(self, name: str) -> int | None:
         s: _Scope | None = self
@@ -82,6 +95,10 @@ class TypeChecker(StmtVisitor):
         self.checked: set[str] = set()  # declared names with at least one checked instance
         self.next_vid = 0
         self.hir = HirBuilder()
+        # Inferred integer types of literal-valued `let`s, by Let nid (hir/literals.py;
+        # nids are unique in the program, so one table serves every instance).
+        self.literal_pins: dict[int, T.Type] = {}
+        self.flexible: dict[int, H.Let] = {}  # vid -> its `let` (help on a mismatch)
 
     # ---- driver ----------------------------------------------------------------
     def run(self) -> Program:
@@ -208,6 +225,8 @@ class TypeChecker(StmtVisitor):
             p.vid = self._bind(scope, p.name, ty, False, p.span, "param")
             fn.params.append(fn.vars[p.vid])
         fn.ret = self._type(hir.ret, arg_space) if hir.ret else T.VOID
+        params = {v.name: v.ty for v in fn.params}
+        self.literal_pins.update(literal_types(hir, params, fn.ret, self.fns))
         self.home = home
         for w in hir.where:
             try:
@@ -322,12 +341,15 @@ class TypeChecker(StmtVisitor):
         self.visit(s, scope)
 
     def visit_let(self, s: H.Let, scope: _Scope) -> None:
-        want = self._type(s.declared, self.home) if s.declared else None
-        ty = self._expr(s.value, scope, want)
-        if want is not None:
-            self._coerce(want, ty, s.value, "this `let`")
+        if s.declared is None:  # an inferred integer type only guides the value's literals
+            ty = self._expr(s.value, scope, self.literal_pins.get(s.nid))
+        else:
+            want = self._type(s.declared, self.home)
+            self._coerce(want, self._expr(s.value, scope, want), s.value, "this `let`")
             ty = want
         s.vid = self._bind(scope, s.name, ty, s.mutable, s.span, "let")
+        if s.declared is None and _int_literal_expr(s.value):
+            self.flexible[s.vid] = s
 
     def visit_assign(self, s: H.Assign, scope: _Scope) -> None:
         vid = self._resolve(s.name, scope, s.span)
@@ -509,7 +531,12 @@ class TypeChecker(StmtVisitor):
     def _resolve(self, name: str, scope: _Scope, span: Span) -> int:
         vid = scope.lookup(name)
         if vid is None:
-            self.sink.emit("E0101", f"cannot find `{name}` in this scope", span)
+            self.sink.emit(
+                "E0101",
+                f"cannot find `{name}` in this scope",
+                span,
+                help=did_you_mean(name, scope.visible()),
+            )
             raise _Error
         return vid
 
@@ -668,7 +695,12 @@ class TypeChecker(StmtVisitor):
         if decl is None and e.callee in INTRINSICS:
             return self._intrinsic(e, scope)
         if decl is None:
-            self.sink.emit("E0203", f"cannot find function `{e.callee}`", e.span)
+            self.sink.emit(
+                "E0203",
+                f"cannot find function `{e.callee}`",
+                e.span,
+                help=did_you_mean(e.callee, [*self.fns, *INTRINSICS, *CALL_KEYWORDS]),
+            )
             raise _Error
         if len(e.args) != len(decl.params):
             self.sink.emit(
@@ -857,7 +889,26 @@ class TypeChecker(StmtVisitor):
             "E0201",
             f"mismatched types in {what}: expected `{want.show()}`, found `{got.show()}`",
             e.span,
+            help=self._annotate_help(want, got, e),
         )
+
+    def _annotate_help(self, want: T.Type, got: T.Type, e: H.Node) -> str | None:
+        """When a side of the mismatch is a literal-valued `let` whose uses disagree on its
+        integer type (so none was inferred), name the annotation that settles it."""
+        sides = [e.lhs, e.rhs] if isinstance(e, H.Binary) else [e]
+        for side in sides:
+            let = self.flexible.get(side.vid) if isinstance(side, H.Name) else None
+            if let is None:
+                continue
+            other = got if side.ty == want else want
+            if T.is_int(other):
+                return (
+                    f"`{let.name}` (line {let.span.line}) holds an integer literal and is "
+                    f"`{side.ty.show()}` here; if it is meant as `{other.show()}`, "
+                    f"declare it: `let {'mut ' if let.mutable else ''}{let.name}: "
+                    f"{other.show()} = ...;`"
+                )
+        return None
 
     def _expect_bool(self, t: T.Type, e: H.Node) -> None:
         if t != T.BOOL:

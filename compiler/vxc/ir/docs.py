@@ -21,7 +21,8 @@ token type is opaque. Conventions every producer and backend follows:
 - Kernels are `func.func` with attribute `vx.topology = "TensorCore"`; extern
   declarations are `func.func private`; the module carries `vx.target`.
   An argument may carry `{vx.name = "..."}`: backends use it to name the
-  parameter in headers and manifests.
+  parameter in headers and manifests; `vx.mut` marks a `&mut` parameter (an
+  extern declaration's C prototype is non-`const` exactly for those).
 - Launch (LANGUAGE.md §4.1): a kernel entry (a `func.func` that is neither
   private nor a declaration) carries `vx.launch = "instances"`: its caller runs
   it as `N >= 1` instances that share the arguments (read-only), and receives

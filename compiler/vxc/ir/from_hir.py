@@ -83,6 +83,23 @@ def symbol(name: str) -> str:
     return base + "__" + "_".join(a.strip().replace("-", "m") for a in args.rstrip(">").split(","))
 
 
+def _arg_attrs(p) -> ir.DictAttr:
+    """`vx.name` names the parameter in headers and manifests; `vx.mut` marks a `&mut`
+    parameter, which a caller's code may see written (an `extern fn`'s C prototype drops
+    `const` for it, so a C definition with a plain pointer matches); for a tensor,
+    `vx.dims` names the dimensions that shape parameters give (`["m", "k"]`, "" for a
+    literal), which the launcher checks against the arguments before any instance runs
+    (LANGUAGE.md section 3)."""
+    attrs: dict[str, ir.Attribute] = {"vx.name": ir.StringAttr.get(p.name)}
+    if isinstance(p.ty, T.RefT) and p.ty.mutable:
+        attrs["vx.mut"] = ir.UnitAttr.get()
+    t = T.deref(p.ty)
+    if isinstance(t, T.TensorT) and any(isinstance(d, str) for d in t.dims):
+        names = [d if isinstance(d, str) else "" for d in t.dims]
+        attrs["vx.dims"] = ir.ArrayAttr.get([ir.StringAttr.get(n) for n in names])
+    return ir.DictAttr.get(attrs)
+
+
 def _elem(name: str) -> str:
     return BY_NAME[name].mlir
 
@@ -550,18 +567,6 @@ def _instance(lo: Lowering, ctx: _Ctx, e: H.Call) -> ir.Value:
 @_rule(INTRINSIC_RULES, "instances")
 def _instances(lo: Lowering, ctx: _Ctx, e: H.Call) -> ir.Value:
     return B.instances().result
-
-
-def _arg_attrs(p) -> ir.DictAttr:
-    """A parameter's name, and for a tensor the names of the dimensions that shape
-    parameters give (`vx.dims = ["m", "k"]`, "" for a literal), which the launcher checks
-    against the arguments before any instance runs (LANGUAGE.md section 3)."""
-    attrs = {"vx.name": ir.StringAttr.get(p.name)}
-    t = T.deref(p.ty)
-    if isinstance(t, T.TensorT) and any(isinstance(d, str) for d in t.dims):
-        names = [d if isinstance(d, str) else "" for d in t.dims]
-        attrs["vx.dims"] = ir.ArrayAttr.get([ir.StringAttr.get(n) for n in names])
-    return ir.DictAttr.get(attrs)
 
 
 def _space_name(t: ir.Type) -> str:

@@ -124,6 +124,14 @@ def arg_dims(func: ir.Operation, i: int) -> tuple[str, ...]:
     return ()
 
 
+def arg_is_mut(func: ir.Operation, i: int) -> bool:
+    """Whether argument `i` is declared `&mut` (its `vx.mut` argument attribute)."""
+    if "arg_attrs" in func.attributes:
+        attrs = ir.ArrayAttr(func.attributes["arg_attrs"])
+        return i < len(attrs) and "vx.mut" in ir.DictAttr(attrs[i])
+    return False
+
+
 def is_private(func: ir.Operation) -> bool:
     """A helper: private visibility (kernel entries are public)."""
     vis = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes else None

@@ -30,6 +30,7 @@ component's checked diagnostics.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -409,6 +410,26 @@ class Placed:
         return self._moved[checked]
 
 
+_UNKNOWN_FN = re.compile(r"cannot find function `([^`]+)`")
+
+
+def _document_help(diags: list[Diagnostic], fn_names: frozenset[str]) -> list[Diagnostic]:
+    """A group is checked without the functions it does not name, so its "did you mean"
+    for an unknown function saw only its own: the help is taken again over every function
+    of the document, as `vxc check` of the whole file takes it."""
+    from vxc.diagnostics.suggest import did_you_mean
+    from vxc.hir.typecheck import CALL_KEYWORDS, INTRINSICS
+
+    out = []
+    for d in diags:
+        m = _UNKNOWN_FN.fullmatch(d.message) if d.code == "E0203" else None
+        if m:
+            names = [*fn_names, *INTRINSICS, *CALL_KEYWORDS]
+            d = dataclasses.replace(d, help=did_you_mean(m.group(1), names))
+        out.append(d)
+    return out
+
+
 @dataclass
 class DocumentResult:
     diagnostics: list[Diagnostic]
@@ -487,7 +508,9 @@ class IncrementalChecker:
             )
         self.versions[path] = version
         result.units = version.placed
-        result.diagnostics = _merge([version.placed[g] for g in version.loud])
+        result.diagnostics = _document_help(
+            _merge([version.placed[g] for g in version.loud]), comps.names
+        )
         return result
 
     def _all(self, path, lines, items, comps, decls, last, edit, edited, result) -> _Version:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from vxc.checks.machine import CPU_DRAM, Hop, Machine, Memory
 from vxc.diagnostics import DiagnosticSink
+from vxc.diagnostics.suggest import did_you_mean
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.liveness import build_cfg, children, makes_buffer
@@ -252,6 +253,7 @@ class _Placer(StmtVisitor):
             f"`Topology::{topo}` is not declared",
             span,
             notes=[f"declared topologies: {', '.join(sorted(self.machine.topologies)) or 'none'}"],
+            help=did_you_mean(topo, self.machine.topologies, "Topology::{}"),
         )
         return False
 
@@ -357,7 +359,10 @@ class _Placer(StmtVisitor):
                 "E6002",
                 f"`Memory::{name}` is not declared",
                 e.span,
-                notes=[f"declared spaces: {', '.join(sorted(self.machine.memories))}"],
+                notes=[f"declared spaces: {self.machine.declared_spaces()}"],
+                help=did_you_mean(
+                    name, [*self.machine.memories, *self.machine.aliases], "Memory::{}"
+                ),
             )
         return space
 
@@ -391,17 +396,25 @@ class _Placer(StmtVisitor):
     def _capacity(self, e: H.Expr, t: T.TensorT, size: _Size, spaces: list[str]) -> None:
         bounded = [self.machine.memories[s] for s in spaces if self.machine.memories[s].capacity]
         if size.bytes is None and bounded:
-            self._unverified(e, t, size, bounded[0])
+            # Name where the tensor lands when that space is bounded (the space the program
+            # wrote), else the tightest space on the way: not merely the first hop's.
+            dst = self.machine.memories[spaces[-1]]
+            self._unverified(
+                e, t, size, dst if dst.capacity else min(bounded, key=lambda m: m.capacity)
+            )
             return
         for mem in bounded:
             if size.bytes is not None and size.bytes > mem.capacity:
                 self._too_big(e, t, size, mem)
 
     def _unverified(self, e: H.Expr, t: T.TensorT, size: _Size, mem: Memory) -> None:
-        dims = ", ".join(f"`{d}`" for d in size.unbounded)
+        names = list(dict.fromkeys(size.unbounded))  # `[n, n]` has one runtime dimension
+        dims = ("dimension " if len(names) == 1 else "dimensions ") + ", ".join(
+            f"`{d}`" for d in names
+        )
         self.sink.emit(
             "W1029",
-            f"`{_shape(t)}` has runtime dimension {dims}: its size in `{mem.name}` "
+            f"`{_shape(t)}` has runtime {dims}: its size in `{mem.name}` "
             f"(capacity {mem.capacity} B, {human_size(mem.capacity)}) cannot be checked",
             e.span,
             help=f"bound it on the function: `where {size.unbounded[0]} <= ...`",

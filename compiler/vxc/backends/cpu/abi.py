@@ -126,6 +126,15 @@ def _param(t: ir.Type, name: str, const: bool, what: str, internal: bool = False
     return Param(name, "scalar", dtype, (), None, const)
 
 
+def _const(func: ir.Operation, i: int, extern: bool, written: set[int]) -> bool:
+    """A kernel's pointer is const when its body never writes through it; an extern has
+    no body, so its declaration decides: `&mut` is writable, `&` and by-value are read
+    (the C definition the user writes must match the prototype exactly)."""
+    if extern:
+        return not T.arg_is_mut(func, i)
+    return i not in written
+
+
 def signature(func: ir.Operation, written: set[int]) -> Signature:
     """C ABI of `func`; `written` holds the indices of tensor args the body writes."""
     name = _c_name(T.sym_name(func))
@@ -135,7 +144,11 @@ def signature(func: ir.Operation, written: set[int]) -> Signature:
     params = tuple(
         replace(
             _param(
-                t, _c_name(T.arg_name(func, i)), i not in written, f"@{name} argument {i}", internal
+                t,
+                _c_name(T.arg_name(func, i)),
+                _const(func, i, extern, written),
+                f"@{name} argument {i}",
+                internal,
             ),
             dim_names=T.arg_dims(func, i),
         )

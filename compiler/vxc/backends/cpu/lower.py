@@ -158,6 +158,24 @@ def plan_arena(func: ir.Operation) -> ArenaPlan:
     return plan
 
 
+# Ops whose result is (a view of) their first operand's buffer: a write through the
+# result writes the argument it came from.
+THROUGH = ("vx.element", "vx.wait", "memref.memory_space_cast")
+
+
+def extern_writes(module: ir.Module) -> dict[str, set[int]]:
+    """Per `extern fn`, the parameters it may write through: its `&mut` ones (`vx.mut`);
+    its C prototype makes the others `const`, so a caller's pointer passed there stays
+    read-only."""
+    out: dict[str, set[int]] = {}
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and not T.has_body(op):
+            n = len(ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs)
+            out[T.sym_name(op)] = {i for i in range(n) if T.arg_is_mut(op, i)}
+    return out
+
+
 def _walk(func: ir.Operation, visit: Callable[[ir.Operation], None]) -> None:
     """`visit` every op of `func` in pre-order; a refusal crosses MLIR's walk."""
     errors: list[Refusal] = []
@@ -175,13 +193,14 @@ def _walk(func: ir.Operation, visit: Callable[[ir.Operation], None]) -> None:
         raise errors[0]
 
 
-def written_args(func: ir.Operation) -> set[int]:
-    """Indices of entry-block arguments that matmul_acc or a call may write through."""
+def written_args(func: ir.Operation, externs: dict[str, set[int]] | None = None) -> set[int]:
+    """Indices of entry-block arguments that matmul_acc or a call may write through (a
+    call to an extern only through its `&mut` parameters, `externs`)."""
     entry = func.regions[0].blocks[0] if func.regions[0].blocks else None
     out: set[int] = set()
 
     def root(v: ir.Value) -> None:
-        while isinstance(v, ir.OpResult) and v.owner.operation.name in ("vx.element", "vx.wait"):
+        while isinstance(v, ir.OpResult) and v.owner.operation.name in THROUGH:
             v = v.owner.operation.operands[0]
         if isinstance(v, ir.BlockArgument) and entry is not None and v.owner == entry:
             out.add(v.arg_number)
@@ -190,8 +209,10 @@ def written_args(func: ir.Operation) -> set[int]:
         if op.name == "vx.matmul_acc":
             root(op.operands[0])
         elif op.name == "func.call":
-            for v in op.operands:
-                if isinstance(v.type, ir.MemRefType):
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            writes = (externs or {}).get(callee)
+            for i, v in enumerate(op.operands):
+                if isinstance(v.type, ir.MemRefType) and (writes is None or i in writes):
                     root(v)
         elif op.name in ("vx.store", "vx.store_async"):
             root(op.operands[1])  # an output: the C caller allocates it, writable
@@ -241,12 +262,13 @@ class ModuleLowering:
         return ll.Function(self.ll, ll.FunctionType(ret, args), name=name)
 
     def run(self) -> ll.Module:
+        externs = extern_writes(self.module)
         for op in self.module.body.operations:
             op = op.operation  # the OpView's .name would be the symbol name
             if op.name != "func.func":  # the HIR lowering emits functions only
                 raise TypeError(f"cpu backend: unexpected top-level op '{op.name}'")
             try:
-                sig = abi.signature(op, written_args(op))
+                sig = abi.signature(op, written_args(op, externs))
             except Refusal as e:
                 raise e.at(span_of(op)) from None
             if sig.name in self.sigs:  # MLIR's symbol table rules it out

@@ -22,12 +22,13 @@ import numpy as np
 
 from vxc.backends.nvidia.encoders import TMA_DTYPES, TMA_SWIZZLE, TensorMap
 from vxc.backends.nvidia.manifest import Manifest
+from vxc.errors import NotRunnableHere
 from vxc.targets import NVIDIA_ARCHES
 
 NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32}
 
 
-class NoGpu(RuntimeError):
+class NoGpu(NotRunnableHere):
     """No usable NVIDIA GPU here; the message is one line."""
 
 

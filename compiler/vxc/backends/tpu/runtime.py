@@ -1,0 +1,97 @@
+"""Call a tpu artifact's kernels through JAX: each kernel's `jax.export` blob (a Mosaic
+`tpu_custom_call`) deserialized and run with `jax.jit` on a TPU device.
+
+    art = vxc.runtime.load("out/stream.tpu.json")
+    out = art.stream(tiles, w)            # jax.Array in, jax.Array out, on a TPU host
+    f = jax.jit(lambda t, w: art.stream.exported.call(t, w) * 2)   # inside your own jit
+
+Loading reads the manifest and works on any machine (the kernels, their parameters, the
+export); running needs a TPU: elsewhere a call raises `NoTpu`, one line saying so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from vxc.errors import NotRunnableHere
+
+
+class NoTpu(NotRunnableHere):
+    """No TPU device answers here; the message is one line."""
+
+
+def _tpu_devices() -> list[Any]:
+    import jax
+
+    try:
+        return jax.devices("tpu")
+    except RuntimeError:
+        return []
+
+
+class TpuKernel:
+    """One kernel of a tpu artifact; `kernel(*arrays)` runs the export on a TPU."""
+
+    def __init__(self, directory: Path, spec: dict) -> None:
+        self.name: str = spec["name"]
+        self.params: list[dict] = spec["params"]
+        self.results: list[dict] = spec["results"]
+        self.instances: int = spec["grid"]["instances"]  # the static grid it was built for
+        self.export_path = directory / spec["files"]["export"]
+        self._exported: Any = None
+        self._jit: Any = None
+
+    @property
+    def exported(self) -> Any:
+        """The `jax.export.Exported` (deserialized on first use: jax loads only then)."""
+        if self._exported is None:
+            from jax import export
+
+            self._exported = export.deserialize(bytearray(self.export_path.read_bytes()))
+        return self._exported
+
+    def __call__(self, *args: Any) -> Any:
+        if not _tpu_devices():
+            import jax
+
+            here = ", ".join(sorted({d.platform for d in jax.devices()}))
+            if jax.config.jax_platforms:  # a vxc tpu build in this process sets it to cpu
+                here += f" with jax_platforms={jax.config.jax_platforms}"
+            raise NoTpu(
+                f"no TPU here (jax sees {here}): tpu kernel '{self.name}' is a Mosaic "
+                "tpu_custom_call that runs only on a TPU host"
+            )
+        if self._jit is None:
+            import jax
+
+            self._jit = jax.jit(self.exported.call)
+        return self._jit(*args)
+
+    def launch(self, instances: int, *args: Any) -> Any:
+        """A Mosaic grid is static: the artifact runs the launch it was built for
+        (`vxc build --tpu-instances N`), results stacked; any other count is refused."""
+        if instances != self.instances:
+            built = f"{self.instances} instances" if self.instances else "a plain call"
+            raise ValueError(
+                f"tpu kernel '{self.name}' was built for {built}; rebuild with "
+                f"--tpu-instances {instances} to launch {instances}"
+            )
+        return self(*args)
+
+
+class TpuArtifact:
+    """A tpu artifact's manifest and exports: `artifact.<kernel>` or `artifact.kernels`."""
+
+    def __init__(self, manifest_path: Path) -> None:
+        self.manifest: dict = json.loads(manifest_path.read_text())
+        self.kernels = {
+            k["name"]: TpuKernel(manifest_path.parent, k) for k in self.manifest["kernels"]
+        }
+
+    def __getattr__(self, name: str) -> TpuKernel:
+        kernels = self.__dict__.get("kernels", {})
+        if name in kernels:
+            return kernels[name]
+        raise AttributeError(f"artifact has no kernel '{name}' (kernels: {sorted(kernels)})")
