@@ -65,30 +65,29 @@ def _intensity_label(v: float) -> str:
     return f"{v:g}"
 
 
+def _decades(lo: float, hi: float):
+    """(value, major) of each grid line from 10**lo to 10**hi: 1..9 times each power."""
+    for e in range(int(lo), int(hi) + 1):
+        for m in range(1, 10 if e < hi else 2):
+            yield m * 10.0**e, m == 1
+
+
 def _grid(a: _Axes) -> list[str]:
     out = []
-    for e in range(int(a.x0), int(a.x1) + 1):
-        for m in range(1, 10):
-            if e == a.x1 and m > 1:
-                break
-            x = a.x(m * 10.0**e)
-            width = "1" if m == 1 else "0.5"
-            out.append(
-                f'<line x1="{_n(x)}" y1="{TOP}" x2="{_n(x)}" y2="{BOTTOM}" stroke="{GRID}" stroke-width="{width}"/>'
-            )
-            if m == 1:
-                out.append(_text(x, BOTTOM + 18, _intensity_label(10.0**e), 11, "middle"))
-    for e in range(int(a.y0), int(a.y1) + 1):
-        for m in range(1, 10):
-            if e == a.y1 and m > 1:
-                break
-            y = a.y(m * 10.0**e)
-            width = "1" if m == 1 else "0.5"
-            out.append(
-                f'<line x1="{LEFT}" y1="{_n(y)}" x2="{RIGHT}" y2="{_n(y)}" stroke="{GRID}" stroke-width="{width}"/>'
-            )
-            if m == 1:
-                out.append(_text(LEFT - 8, y + 4, flop_rate(10.0**e), 11, "end"))
+    for v, major in _decades(a.x0, a.x1):
+        x, width = a.x(v), "1" if major else "0.5"
+        out.append(
+            f'<line x1="{_n(x)}" y1="{TOP}" x2="{_n(x)}" y2="{BOTTOM}" stroke="{GRID}" stroke-width="{width}"/>'
+        )
+        if major:
+            out.append(_text(x, BOTTOM + 18, _intensity_label(v), 11, "middle"))
+    for v, major in _decades(a.y0, a.y1):
+        y, width = a.y(v), "1" if major else "0.5"
+        out.append(
+            f'<line x1="{LEFT}" y1="{_n(y)}" x2="{RIGHT}" y2="{_n(y)}" stroke="{GRID}" stroke-width="{width}"/>'
+        )
+        if major:
+            out.append(_text(LEFT - 8, y + 4, flop_rate(v), 11, "end"))
     return out
 
 
