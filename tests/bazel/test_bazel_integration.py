@@ -80,13 +80,25 @@ def test_bad_target_value_fails_analysis_clearly(ws):
 
 def test_split_build_puts_each_target_in_its_own_directory(ws):
     ws.run("build", "//k:stream_ir_all")
-    found = {}
-    for t in TARGETS:
-        hits = list((ws.dir / "bazel-out").glob(f"*/bin/k/stream_ir.{t}/stream.{t}.mlir"))
-        assert hits, t
-        # The configuration directory built by this invocation: the newest.
-        found[t] = max(hits, key=lambda p: p.stat().st_mtime)
-    config_dirs = {p.parents[3].name for p in found.values()}
+    # Ask Bazel which directories this target's configured outputs are, rather than
+    # guessing from mtimes: `--config=<t>` builds of the same kernel (earlier tests)
+    # leave files in the top-level configuration's directory, and an action-cache hit
+    # does not rewrite a file, so "the newest hit" can name a stale directory.
+    listed = ws.run(
+        "cquery",
+        "//k:stream_ir_all",
+        "--output=starlark",
+        "--starlark:expr=' '.join([f.path for f in target.files.to_list()])",
+    ).stdout.split()
+    dirs = {}
+    for rel in listed:
+        m = re.search(r"/bin/k/stream_ir\.(\w+)$", rel)
+        assert m, listed
+        dirs[m.group(1)] = ws.dir / rel
+    assert sorted(dirs) == sorted(TARGETS), listed
+    for t, d in dirs.items():
+        assert (d / f"stream.{t}.mlir").is_file(), (t, sorted(p.name for p in d.iterdir()))
+    config_dirs = {d.parents[2].name for d in dirs.values()}
     assert len(config_dirs) == len(TARGETS), config_dirs
 
 
