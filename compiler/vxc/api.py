@@ -312,7 +312,7 @@ def refusal_diagnostic(e: Refusal, sources: list[Source]) -> Diagnostic:
     from vxc.diagnostics import Span
 
     span = e.span or Span(sources[0].path if sources else "<input>", 1, 1)
-    return Diagnostic(e.code, e.message, span, help=e.help)
+    return Diagnostic(e.code, e.message, span, notes=list(e.notes), help=e.help)
 
 
 @dataclass

@@ -20,18 +20,27 @@ class Refusal(Unsupported):
     The span is data, never text in the message; `str()` prefixes `file:line:col: ` for
     callers that drive a backend directly (tests, benchmarks)."""
 
-    def __init__(self, code: str, message: str, span: Span | None = None, help: str | None = None):
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        span: Span | None = None,
+        help: str | None = None,
+        notes: list[str] | None = None,
+    ):
         self.code, self.message, self.span, self.help = code, message, span, help
+        self.notes = list(notes or [])  # e.g. the calls an inlined helper's op came through
         super().__init__(message)
 
     def __str__(self) -> str:
         s = self.span
         return f"{s.file}:{s.line}:{s.column}: {self.message}" if s else self.message
 
-    def at(self, span: Span | None) -> Refusal:
-        """This refusal, placed at `span` unless it already has a place."""
+    def at(self, span: Span | None, notes: list[str] | None = None) -> Refusal:
+        """This refusal, placed at `span` (with `notes`) unless it already has a place."""
         if self.span is None:
             self.span = span
+            self.notes = list(notes or self.notes)
         return self
 
 

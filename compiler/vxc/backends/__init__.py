@@ -62,5 +62,8 @@ def backend(family: str) -> Backend:
 def emit_target(target: str, module, stem: str, emit: str, options: Mapping) -> dict[str, bytes]:
     """Build `module` for `target`: `options` are the flat build options (`api.build`'s
     keywords); the target's family takes its own dataclass of them."""
+    from vxc.ir.inline import inline_helpers
+
     t = TARGETS[target]
+    inline_helpers(module)  # every target: no backend lowers a call to a Vx helper
     return backend(t.family).emit(module, t, family_options(t.family, options), stem, emit)

@@ -29,7 +29,7 @@ from jaxlib.mlir import ir
 
 from vxc.backends import RefusalEntry
 from vxc.errors import Refusal
-from vxc.ir.loc import span_of
+from vxc.ir.loc import inlined_notes, span_of
 
 Rule = Callable[["RuleContext", ir.Operation], None]
 
@@ -86,7 +86,7 @@ class Walk:
             with self.op_scope(op):
                 rule(self.rule_context, op)
         except Refusal as e:
-            raise e.at(span_of(op)) from None
+            raise e.at(span_of(op), inlined_notes(op)) from None
 
     def rule_for(self, op: ir.Operation) -> Rule:
         """The rule of `op`, or its refusal (raised)."""
@@ -112,4 +112,4 @@ class Walk:
 
 def refuse(code: str, op: ir.Operation | None, message: str, help: str | None = None) -> Refusal:
     """A refusal of `op` (placed at its source span when it has one)."""
-    return Refusal(code, message, span_of(op), help)
+    return Refusal(code, message, span_of(op), help, inlined_notes(op))

@@ -18,11 +18,44 @@ def span_of(op: ir.Operation | None) -> Span | None:
     or name locations carry no file position)."""
     if op is None:
         return None
-    loc = op.location
+    return _file_span(_innermost(op.location))
+
+
+def _innermost(loc: ir.Location) -> ir.Location:
+    """The callee end of an inlined op's `callsite(...)` chain: where its code is written."""
+    while _is_callsite(loc):
+        loc = loc.callee
+    return loc
+
+
+def _is_callsite(loc: ir.Location) -> bool:
+    return str(loc).startswith("loc(callsite(")
+
+
+def _file_span(loc: ir.Location) -> Span | None:
     try:
         return Span(loc.filename, loc.start_line, loc.start_col)
     except AttributeError:
         return None
+
+
+def call_sites(op: ir.Operation | None) -> list[Span]:
+    """For an op of an inlined helper (ir/inline.py), the calls it was inlined through,
+    innermost first: `f` inlined into `g` inlined into kernel `k` gives [the call of f
+    in g, the call of g in k]."""
+    out: list[Span] = []
+    loc = op.location if op is not None else None
+    while loc is not None and _is_callsite(loc):
+        caller = _file_span(_innermost(loc.caller))
+        if caller is not None:
+            out.append(caller)
+        loc = loc.callee
+    return out[::-1]
+
+
+def inlined_notes(op: ir.Operation | None) -> list[str]:
+    """The notes a diagnostic at an inlined op carries: the calls that brought it in."""
+    return [f"inlined from the call at {s.file}:{s.line}:{s.column}" for s in call_sites(op)]
 
 
 def where(op: ir.Operation | None) -> str:

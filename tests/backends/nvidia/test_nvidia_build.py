@@ -318,9 +318,20 @@ def test_a_helper_is_inlined_into_the_kernel(target, tmp_path):
     assert check_artifact(tmp_path, target) == []  # its matmul_acc is in the SASS
 
 
-def test_a_helper_with_tiles_of_its_own_is_refused_plainly():
-    msg = refused(api.build(_analysis("k.vx", HELPER_WITH_TILES), "h100"), "E7002")
-    assert "places tiles of its own in a scratchpad" in msg
+@pytest.mark.parametrize("target", ARCH)
+def test_a_helper_with_tiles_of_its_own_is_inlined_with_its_frame(target, tmp_path):
+    """Was E7002 ("places tiles of its own in a scratchpad"): the inlining pass before
+    the backends (vxc/ir/inline.py) stacks the helper's rings above the kernel's, so its
+    tile is one more ring of the CTA's shared-memory layout (tests/e2e/test_inline.py
+    runs such helpers in the PTX simulator)."""
+    from vxc.backends.nvidia.validate import check_artifact
+
+    files = _build(target, "k.vx", HELPER_WITH_TILES)
+    (k,) = Manifest.from_bytes(files[f"k.{target}.json"]).kernels
+    assert k["smem_layout"]["tiles"] == 65536
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    assert check_artifact(tmp_path, target) == []
 
 
 FOUR_TILES = """

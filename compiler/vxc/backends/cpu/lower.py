@@ -32,7 +32,7 @@ from vxc.backends.cpu.matmul import (
 from vxc.backends.walk import Walk
 from vxc.errors import Refusal
 from vxc.ir import types as T
-from vxc.ir.loc import span_of
+from vxc.ir.loc import inlined_notes, span_of
 from vxc.ir.ops import MatmulAccOp, RequireOp, StoreAsyncOp, StoreOp, ViewOp, ring_layout
 
 I8, I32 = ll.IntType(8), ll.IntType(32)
@@ -270,7 +270,7 @@ class ModuleLowering:
             try:
                 sig = abi.signature(op, written_args(op, externs))
             except Refusal as e:
-                raise e.at(span_of(op)) from None
+                raise e.at(span_of(op), inlined_notes(op)) from None
             if sig.name in self.sigs:  # MLIR's symbol table rules it out
                 raise TypeError(f"cpu backend: function @{sig.name} defined twice")
             self.sigs[sig.name] = sig

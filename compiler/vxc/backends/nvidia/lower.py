@@ -45,7 +45,7 @@ from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Module, Reg, Sym
 from vxc.backends.walk import Walk
 from vxc.errors import Refusal
 from vxc.ir import types as T
-from vxc.ir.loc import span_of
+from vxc.ir.loc import inlined_notes, span_of
 from vxc.ir.ops import RequireOp, ZerosOp, ring_layout, view
 from vxc.rules import registrar
 from vxc.status import STATUS as CODES
@@ -63,7 +63,7 @@ class NvidiaError(Refusal, ValueError):
 
 
 def refuse(code: str, op: ir.Operation | None, message: str) -> NvidiaError:
-    return NvidiaError(code, message, span_of(op))
+    return NvidiaError(code, message, span_of(op), notes=inlined_notes(op))
 
 
 # -- lowered values -------------------------------------------------------------------
@@ -201,7 +201,6 @@ class FunctionLowering(Walk):
         self.target = target.name  # for messages only: the arch record decides
         self.arch: NvidiaArch = target.arch
         self.helpers = helpers or {}
-        self.returns: list[list[object]] = []  # results of the helpers being inlined
         self.name = T.sym_name(func)
         self.values: dict[ir.Value, object] = {}
         self.entry = func.regions[0].blocks[0]
@@ -222,56 +221,23 @@ class FunctionLowering(Walk):
 
     # -- planning ---------------------------------------------------------------------
 
-    def collect(self, block: ir.Block, out: list[ir.Operation], inlining: tuple[str, ...]) -> None:
-        """The ops of `block` in program order (pre-order), a helper's body right after
-        each call to it (helpers are inlined); extern calls are refused here."""
+    def collect(self, block: ir.Block, out: list[ir.Operation]) -> None:
+        """The ops of `block` in program order (pre-order). Helpers were inlined before
+        the backend (vxc/ir/inline.py), so a call left is refused here, before planning."""
         for op in block.operations:
             op = op.operation
             out.append(op)
             if op.name == "func.call":
-                callee = self.helper_of(op, inlining)
-                self.collect(callee.regions[0].blocks[0], out, (*inlining, T.sym_name(callee)))
+                raise refuse("E7002", op, _call_refusal(self, op))
             for region in op.regions:
                 for b in region.blocks:
-                    self.collect(b, out, inlining)
-
-    def helper_of(self, op: ir.Operation, inlining: tuple[str, ...] = ()) -> ir.Operation:
-        """The private Vx function a call inlines, or a plain refusal."""
-        name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-        callee = self.helpers.get(name)
-        if callee is None or not T.has_body(callee):
-            raise refuse("E7002", op, _extern_call(self, op))
-        if name in inlining:
-            raise refuse("E7002", op, f"`{name}` calls itself; GPU targets inline helpers")
-        if ring_layout(op) is not None:
-            raise refuse(
-                "E7002",
-                op,
-                f"call to `{name}`: a result placed in a scratchpad ring is not "
-                f"lowered on GPU targets (return an argument, or inline the helper by hand)",
-            )
-        inner: list[ir.Operation] = []
-        callee.walk(lambda o: (inner.append(o), ir.WalkResult.ADVANCE)[1])
-        if any(o.name.startswith("vx.") and ring_layout(o) is not None for o in inner):
-            raise refuse(
-                "E7002",
-                op,
-                f"helper `{name}` places tiles of its own in a scratchpad; GPU "
-                f"targets inline helpers into the kernel's layout, so only helpers without "
-                f"transfers of their own are lowered",
-            )
-        return callee
+                    self.collect(b, out)
 
     def plan(self) -> None:
         ops: list[ir.Operation] = []
-        self.collect(self.entry, ops, ())
+        self.collect(self.entry, ops)
         for op in ops:
             name = op.name
-            if name == "func.call":
-                body = self.helper_of(op).regions[0].blocks[0]
-                for arg, v in zip(body.arguments, op.operands, strict=True):
-                    if v in self.origin:
-                        self.origin[arg] = self.origin[v]
             lay = ring_layout(op) if name.startswith("vx.") else None
             if lay is not None:
                 if lay.space == "VMEM" and lay.shared:
@@ -1071,35 +1037,22 @@ def _if(fl: FunctionLowering, op: ir.Operation) -> None:
 def _return(fl: FunctionLowering, op: ir.Operation) -> None:
     if op.parent.name != "func.func":
         raise refuse("E7010", op, "a return inside a branch is not lowered on GPU targets")
-    if op.parent.operation != fl.func:
-        fl.returns[-1].extend(fl.get(v) for v in op.operands)  # an inlined helper's results
-        return
     for v in op.operands:
         if not isinstance(fl.get(v), Output):
             raise refuse("E7003", op, "a kernel returns tensors it wrote to HBM only")
 
 
-def _extern_call(fl: FunctionLowering, op: ir.Operation) -> str:
+def _call_refusal(fl: FunctionLowering, op: ir.Operation) -> str:
+    """Why a call reaches the backend: an extern, or a recursive helper (vxc/ir/inline.py
+    inlines every other)."""
     callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    if callee in fl.helpers and T.has_body(fl.helpers[callee]):
+        return f"`{callee}` calls itself; GPU targets inline helpers, and a recursive one cannot be"
     return (
         f"call to extern `{callee}`: extern device functions need a linkable "
         f"device library, and none exists for Vx on {fl.target} yet (Vx helpers are "
         f"inlined; an extern function has no body to inline)"
     )
-
-
-@rule("func.call")
-def _inline(fl: FunctionLowering, op: ir.Operation) -> None:
-    """A call to a Vx helper is inlined: its body is lowered with its arguments bound to
-    the call's operands (a tile stays where the caller put it)."""
-    body = fl.helper_of(op).regions[0].blocks[0]
-    for arg, v in zip(body.arguments, op.operands, strict=True):
-        fl.set(arg, fl.get(v))
-    fl.returns.append([])
-    fl.lower_block(body)
-    results = fl.returns.pop()
-    for r, v in zip(op.results, results, strict=True):
-        fl.set(r, v)
 
 
 @rule("memref.memory_space_cast")
@@ -1124,7 +1077,8 @@ def lower_module(module: ir.Module, target: Target) -> tuple[Module, list[dict]]
         if op.name != "func.func":  # the HIR lowering emits functions only
             raise TypeError(f"unexpected top-level op `{op.name}`")
         funcs.append(op)
-    # Helpers (private) and extern declarations are reached through calls only.
+    # Extern declarations and recursive helpers (the only helpers inlining leaves) are
+    # reached through calls only, and refused there.
     helpers = {T.sym_name(f): f for f in funcs if T.is_private(f) or not T.has_body(f)}
     for op in funcs:
         if T.sym_name(op) in helpers:
@@ -1143,7 +1097,7 @@ FunctionLowering.rules = RULES
 FunctionLowering.rule_surface = frozenset(
     {"get", "set", "region_values", "parallel_assign", "carry", "k", "c", "mma", "arch",
      "target", "func", "tile", "issue_load", "wait", "as_smem", "next_count",
-     "slot_address", "tmaps", "tmap_addr", "results", "returns", "helper_of", "lens",
+     "slot_address", "tmaps", "tmap_addr", "results", "lens",
      "instance", "status", "exit"}
 )  # fmt: skip
 FunctionLowering.no_rule = "the NVIDIA backends have no lowering for `{name}`"

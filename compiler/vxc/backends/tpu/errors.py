@@ -6,7 +6,7 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 
 from vxc.errors import Refusal, Unsupported
-from vxc.ir.loc import span_of
+from vxc.ir.loc import inlined_notes, span_of
 
 
 class TpuError(Refusal, ValueError):
@@ -19,4 +19,4 @@ class LibtpuRejected(Unsupported, ValueError):
 
 
 def fail(code: str, op: ir.Operation | None, message: str) -> TpuError:
-    return TpuError(code, f"tpu backend: {message}", span_of(op))
+    return TpuError(code, f"tpu backend: {message}", span_of(op), notes=inlined_notes(op))

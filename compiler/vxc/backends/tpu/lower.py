@@ -46,7 +46,7 @@ from vxc.backends.tpu.tiling import check_footprint, mosaic_element
 from vxc.backends.walk import Walk
 from vxc.errors import Refusal, Unsupported
 from vxc.ir import types as T
-from vxc.ir.loc import span_of
+from vxc.ir.loc import inlined_notes, span_of
 from vxc.ir.ops import RequireOp, TransferOp, ring_layout, view
 from vxc.rules import registrar
 
@@ -154,10 +154,11 @@ VIEW_OPS = ("vx.view", "vx.store", "vx.store_async")
 
 def _call_refusal(op: ir.Operation) -> str:
     callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    # Every other helper was inlined before the backend (vxc/ir/inline.py).
     return (
         f"tpu backend: call to `{callee}`: a TPU artifact is one Mosaic kernel, and a call "
-        "has no Mosaic equivalent (an `extern fn` is host code the kernel cannot reach; "
-        "inline helper functions into the kernel)"
+        "has no Mosaic equivalent (an `extern fn` is host code the kernel cannot reach, "
+        "and a recursive helper cannot be inlined)"
     )
 
 
@@ -298,7 +299,7 @@ class FunctionLowering(Walk):
             try:
                 self._plan_op(op)
             except Refusal as e:  # exceptions do not cross MLIR's walk: carry it out
-                errors.append(e.at(span_of(op)))
+                errors.append(e.at(span_of(op), inlined_notes(op)))
                 return ir.WalkResult.INTERRUPT
             return ir.WalkResult.ADVANCE
 
@@ -904,7 +905,7 @@ def lower_module(
     kernels = []
     funcs = [op.operation for op in vx_module.body.operations if op.operation.name == "func.func"]
     for f in funcs:
-        if len(f.regions[0].blocks) == 0:
-            continue  # an extern declaration; its calls are reported where they are
+        if len(f.regions[0].blocks) == 0 or T.is_private(f):
+            continue  # an extern declaration or a recursive helper: refused at its calls
         kernels.append(FunctionLowering(f, ctx, instances, precision).run())
     return kernels
