@@ -389,6 +389,29 @@ class Cta:
             return ("param", a)
         return int(a)
 
+    def float_scalar(self, t: Thread, op: str, base: str, a: list[str]) -> None:
+        """Scalar f32 arithmetic and comparisons, rounded to f32 as PTX's `.rn` does."""
+        x = np.float32(self.val(t, a[1]))
+        if base == "neg":
+            t.regs[a[0]] = float(-x)
+            return
+        y = np.float32(self.val(t, a[2]))
+        if base == "setp":
+            cmp = op.split(".")[1]
+            t.regs[a[0]] = {
+                "eq": x == y,
+                "ne": x != y and not (np.isnan(x) or np.isnan(y)),
+                "neu": not x == y,
+                "lt": x < y,
+                "le": x <= y,
+                "gt": x > y,
+                "ge": x >= y,
+            }[cmp]
+            return
+        with np.errstate(all="ignore"):
+            r = {"add": x + y, "sub": x - y, "mul": x * y, "div": x / y}[base]
+        t.regs[a[0]] = float(np.float32(r))
+
     def addr(self, t: Thread, a: str) -> tuple[object, int]:
         inner = a[1:-1]
         m = re.fullmatch(r"([%\w.]+)(?:\+(\d+))?", inner)
@@ -718,6 +741,11 @@ class Cta:
             return None
         if op.startswith("cp.async.bulk.wait_group"):
             self.retire_bulk(t, V(a[0]), writes=not op.endswith(".read"))
+            return None
+        if op.endswith(".f32") and base in ("add", "sub", "mul", "div", "neg", "setp"):
+            return self.float_scalar(t, op, base, a)
+        if op == "mov.b32" and a[0].startswith("%f"):  # bits into an f32 register
+            R[a[0]] = struct.unpack("<f", struct.pack("<I", V(a[1]) & 0xFFFFFFFF))[0]
             return None
         if base == "mov":
             v = V(a[1])

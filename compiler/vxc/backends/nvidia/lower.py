@@ -299,7 +299,7 @@ class FunctionLowering(Walk):
                         f"{self.name}: argument {self.arg_names[i]} has type {m}; the NVIDIA "
                         f"backends take 2-D tiles and Vecs of 2-D tiles",
                     )
-            elif str(a.type) in ("i64", "index", "i32"):
+            elif str(a.type) in ("i64", "index", "i32", "f32"):
                 self.scalar_params[i] = None
             else:
                 raise refuse(
@@ -432,9 +432,17 @@ class FunctionLowering(Walk):
                     }
                 )
             if i in self.scalar_params:
+                # Every scalar travels in a u64 slot; an f32 as its bits in the low word.
+                is_f32 = str(self.entry.arguments[i].type) == "f32"
                 self.scalar_params[i] = k.param(name, "u64")
                 entries.append(
-                    {"name": name, "kind": "u64", "arg": name, "arg_index": i, "value": "scalar"}
+                    {
+                        "name": name,
+                        "kind": "u64",
+                        "arg": name,
+                        "arg_index": i,
+                        "value": "f32" if is_f32 else "scalar",
+                    }
                 )
         for key in sorted(x for x in self.tmaps if x[0] == "result"):
             p = self.tmaps[key]
@@ -505,10 +513,14 @@ class FunctionLowering(Walk):
         for i, sym in self.scalar_params.items():
             r = k.reg("b64")
             k.ins("ld.param.u64", r, Addr(sym))
-            if str(self.entry.arguments[i].type) == "i32":
+            if str(self.entry.arguments[i].type) in ("i32", "f32"):
                 narrow = k.reg("b32")
                 k.ins("cvt.u32.u64", narrow, r)
                 r = narrow
+            if str(self.entry.arguments[i].type) == "f32":
+                f = k.reg("f32")
+                k.ins("mov.b32", f, r)
+                r = f
             self.scalars[i] = r
         lay = self.layout_info
         self.bars = k.reg("b32")
@@ -758,7 +770,7 @@ RULES: dict[str, Rule] = {}
 rule = registrar(RULES)
 
 
-_INT_CLS = {"i1": "pred", "i32": "b32", "i64": "b64", "index": "b64"}
+_INT_CLS = {"i1": "pred", "i32": "b32", "i64": "b64", "index": "b64", "f32": "f32"}
 
 
 def _cls(t: ir.Type, op: ir.Operation) -> str:
@@ -772,6 +784,11 @@ def _cls(t: ir.Type, op: ir.Operation) -> str:
 def _constant(fl: FunctionLowering, op: ir.Operation) -> None:
     t = op.results[0].type
     cls = _cls(t, op)
+    if cls == "f32":  # PTX's exact hex float immediate (ptx.Imm)
+        fl.set(
+            op.results[0], Scalar(fl.k.mov(cls, Imm(ir.FloatAttr(op.attributes["value"]).value)))
+        )
+        return
     value = ir.IntegerAttr(op.attributes["value"]).value
     if cls == "pred":
         r = fl.k.setp("ne", "u32", fl.k.mov("b32", Imm(value & 1)), Imm(0))
@@ -812,9 +829,51 @@ _BINARY = {
 }
 
 
+# f32 scalar arithmetic (a `scale: f32` parameter): IEEE round-to-nearest, as the
+# other targets compute it (`div.rn`, not the approximate `div.full`). No `arith.remf`:
+# PTX has no float remainder, and its refusal names the op.
+_FLOAT = {
+    "arith.addf": "add.rn.f32",
+    "arith.subf": "sub.rn.f32",
+    "arith.mulf": "mul.rn.f32",
+    "arith.divf": "div.rn.f32",
+}
+# arith.CmpFPredicate -> setp: oeq, ogt, oge, olt, ole are ordered; une is "unordered
+# or not equal" (what `!=` lowers to).
+_CMPF = {1: "eq", 2: "gt", 3: "ge", 4: "lt", 5: "le", 13: "neu"}
+
+
+@rule(*_FLOAT)
+def _float_binary(fl: FunctionLowering, op: ir.Operation) -> None:
+    a, b = fl.get(op.operands[0]), fl.get(op.operands[1])
+    r = fl.k.reg(_cls(op.results[0].type, op))
+    fl.k.ins(_FLOAT[op.name], r, a.reg, b.reg)
+    fl.set(op.results[0], Scalar(r))
+
+
+@rule("arith.negf")
+def _negf(fl: FunctionLowering, op: ir.Operation) -> None:
+    r = fl.k.reg(_cls(op.results[0].type, op))
+    fl.k.ins("neg.f32", r, fl.get(op.operands[0]).reg)
+    fl.set(op.results[0], Scalar(r))
+
+
+@rule("arith.cmpf")
+def _cmpf(fl: FunctionLowering, op: ir.Operation) -> None:
+    pred = ir.IntegerAttr(op.attributes["predicate"]).value
+    if pred not in _CMPF or _cls(op.operands[0].type, op) != "f32":
+        raise refuse(
+            "E7011", op, f"{op.name} predicate {pred} is not supported by the NVIDIA backends"
+        )
+    a, b = fl.get(op.operands[0]), fl.get(op.operands[1])
+    fl.set(op.results[0], Scalar(fl.k.setp(_CMPF[pred], "f32", a.reg, b.reg)))
+
+
 @rule(*_BINARY)
 def _binary(fl: FunctionLowering, op: ir.Operation) -> None:
     cls = _cls(op.results[0].type, op)
+    if cls == "f32":
+        raise refuse("E7011", op, f"{op.name} on f32 is not supported by the NVIDIA backends")
     if cls == "pred":
         raise refuse("E7011", op, f"{op.name} on i1 is not supported by the NVIDIA backends")
     a, b = fl.get(op.operands[0]), fl.get(op.operands[1])

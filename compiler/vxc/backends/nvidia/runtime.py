@@ -184,7 +184,13 @@ def plan_launch(meta: dict, args, instances: int) -> list[LaunchParam]:
                 raise ValueError(f"{p['arg']} has shape {a.shape}, the kernel takes {p['shape']}")
             out.append(LaunchParam(p["name"], kind, index, a))
         elif kind == "u64":
-            value = len(a) if p["value"] == "len" else int(a)
+            value = (
+                len(a)
+                if p["value"] == "len"
+                else int(np.float32(a).view(np.uint32))  # an f32 scalar: its bits
+                if p["value"] == "f32"
+                else int(a)
+            )
             out.append(LaunchParam(p["name"], kind, index, value=value))
         elif kind == "status":
             out.append(LaunchParam(p["name"], kind, array=np.zeros(1, np.uint32)))

@@ -25,7 +25,7 @@ def manifest(name: str, kernels: list[Kernel], files: dict[str, dict[str, str]])
                 "files": files[k.name],
                 "custom_call": "tpu_custom_call",
                 "mosaic_serialization_format": SERIALIZATION_FORMAT,
-                "params": [p.to_json() for p in k.inputs],
+                "params": [p.to_json() for p in k.params()],
                 "results": [p.to_json() for p in k.outputs],
                 "dimension_variables": k.symbols,
                 "grid": {
@@ -55,7 +55,12 @@ def kernels_from_manifest(text: str) -> list[Kernel]:
             sym = next((d for d in p["shape"] if isinstance(d, str)), None)
             return Param(p["name"], p["dtype"], shape, sym)
 
-        ins = [param(p) for p in k["params"]]
+        ins = [param(p) for p in k["params"] if p["space"] != "SMEM"]
+        scalars = [
+            (i, Param(p["name"], p["dtype"], (), smem=True))
+            for i, p in enumerate(k["params"])
+            if p["space"] == "SMEM"
+        ]
         outs = [param(p) for p in k["results"]]
         out.append(
             Kernel(
@@ -67,6 +72,7 @@ def kernels_from_manifest(text: str) -> list[Kernel]:
                 k["grid"]["instances"],
                 list(k["preconditions"]),
                 list(k["constraints"]),
+                scalars,
             )
         )
     return out

@@ -34,7 +34,10 @@ def arg_specs(kernel: Kernel, lengths: dict[str, int] | None = None, sharding=No
         dims = export.symbolic_shape(", ".join(kernel.symbols), constraints=kernel.constraints)
         syms = dict(zip(kernel.symbols, dims, strict=True))
     specs = []
-    for p in kernel.inputs:
+    for p in kernel.params():
+        if p.smem:  # a scalar parameter, passed as a 0-d array
+            specs.append(jax.ShapeDtypeStruct((), jnp.dtype(DTYPES[p.dtype]), sharding=sharding))
+            continue
         shape = tuple(
             (lengths[p.symbol] if lengths is not None else syms[p.symbol]) if d is None else d
             for d in p.shape
@@ -66,7 +69,29 @@ def exported(kernel: Kernel):
         disable_semaphore_checks=True,
     )
     with _locations_off():
-        return _EXPORT_SITE(export.export(call, platforms=["tpu"]), arg_specs(kernel))
+        return _EXPORT_SITE(
+            export.export(_in_vx_order(call, kernel), platforms=["tpu"]), arg_specs(kernel)
+        )
+
+
+def _in_vx_order(call, kernel: Kernel):
+    """`call` (operands: the SMEM scalars, then the HBM inputs) taking the kernel's
+    parameters in the Vx function's order, each scalar a 0-d array; `call` itself when
+    the kernel has no scalar parameter (so those exports are unchanged)."""
+    if not kernel.scalars:
+        return call
+    import jax
+    import jax.numpy as jnp
+
+    at = {pos for pos, _ in kernel.scalars}
+
+    def ordered(*args):
+        smem = [
+            jnp.reshape(jnp.asarray(args[pos], DTYPES[p.dtype]), (1,)) for pos, p in kernel.scalars
+        ]
+        return call(*smem, *(a for i, a in enumerate(args) if i not in at))
+
+    return jax.jit(ordered)
 
 
 # jax records the Python call site of the traced function as a location in the exported

@@ -56,6 +56,9 @@ from vxc.rules import registrar
 # specialised to concrete shapes.
 PLACEHOLDER_TOP = 2**31 - 1
 SCALARS = {"index": "i32", "i64": "i32", "i32": "i32", "i1": "i1", "f32": "f32"}
+# Scalar parameters are SMEM scalars (scalar prefetch, TARGETS.md): one `memref<1xE>` in
+# SMEM each, read once at the top; i64 is the 32-bit scalar unit's i32 (docs/TPU.md).
+SMEM_PARAMS = {"i32": "i32", "i64": "i32", "f32": "f32"}
 DOT_DIMS = "#tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>"
 
 
@@ -75,13 +78,14 @@ class Param:
     dtype: str
     shape: tuple[int | None, ...]  # None: the symbolic Vec length
     symbol: str | None = None  # the export's dimension variable for shape[0]
+    smem: bool = False  # a scalar parameter: a scalar-prefetch operand in SMEM, shape ()
 
     def to_json(self) -> dict:
         return {
             "name": self.name,
             "dtype": self.dtype,
             "shape": [self.symbol if d is None else d for d in self.shape],
-            "space": "HBM",
+            "space": "SMEM" if self.smem else "HBM",
         }
 
 
@@ -132,6 +136,16 @@ class Kernel:
     instances: int = 0  # launch grid: 0 = a plain call, N = N instances, results stacked
     preconditions: list[str] = field(default_factory=list)  # the entry's `where` clauses
     constraints: list[str] = field(default_factory=list)  # of the export's dimension variables
+    # Scalar parameters (position among the Vx parameters, SMEM param): the Mosaic
+    # kernel takes them first, as scalar-prefetch operands; `inputs` are the HBM ones.
+    scalars: list[tuple[int, Param]] = field(default_factory=list)
+
+    def params(self) -> list[Param]:
+        """Every parameter in the Vx function's order (the manifest's and the export's)."""
+        out = list(self.inputs)
+        for pos, p in sorted(self.scalars, key=lambda x: x[0]):
+            out.insert(pos, p)
+        return out
 
     @property
     def grid(self) -> int:
@@ -188,7 +202,7 @@ class FunctionLowering(Walk):
     rule_surface = frozenset(
         {"env", "ctx", "vx", "ty", "scalar", "i32", "idx", "hbm", "dst", "view", "load",
          "store", "sem", "flatten", "unflatten", "same_shape", "pid", "instances",
-         "inputs", "constraints", "preconditions", "precision"}
+         "inputs", "hbm_index", "constraints", "preconditions", "precision"}
     )  # fmt: skip
 
     def __init__(
@@ -206,6 +220,8 @@ class FunctionLowering(Walk):
         self.private: dict[ir.Operation, int] = {}
         self.outputs: dict[ir.Operation, int] = {}  # transfer op -> output index
         self.inputs: list[Param] = []
+        self.scalars: list[tuple[int, Param]] = []
+        self.hbm_index: dict[int, int] = {}  # Vx argument -> index among the HBM inputs
         self.out_params: list[Param] = []
         self.placeholders: dict[int, int] = {}  # input index -> placeholder value
         self.ret_values: list[ir.Value] = []
@@ -246,12 +262,17 @@ class FunctionLowering(Walk):
         for i, t in enumerate(ftype.inputs):
             name = T.arg_name(f, i)
             if not isinstance(t, ir.MemRefType):
-                raise fail(
-                    "E7003",
-                    f,
-                    f"kernel `{self.name}`: scalar parameter `{name}` ({t}) is not supported: "
-                    "TPU kernel arguments are HBM tensors",
-                )
+                smem = SMEM_PARAMS.get(str(t))
+                if smem is None:
+                    raise fail(
+                        "E7003",
+                        f,
+                        f"kernel `{self.name}`: scalar parameter `{name}` ({t}) is not "
+                        f"supported: TPU scalar parameters are SMEM scalars of "
+                        f"{', '.join(sorted(SMEM_PARAMS))}",
+                    )
+                self.scalars.append((i, Param(name, smem, (), smem=True)))
+                continue
             if T.space_of(t) != "HBM":
                 raise fail("E7003", f, f"kernel `{self.name}`: parameter `{name}` must be in HBM")
             shape = tuple(None if d == T.DYNAMIC else d for d in t.shape)
@@ -262,7 +283,8 @@ class FunctionLowering(Walk):
             symbol = None
             if shape and shape[0] is None:
                 symbol = f"{name}_len"
-                self.placeholders[i] = PLACEHOLDER_TOP - len(self.placeholders)
+                self.placeholders[len(self.inputs)] = PLACEHOLDER_TOP - len(self.placeholders)
+            self.hbm_index[i] = len(self.inputs)
             self.inputs.append(Param(name, mosaic_element(t.element_type, f), shape, symbol))
         block = f.regions[0].blocks[0]
         ret = list(block.operations)[-1]
@@ -401,13 +423,22 @@ class FunctionLowering(Walk):
         f = self.vx
         ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
         in_types = [
-            self.hbm_type(ir.MemRefType(t), self.placeholders.get(i))
-            for i, t in enumerate(ftype.inputs)
+            self.hbm_type(ir.MemRefType(ftype.inputs[i]), self.placeholders.get(k))
+            for i, k in self.hbm_index.items()
+        ]
+        smem_types = [
+            self.ty(f"memref<1x{p.dtype}, #tpu.memory_space<smem>>") for _, p in self.scalars
         ]
         out_types = [
             self.ty(self._memref(p.shape, self.ty(p.dtype), "any")) for p in self.out_params
         ]
-        arg_types = [self.ty("i32"), *in_types, *out_types, *(self.ty(s) for s in scratch)]
+        arg_types = [
+            self.ty("i32"),
+            *smem_types,
+            *in_types,
+            *out_types,
+            *(self.ty(s) for s in scratch),
+        ]
         with self.ctx, ir.Location.unknown(self.ctx):
             module = ir.Module.create()
             for k, (i, p) in enumerate(sorted(self.placeholders.items(), key=lambda x: -x[1])):
@@ -421,7 +452,9 @@ class FunctionLowering(Walk):
                 [ir.Attribute.parse("#tpu.dimension_semantics<parallel>")]
             )
             attrs["iteration_bounds"] = ir.DenseI64ArrayAttr.get([max(1, self.instances)])
-            attrs["scalar_prefetch"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)
+            attrs["scalar_prefetch"] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), len(smem_types)
+            )
             attrs["scratch_operands"] = ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(64), len(scratch)
             )
@@ -430,9 +463,11 @@ class FunctionLowering(Walk):
             entry = fn.add_entry_block()
             args = list(entry.arguments)
             self.pid = args[0]  # the program id of grid dimension 0: `vx.instance`
-            self.in_args = args[1 : 1 + len(in_types)]
-            self.out_args = args[1 + len(in_types) : 1 + n_io]
-            sargs = iter(args[1 + n_io :])
+            n_s = len(smem_types)
+            smem_args = args[1 : 1 + n_s]
+            self.in_args = args[1 + n_s : 1 + n_s + len(in_types)]
+            self.out_args = args[1 + n_s + len(in_types) : 1 + n_s + n_io]
+            sargs = iter(args[1 + n_s + n_io :])
             for r in rings:
                 r.buf = next(sargs)
             for r in sem_rings:
@@ -445,9 +480,13 @@ class FunctionLowering(Walk):
                 for r in counted:
                     memref.StoreOp(self.i32(0), self.counters, [self.idx(r.counter)])
                 vx_block = f.regions[0].blocks[0]
-                for i, a in enumerate(vx_block.arguments):
+                for (i, _), ref in zip(self.scalars, smem_args, strict=True):
+                    a = vx_block.arguments[i]
+                    self.env[a] = memref.LoadOp(ref, [self.idx(0)]).result
+                for i, k in self.hbm_index.items():
+                    a = vx_block.arguments[i]
                     self.env[a] = Ref(
-                        self.in_args[i], None, ir.MemRefType(a.type), T.arg_name(f, i)
+                        self.in_args[k], None, ir.MemRefType(a.type), T.arg_name(f, i)
                     )
                 self.lower_block(vx_block)
         return Kernel(
@@ -459,6 +498,7 @@ class FunctionLowering(Walk):
             self.instances,
             self.preconditions,
             self.constraints,
+            self.scalars,
         )
 
     def _map_placeholder(self, module: ir.Module, operand: int, value: int) -> None:
@@ -481,7 +521,8 @@ class FunctionLowering(Walk):
                 ir.DictAttr.get(
                     {
                         "dimension_index": ir.IntegerAttr.get(i64, 0),
-                        "operand_index": ir.IntegerAttr.get(i64, i),
+                        # the custom call's operands: the scalars first, then HBM inputs
+                        "operand_index": ir.IntegerAttr.get(i64, len(self.scalars) + i),
                     }
                 )
                 for _, i in syms
@@ -814,7 +855,7 @@ def _dim_expr(lo: FunctionLowering, v: ir.Value) -> str | int | None:
     if op.name == "vx.len":
         vec = op.operands[0]
         if isinstance(vec, ir.BlockArgument) and vec.owner.owner == lo.vx:
-            p = lo.inputs[vec.arg_number]
+            p = lo.inputs[lo.hbm_index[vec.arg_number]]
             return p.symbol or p.shape[0]
         return None
     if op.name == "vx.instances":
