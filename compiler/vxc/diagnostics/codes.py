@@ -294,7 +294,9 @@ _TABLE = [
         "capacity. Lifetimes decide what is live: a waited and dead tile frees its slot. "
         "Every space with a capacity is checked unless it is declared `managed: cached` "
         "(`managed` defaults to `explicit`). The error is at the transfer that first "
-        "overflows, and names the peak working set and the line where it is reached.",
+        "overflows, and names the peak working set and the line where it is reached. The "
+        "check counts each function's own tiles; a helper's, inlined into its kernel at "
+        "build time (above the kernel's), that no longer fit are E6010 at the call.",
     ),
     Code(
         "E6011",
@@ -377,16 +379,19 @@ _TABLE = [
         "E7002",
         "error",
         "call not lowered on this target",
-        "A call the target cannot make: a TPU artifact is one Mosaic kernel, so it calls "
-        "nothing (inline helpers into the kernel); the GPU targets inline Vx helpers, and an "
-        "`extern fn` there has no device library to link. The span is the call.",
+        "A call the target cannot make. Every target inlines Vx helpers into their kernel; "
+        "a recursive helper cannot be inlined (the cpu calls it, the tpu and GPU targets "
+        "refuse the call), an `extern fn` is host code a TPU kernel cannot reach and has "
+        "no device library to link on the GPUs, and a helper result placed in the caller's "
+        "scratchpad that inlining cannot produce there is refused. The span is the call.",
     ),
     Code(
         "E7003",
         "error",
         "kernel signature the target does not take",
         "A kernel entry's parameters or results have a form the target's launch cannot pass: "
-        "for example a scalar parameter of a TPU kernel, a parameter outside HBM, a result "
+        "for example a TPU scalar parameter of a type SMEM does not hold (i32, i64, f32 it "
+        "does), a parameter outside HBM, a result "
         "that is not a tensor transferred into HBM, or C names that collide.",
     ),
     Code(
