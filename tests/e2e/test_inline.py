@@ -148,10 +148,42 @@ def test_a_helper_with_tiles_of_its_own_gets_a_frame_above_the_caller(target, tm
     np.testing.assert_array_equal(got, x.astype(np.float64) @ w + w.astype(np.float64) @ x)
 
 
+# Two helpers with tiles of their own of different layouts, called by one kernel.
+TWO_HELPERS = f"""
+fn mac(acc: &mut {T}, x: &{T}, w: &{T}) on Topology::TensorCore {{
+  let xv = transfer(x, Memory::VMEM);
+  let wv = transfer(w, Memory::VMEM);
+  matmul_acc(acc, &xv, &wv);
+}}
+fn mac_half(acc: &mut Tensor<f32, [64, 128]>, x: &Tensor<f32, [64, 128]>, w: &{T}) on Topology::TensorCore {{
+  let xv = transfer(x, Memory::VMEM);
+  let wv = transfer(w, Memory::VMEM);
+  matmul_acc(acc, &xv, &wv);
+}}
+fn k(x: &{T}, h: &Tensor<f32, [64, 128]>, w: &{T}) -> {T} on Topology::TensorCore {{
+  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+  let mut half = transfer(Tensor<f32>([64, 128]), Memory::ACC);
+  mac(&mut acc, x, w);
+  mac_half(&mut half, h, w);
+  mac(&mut acc, x, w);
+  return transfer(acc, Memory::HBM);
+}}
+"""
+
+
+def test_two_helpers_frames_take_ring_ids_of_their_own(tmp_path):
+    """Was an IR verifier error: both helpers' ring 0 became one ring of the kernel with
+    two layouts (a 64 KiB and a 32 KiB slot)."""
+    x, h, w = _ints(128, 128, seed=5), _ints(64, 128, seed=6), _ints(128, 128, seed=7)
+    got = _run(TWO_HELPERS, "cpu", [x, h, w], ["x", "h", "w"], tmp_path)
+    np.testing.assert_array_equal(got, 2 * (x.astype(np.float64) @ w))
+
+
 def test_the_frame_sits_above_every_ring_of_the_caller():
     """cpu: ACC is VMEM, so the caller's accumulator (ring 0 at offset 0) and the two
     copies of the helper's two tiles share VMEM: the copies start after the accumulator,
-    with ring ids after the caller's, and share their bytes (one call after the other)."""
+    with ring ids of their own after the caller's, and share their bytes (one call runs
+    after the other)."""
     checked = api.check_target(_analysis(OWN_TILES), "cpu")
     module = inline_helpers(lower_program(checked.analysis.program, checked.plan))
     rings = sorted(
@@ -159,7 +191,7 @@ def test_the_frame_sits_above_every_ring_of_the_caller():
         for op in module.body.operations[0].regions[0].blocks[0].operations
         if "ring" in op.attributes and op.attributes["ring"].value >= 0
     )
-    assert rings == [(0, 0), (1, 65536), (1, 65536), (2, 131072), (2, 131072)]
+    assert rings == [(0, 0), (1, 65536), (2, 131072), (3, 65536), (4, 131072)]
     assert [f.attributes["sym_name"].value for f in module.body.operations] == ["k"]
 
 

@@ -36,8 +36,6 @@ from vxc.ir import types as T
 from vxc.ir.loc import span_of
 from vxc.ir.ops import CALL_PLACEMENT, ring_layout
 
-_I64 = 64
-
 
 def _callee(call: ir.Operation) -> str:
     return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
@@ -92,7 +90,7 @@ def _postorder(graph: dict[str, set[str]]) -> list[str]:
 
 
 def _i64(v: int) -> ir.IntegerAttr:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(_I64), v)
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v)
 
 
 def _frame(func: ir.Operation) -> tuple[int, dict[str, int]]:
@@ -181,11 +179,9 @@ def _located(body: ir.Block, call: ir.Operation) -> None:
         op.location = ir.Location.callsite(op.location, [call.location])
 
 
-def inline_call(
-    call: ir.Operation, helper: ir.Operation, frame: tuple[int, dict[str, int]]
-) -> None:
+def inline_call(call: ir.Operation, helper: ir.Operation, frame: tuple[int, dict[str, int]]) -> int:
     """Replace `call` by a copy of `helper`'s body, its rings above `frame` (the
-    caller's next ring id and per-space end, `_frame`)."""
+    caller's next ring id and per-space end, `_frame`); returns the ring ids it took."""
     copy = helper.clone(ip=ir.InsertionPoint(helper))  # a scratch copy beside the helper
     body = copy.regions[0].blocks[0]
     for arg, v in zip(body.arguments, call.operands, strict=True):
@@ -202,6 +198,7 @@ def inline_call(
         r.replace_all_uses_with(v)
     call.erase()
     copy.erase()
+    return _frame(helper)[0]
 
 
 def inline_helpers(module: ir.Module) -> ir.Module:
@@ -223,14 +220,16 @@ def _inline_all(module: ir.Module) -> None:
     cyclic = recursive(graph)
     for name in _postorder(graph):
         caller = defined[name]
-        # One frame for every call of this caller: the calls run one after the other and
-        # a helper's own tiles die when it returns, so their copies may share the bytes.
-        frame = _frame(caller)
+        # The calls of one caller run one after the other and a helper's own tiles die
+        # when it returns, so every copy starts at the caller's end of each space (they
+        # share bytes); each takes ring ids of its own, since two helpers' rings of one
+        # id would have to agree on their layout.
+        next_ring, end = _frame(caller)
         for call in _calls(caller):
             callee = _callee(call)
             helper = defined.get(callee)
             if helper is not None and T.is_private(helper) and callee not in cyclic:
-                inline_call(call, helper, frame)
+                next_ring += inline_call(call, helper, (next_ring, end))
     called = {_callee(c) for f in defined.values() for c in _calls(f)}
     for name, f in defined.items():
         if T.is_private(f) and name not in called:
