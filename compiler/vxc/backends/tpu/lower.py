@@ -168,11 +168,24 @@ VIEW_OPS = ("vx.view", "vx.store", "vx.store_async")
 
 def _call_refusal(op: ir.Operation) -> str:
     callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-    # Every other helper was inlined before the backend (vxc/ir/inline.py).
+    # Vx helpers were inlined before the backend (vxc/ir/inline.py), but a recursive one.
+    module = op
+    while module.name != "builtin.module":
+        module = module.parent
+    defined = any(
+        f.operation.name == "func.func"
+        and T.sym_name(f.operation) == callee
+        and T.has_body(f.operation)
+        for f in module.regions[0].blocks[0].operations
+    )
+    why = (
+        f"`{callee}` calls itself, so it cannot be inlined"
+        if defined
+        else "an `extern fn` is host code the kernel cannot reach"
+    )
     return (
         f"tpu backend: call to `{callee}`: a TPU artifact is one Mosaic kernel, and a call "
-        "has no Mosaic equivalent (an `extern fn` is host code the kernel cannot reach, "
-        "and a recursive helper cannot be inlined)"
+        f"has no Mosaic equivalent ({why})"
     )
 
 
