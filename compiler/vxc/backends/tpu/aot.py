@@ -42,9 +42,10 @@ def topology(name: str):
         ) from None
 
 
-def compile_export(blob: bytes, kernel, topo: str, length: int | None = None):
-    """Deserialize the export, specialise its Vec lengths (every one to `length`, or by
-    default the allowed lengths nearest 4), and compile it for one chip of `topo`.
+def compile_export(blob: bytes, kernel, topo: str, length: int | dict[str, int] | None = None):
+    """Deserialize the export, specialise its dimension variables (every one to `length`,
+    each as `length` maps it, or by default the allowed sizes nearest 4), and compile it
+    for one chip of `topo`.
     Returns the compiled executable; raises LibtpuRejected."""
     import jax
     from jax import export
@@ -56,6 +57,8 @@ def compile_export(blob: bytes, kernel, topo: str, length: int | None = None):
     sharding = jax.sharding.SingleDeviceSharding(dev)
     if length is None:
         lengths = lengths_for(kernel, PREFERRED_LENGTHS[0])
+    elif isinstance(length, dict):
+        lengths = length
     else:
         lengths = {s: length for s in kernel.symbols}
     specs = arg_specs(kernel, lengths, sharding)
