@@ -21,11 +21,24 @@ One Mosaic module per kernel function, shaped the way Mosaic (and Pallas) expect
   `vector.load`s, `tpu.matmul` (f32 accumulator), `tpu.vector_store`; loops -> `scf.for`
   over i32 (a token crosses iterations as two i32s: its slot and its source tile index).
 - A returned tensor must be the result of a transfer into HBM: that DMA writes the output.
-- A launch of N instances (a build parameter: a Mosaic grid is static) has
-  `iteration_bounds = [N]`; `vx.instance` is `%pid`, outputs are stacked `N x ...` and
-  each instance writes slice `%pid`; N = 0 is a plain call (one instance, results as
-  declared). An entry's `vx.require` clauses become `jax.export` shape constraints where
-  they compare Vec lengths, and are listed in the manifest.
+- Views and stores (LANGUAGE.md 4.2): a `vx.view` is a `Ref` with offsets, and the DMA
+  that reads it takes a `tpu.memref_slice` of the HBM operand at those offsets; a
+  `&mut` tensor is an output operand aliasing its input (`input_output_aliases`), read
+  and written through the output; `vx.store` is a DMA into its slice, waited at once,
+  `vx.store_async` one on the store semaphore, waited where its token is. A shape
+  parameter (a scalar naming a dimension: gemm's m, n, k) is no operand: it is its
+  dimension's placeholder, and every dynamic dimension is a dimension variable of the
+  export (its `vx.dims` name, or `NAME_len` for a Vec).
+- The grid: a `where` clause `instances() == E`, E a function of the shapes (gemm:
+  `(m / 128) * (n / 128)`), gives `iteration_bounds = [placeholder of E]` and the custom
+  call a leading i32 operand with E's value (Pallas's dynamic grid); otherwise a launch
+  of N instances (`--tpu-instances N`, also an override) has `iteration_bounds = [N]`,
+  outputs stacked `N x ...`, each instance writing slice `%pid`; N = 0 is a plain call.
+  `vx.instance` is `%pid`. An entry's `vx.require` clauses become `jax.export` shape
+  constraints where they compare affine expressions of the dimension variables, and
+  are listed in the manifest.
+- Mosaic's per-DMA bounds checks are switched off when every view and store was proved
+  in bounds (`proved = 1`, E6041) and no Vec is indexed (`vx.element` carries no proof).
 
 What Mosaic cannot express is refused (`TpuError`, a coded diagnostic), naming the value
 and the rule; calls and memory-space casts are refusal entries of the walk.
@@ -362,8 +375,7 @@ class FunctionLowering(Walk):
                 "E7003",
                 f,
                 f"kernel `{self.name}`: scalar parameter `{name}` ({t}) is not supported: "
-                "TPU kernel arguments are HBM tensors (a scalar that names a tensor "
-                "dimension is taken from the shapes)",
+                "TPU kernel arguments are HBM tensors",
             )
         if T.space_of(t) != "HBM":
             raise fail("E7003", f, f"kernel `{self.name}`: parameter `{name}` must be in HBM")
