@@ -201,9 +201,7 @@ def test_const_instantiates_a_generic_entry(tmp_path, capsys):
     assert "--const takes NAME=INTEGER, found `N`" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(
-    ("target", "code", "line"), [("b200", "E7005", 10), ("h100", "E7005", 10)]
-)
+@pytest.mark.parametrize(("target", "code", "line"), [("b200", "E7005", 10), ("h100", "E7005", 10)])
 def test_builds_the_backend_cannot_lower_are_coded_refusals(target, code, line, tmp_path, capsys):
     """Views and stores check on every target; where the backend does not lower the
     kernel yet (the NVIDIA TMA takes no view source) the build is a coded refusal at the

@@ -62,7 +62,9 @@ def test_gemm_lowers_views_to_slices_of_the_hbm_operands(gemms):
 CASES = [("gemm", s) for s in SHAPES] + [("gemm_3stage", s) for s in SHAPES if s[2] >= 256]
 
 
-@pytest.mark.parametrize("name,shape", CASES, ids=[f"{c}-{'x'.join(map(str, s))}" for c, s in CASES])
+@pytest.mark.parametrize(
+    "name,shape", CASES, ids=[f"{c}-{'x'.join(map(str, s))}" for c, s in CASES]
+)
 def test_gemm_matches_numpy_in_the_interpreter(gemms, name, shape):
     m, n, k = shape
     b = gemms[name]

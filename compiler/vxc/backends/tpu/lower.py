@@ -262,7 +262,9 @@ class FunctionLowering(Walk):
     def hbm_type(self, p: Param) -> ir.Type:
         """An HBM operand's Mosaic type: each dimension variable its placeholder."""
         syms = p.symbols or (None,) * len(p.shape)
-        dims = [self.placeholders[s] if d is None else d for d, s in zip(p.shape, syms, strict=True)]
+        dims = [
+            self.placeholders[s] if d is None else d for d, s in zip(p.shape, syms, strict=True)
+        ]
         return self.ty(self._memref(dims, self.ty(p.dtype), "any"))
 
     def _memref(self, dims, element, space: str) -> str:
@@ -321,7 +323,7 @@ class FunctionLowering(Walk):
                 )
             )
         # `&mut` tensors: outputs after the returned results, each aliasing its input.
-        for j, i in enumerate(self.mut_args):
+        for i in self.mut_args:
             k = len(self.out_params)
             self.out_params.append(self.inputs[self.tensor_index[i]])
             self.aliases.append((self.tensor_index[i], k))
@@ -398,9 +400,7 @@ class FunctionLowering(Walk):
                     self.placeholders[sym] = PLACEHOLDER_TOP - len(self.placeholders)
             symbols.append(sym)
         self.tensor_index[i] = len(self.inputs)
-        self.inputs.append(
-            Param(name, mosaic_element(t.element_type, f), shape, tuple(symbols))
-        )
+        self.inputs.append(Param(name, mosaic_element(t.element_type, f), shape, tuple(symbols)))
         if T.arg_is_mut(f, i):
             self.mut_args.append(i)
 

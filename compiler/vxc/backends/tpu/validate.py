@@ -56,11 +56,9 @@ class Artifact:
     def interpret(self, args, topo: str = "v5e", specialised: bool = True):
         """Run the kernel in the interpreter: by default the module libtpu compiled for
         these inputs' sizes (specialised), else the artifact's own Mosaic text."""
-        from vxc.backends.tpu.aot import specialised_mosaic
-        from vxc.backends.tpu.interp import run
-
-        from vxc.backends.tpu.aot import compile_export
+        from vxc.backends.tpu.aot import compile_export, specialised_mosaic
         from vxc.backends.tpu.export import shape_value
+        from vxc.backends.tpu.interp import run
 
         k = self.kernel
         text, grid = self.mosaic, None
