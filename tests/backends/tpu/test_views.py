@@ -173,3 +173,17 @@ def test_libtpu_compiles_and_the_compiled_module_matches_numpy(built, path, topo
         args = gemm_inputs(sizes["m"], sizes["n"], sizes["k"])
         (c,) = _interpret(b, args, text, grid).outputs
         np.testing.assert_array_equal(c, args[0].astype(np.float32) @ args[1].astype(np.float32))
+
+
+def test_a_launch_must_match_the_grid_the_shapes_give(gemms, tmp_path):
+    """`art.gemm.launch(N, a, b, c)`: N must be (m / 128) * (n / 128) for these shapes, as
+    on the cpu; the right count goes on to the call (which needs a TPU: NoTpu here)."""
+    from vxc import runtime
+    from vxc.backends.tpu.runtime import NoTpu
+
+    art = runtime.load_outputs(gemms["gemm"].outputs, tmp_path)
+    args = gemm_inputs(256, 384, 128)
+    with pytest.raises(ValueError, match=r"runs \(\(m // 128\) \* \(n // 128\)\) = 6 instances"):
+        art.gemm.launch(5, *args)
+    with pytest.raises(NoTpu):
+        art.gemm.launch(6, *args)
