@@ -206,7 +206,7 @@ def test_builds_the_backend_cannot_lower_are_coded_refusals(target, code, line, 
     """Views and stores check on every target; where the backend does not lower the
     kernel yet (the NVIDIA TMA takes no view source) the build is a coded refusal at the
     line (exit 1), never exit 2 or a traceback. The tpu builds it
-    (tests/backends/tpu/test_views.py)."""
+    (tests/backends/tpu/test_tpu_views.py)."""
     rc = cli.main(["build", "--target", target, "--out", str(tmp_path), str(KERNELS["gemm"])])
     err = capsys.readouterr().err
     assert rc == 1, err
