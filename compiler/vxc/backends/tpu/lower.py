@@ -662,14 +662,22 @@ class FunctionLowering(Walk):
         return self.rings[self.private[op] if ring < 0 else ring]
 
     def next_slot(self, r: Ring) -> ir.Value | None:
-        """Slot of this execution: counter mod slots, then counter += 1 (rings of > 1 slot)."""
+        """Slot of this execution: counter mod slots, then counter += 1 (rings of > 1 slot;
+        the IR's contract)."""
         if r.slots == 1:
             return None
         at = self.idx(r.counter)
         n = memref.LoadOp(self.counters, [at]).result
-        slot = arith.RemUIOp(n, self.i32(r.slots)).result
-        memref.StoreOp(arith.AddIOp(n, self.i32(1)).result, self.counters, [at])
-        return slot
+        if r.slots & (r.slots - 1) == 0:  # a power of two: the remainder is one `and`
+            slot = arith.RemUIOp(n, self.i32(r.slots)).result
+            memref.StoreOp(arith.AddIOp(n, self.i32(1)).result, self.counters, [at])
+            return slot
+        # Else the scalar unit has no cheap remainder: keep the slot itself in SMEM and
+        # wrap it (slot + 1, or 0 past the last), the same sequence of slots.
+        succ = arith.AddIOp(n, self.i32(1)).result
+        last = arith.CmpIOp(arith.CmpIPredicate.eq, succ, self.i32(r.slots)).result
+        memref.StoreOp(arith.SelectOp(last, self.i32(0), succ).result, self.counters, [at])
+        return n
 
     def sem(self, r: Ring | None, slot: ir.Value | None, arr: ir.Value | None = None) -> ir.Value:
         """The DMA semaphore of ring `r`'s slot; of blocking transfers (`r` None); or
