@@ -140,10 +140,11 @@ def test_bounds_checks_are_off_exactly_when_every_region_is_proved(built, gemms)
 
 def test_an_override_keeps_a_static_grid(built):
     """`--tpu-instances N` still fixes the grid (iteration_bounds = [N], no leading
-    grid operand); the where clause is then a precondition the caller meets."""
+    grid operand); the where clause is then an export constraint on the shapes."""
     b = built(GEMM, 2)
     assert "iteration_bounds = array<i64: 2>" in b.mosaic and b.kernel.grid_operands == 0
     assert "instances() == m / 128 * (n / 128)" in b.kernel.preconditions
+    assert "floordiv(m, 128) * floordiv(n, 128) == 2" in b.kernel.constraints
     args = gemm_inputs(128, 256, 256)
     (c,) = _interpret(b, args).outputs
     np.testing.assert_array_equal(c, args[0].astype(np.float32) @ args[1].astype(np.float32))
@@ -187,3 +188,38 @@ def test_a_launch_must_match_the_grid_the_shapes_give(gemms, tmp_path):
         art.gemm.launch(5, *args)
     with pytest.raises(NoTpu):
         art.gemm.launch(6, *args)
+
+
+def _lowered(b: Built, m: int, n: int, k: int) -> str:
+    import jax
+    import jax.numpy as jnp
+    from jax import export
+
+    exp = export.deserialize(bytearray(b.export))
+    specs = [jax.ShapeDtypeStruct(s, jnp.dtype(d)) for s, d in
+             (((m, k), "bfloat16"), ((k, n), "bfloat16"), ((m, n), "float32"))]  # fmt: skip
+    return jax.jit(exp.call).trace(*specs).lower(lowering_platforms=("tpu",)).as_text()
+
+
+def test_the_export_checks_the_where_clauses_the_proofs_assume(gemms, built):
+    """gemm's `m % 128 == 0, ...` are `mod(m, 128) == 0` constraints of the export (the
+    override's grid clause one more): jax.export asserts them at every call, so the
+    bounds proofs' assumptions are checked before Mosaic's own checks are dropped."""
+    k = gemms["gemm"].kernel
+    assert k.constraints[:3] == ["mod(m, 128) == 0", "mod(n, 128) == 0", "mod(k, 128) == 0"]
+    assert k.bounds_proved
+    text = _lowered(gemms["gemm"], 256, 128, 384)
+    for d in "mnk":
+        assert f"symbolic shape constraint 128*floordiv({d}, 128) == {d}" in text
+    override = _lowered(built(GEMM, 2), 128, 256, 256)
+    assert "constraint floordiv(m, 128) * floordiv(n, 128) == 2" in override
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(200, 128, 128), (128, 128, 64)])
+def test_a_call_the_where_clause_forbids_does_not_compile(gemms, shape):
+    from vxc.backends.tpu.aot import compile_export
+
+    m, n, k = shape
+    with pytest.raises(ValueError, match="Error refining shapes"):
+        compile_export(gemms["gemm"].export, gemms["gemm"].kernel, "v5e", {"m": m, "n": n, "k": k})

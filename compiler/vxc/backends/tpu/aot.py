@@ -142,8 +142,9 @@ def _z3_clause(text: str, syms: dict, kernel):
 
 
 def _z3_constraint(text: str, syms: dict):
-    """One constraint as the lowering writes it (`A >= B`, `A == B`; A, B built of Vec
-    length names, integers, + - *) as a z3 formula. Parsed, never evaluated."""
+    """One constraint as the lowering writes it (`A >= B`, `A == B`; A, B built of
+    dimension variables, integers, + - *, mod() and floordiv()) as a z3 formula. Parsed,
+    never evaluated."""
     import ast
     import operator
 
@@ -160,6 +161,14 @@ def _z3_constraint(text: str, syms: dict):
             return -term(n.operand)
         if isinstance(n, ast.BinOp) and type(n.op) in ops:
             return ops[type(n.op)](term(n.left), term(n.right))
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in ("mod", "floordiv")
+            and len(n.args) == 2
+        ):
+            x, y = (term(a) for a in n.args)  # z3's Int / and % on the non-negative sizes
+            return x % y if n.func.id == "mod" else x / y
         raise fail("E7009", None, f"cannot read the export constraint `{text}`")
 
     tree = ast.parse(text, mode="eval").body

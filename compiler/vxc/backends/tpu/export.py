@@ -98,14 +98,14 @@ def exported(kernel: Kernel):
 
 
 def shape_value(text: str, sizes: dict):
-    """The grid expression `text` (Kernel.grid_expr: names, integers, + - * //) for
+    """The grid expression `text` (Kernel.grid_expr: names, integers, + - * // %) for
     `sizes` (integers, or jax's symbolic dimensions at export time). Parsed, never
     evaluated as Python."""
     import ast
     import operator
 
     ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.FloorDiv: operator.floordiv}  # fmt: skip
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}  # fmt: skip
 
     def value(n: ast.AST):
         if isinstance(n, ast.Name):

@@ -223,7 +223,7 @@ class FunctionLowering(Walk):
         {"env", "ctx", "vx", "ty", "scalar", "i32", "idx", "hbm", "dst", "view", "load",
          "store", "sem", "flatten", "unflatten", "same_shape", "pid", "instances",
          "inputs", "constraints", "preconditions", "precision", "grid_value", "grid_tree",
-         "store_sems", "shape_params", "tensor_index"}
+         "store_sems", "shape_params", "tensor_index", "unchecked"}
     )  # fmt: skip
 
     def __init__(
@@ -252,6 +252,7 @@ class FunctionLowering(Walk):
         self.grid_tree: Dim | None = None  # the grid from the `where` clause
         self.bounds_proved = True  # every view/store proved (E6041), no Vec indexed
         self.stores_async = False  # some `vx.store_async`: a semaphore for stores
+        self.unchecked: list[str] = []  # `where` clauses no export constraint states
         self.ret_values: list[ir.Value] = []
         self.capacity = 0  # bytes of VMEM (the transfers' `capacity`)
 
@@ -553,9 +554,11 @@ class FunctionLowering(Walk):
             self.preconditions,
             self.constraints,
             self.aliases,
-            None if grid is None or isinstance(grid, int) else _render(grid),
+            None if grid is None else _render(grid),
             list(self.shape_params.values()),
-            self.bounds_proved,
+            # Mosaic's checks may go only if the proofs' assumptions are checked too:
+            # every `where` clause holds for the build or is an export constraint.
+            self.bounds_proved and not self.unchecked,
         )
 
     def _argument(self, i: int, a: ir.Value) -> object:
@@ -951,7 +954,9 @@ def _require(lo: FunctionLowering, op: ir.Operation) -> None:
             f"the launch precondition `{clause}` is false for this build "
             f"(--tpu-instances {lo.instances})",
         )
-    if constraint is not None and constraint not in lo.constraints:
+    if constraint is None:
+        lo.unchecked.append(clause)  # the caller's to meet; the proofs assumed it
+    elif constraint not in lo.constraints:
         lo.constraints.append(constraint)
     if clause not in lo.preconditions:
         lo.preconditions.append(clause)
@@ -976,11 +981,17 @@ def _constraint(lo: FunctionLowering, cond: ir.Value) -> str | bool | None:
                 6: a < b, 7: a <= b, 8: a > b, 9: a >= b}[pred]  # fmt: skip
     if a == b and pred in (0, 3, 5, 7, 9):
         return True  # the grid the clause defines, compared with itself
-    if _divides(a) or _divides(b):
-        return None  # jax.export's constraints are affine; the caller checks it
-    x, y = _render(a), _render(b)
+    x, y = _jax(a), _jax(b)
+    if x is None or y is None:
+        return None
     if pred == 0:
-        return f"{x} == {y}"
+        # jax.export takes `A == B` with A one term (a product of variables, mod and
+        # floordiv terms, and a coefficient).
+        if _term(a) and not isinstance(a, int):
+            return f"{x} == {y}"
+        if _term(b) and not isinstance(b, int):
+            return f"{y} == {x}"
+        return None
     if pred not in _GE:
         return None
     big, small, plus = _GE[pred]
@@ -991,8 +1002,9 @@ def _constraint(lo: FunctionLowering, cond: ir.Value) -> str | bool | None:
 # A function of the dimension variables: a constant, a variable, or (op, lhs, rhs) with op
 # one of SHAPE_OPS (integer arithmetic, `/` truncating as `arith.divsi` and StableHLO do).
 Dim = int | str | tuple
-SHAPE_OPS = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divsi": "/"}
-STABLEHLO = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide"}
+SHAPE_OPS = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divsi": "/",
+             "arith.remsi": "%"}  # fmt: skip
+STABLEHLO = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "%": "remainder"}
 
 
 def _wrap(n: int) -> int:
@@ -1001,9 +1013,10 @@ def _wrap(n: int) -> int:
 
 
 def fold(sign: str, x: int, y: int) -> int:
-    if sign == "/":
+    if sign in ("/", "%"):
         q = abs(x) // abs(y)
-        return q if (x < 0) == (y < 0) else -q
+        q = q if (x < 0) == (y < 0) else -q
+        return q if sign == "/" else x - q * y  # the remainder takes the dividend's sign
     return _wrap({"+": x + y, "-": x - y, "*": x * y}[sign])
 
 
@@ -1032,7 +1045,7 @@ def _dim_tree(lo: FunctionLowering, v: ir.Value) -> Dim | None:
         if x is None or y is None:
             return None
         sign = SHAPE_OPS[op.name]
-        if sign == "/" and not (isinstance(y, int) and y > 0):
+        if sign in ("/", "%") and not (isinstance(y, int) and y > 0):
             return None  # only a division by a positive constant (no guard needed)
         if isinstance(x, int) and isinstance(y, int):
             return fold(sign, x, y)
@@ -1040,16 +1053,36 @@ def _dim_tree(lo: FunctionLowering, v: ir.Value) -> Dim | None:
     return None
 
 
-def _divides(d: Dim) -> bool:
-    return isinstance(d, tuple) and (d[0] == "/" or _divides(d[1]) or _divides(d[2]))
-
-
 def _render(d: Dim) -> str:
-    """jax.export's spelling (`//`: the dimensions are non-negative, so floor = trunc)."""
+    """Python's spelling, as `Kernel.grid_expr` holds it (`//`, `%`: the dimensions are
+    non-negative, so floor and truncation agree)."""
     if not isinstance(d, tuple):
         return str(d)
     sign = "//" if d[0] == "/" else d[0]
     return f"({_render(d[1])} {sign} {_render(d[2])})"
+
+
+def _term(d: Dim) -> bool:
+    """A product of variables, constants, mod and floordiv terms (no sum)."""
+    return not isinstance(d, tuple) or d[0] in "/%" or (d[0] == "*" and _term(d[1]) and _term(d[2]))
+
+
+def _jax(d: Dim) -> str | None:
+    """jax.export's constraint spelling (`floordiv(m, 128)`, `mod(m, 128)`; its parser
+    takes no parentheses, so a sum inside a product or a difference is None)."""
+    if not isinstance(d, tuple):
+        return str(d)
+    op, a, b = d
+    x, y = _jax(a), _jax(b)
+    if x is None or y is None:
+        return None
+    if op in "/%":
+        return f"{'floordiv' if op == '/' else 'mod'}({x}, {y})"
+    if op == "*":
+        return f"{x} * {y}" if _term(a) and _term(b) else None
+    if op == "-" and not _term(b):
+        return None
+    return f"{x} {op} {y}"
 
 
 def _where_grid(lo: FunctionLowering, f: ir.Operation) -> Dim | None:
