@@ -80,18 +80,19 @@ def exported(kernel: Kernel):
         disable_bounds_checks=kernel.bounds_proved,
     )
     if kernel.grid_operands:
-        kernel_call = call
 
-        @jax.jit
-        def call(*args):  # the grid bound, computed from the shapes, then the inputs
+        def bound_of(args):  # the grid bound from the shapes (no traced op: a dim expr)
             sizes = {
                 s: d
                 for p, a in zip(kernel.inputs, args, strict=True)
                 for s, d in zip(p.symbols, a.shape, strict=True)
                 if s
             }
-            bound = jnp.asarray(shape_value(kernel.grid_expr, sizes), jnp.int32)
-            return kernel_call(bound, *args)
+            return shape_value(kernel.grid_expr, sizes)
+
+        # The grid bound, then the inputs; the op making the bound is traced in the fixed
+        # pseudo file, so no path of this install is recorded.
+        call = jax.jit(_NS["grid_call"](call, bound_of, jnp))
 
     with _locations_off():
         return _EXPORT_SITE(export.export(call, platforms=["tpu"]), specs)
@@ -124,7 +125,15 @@ def shape_value(text: str, sizes: dict):
 # that location is `loc("<vxc tpu export>":1:...)` whatever the install path or the line
 # numbers of this file: artifacts stay byte-identical across vxc installs and edits.
 _NS: dict = {}
-exec(compile("def site(f, specs):\n    return f(*specs)\n", "<vxc tpu export>", "exec"), _NS)
+_SITE = """def site(f, specs):
+    return f(*specs)
+
+def grid_call(kernel_call, bound_of, jnp):
+    def call(*args):
+        return kernel_call(jnp.asarray(bound_of(args), jnp.int32), *args)
+    return call
+"""
+exec(compile(_SITE, "<vxc tpu export>", "exec"), _NS)
 _EXPORT_SITE = _NS["site"]
 
 
