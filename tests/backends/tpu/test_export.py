@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from tpu_kernels import ROOT
 
 STREAM = ROOT / "kernels" / "stream.vx"
