@@ -179,6 +179,23 @@ class Build:
         )
 
 
+def _check_tpu_args(kernel: str, params: list[dict], arrays: list[Any]) -> None:
+    """The tpu manifest's dtypes and static dimensions, checked before the interpreter runs
+    (a TPU's export refuses a mismatch too; the interpreter itself would compute on it)."""
+    from vxc.runtime import ArgumentError, _dtype
+
+    for p, a in zip(params, arrays, strict=True):
+        who = f"{kernel}: argument '{p['name']}'"
+        want = _dtype(p["dtype"], who)
+        if a.dtype != want:
+            raise ArgumentError(f"{who} must have dtype {want}, got {a.dtype}")
+        shape = [None if isinstance(d, str) else d for d in p["shape"]]
+        if a.ndim != len(shape) or any(
+            d is not None and d != s for d, s in zip(shape, a.shape, strict=True)
+        ):
+            raise ArgumentError(f"{who} has shape {a.shape}, the kernel takes {p['shape']}")
+
+
 def _one(values: list) -> Any:
     return None if not values else values[0] if len(values) == 1 else tuple(values)
 
@@ -318,6 +335,7 @@ class Kernel:
         if self.target == "tpu":
             from vxc.backends.tpu import interp
 
+            _check_tpu_args(self.name, self.spec["params"], arrays)
             mosaic = (self.manifest_path.parent / self.spec["files"]["mosaic"]).read_text()
             outs = interp.run(mosaic, arrays, self.param_names()).outputs
             built = self.spec["grid"]["instances"]
