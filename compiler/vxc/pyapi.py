@@ -17,6 +17,8 @@ on depends on the target and `interpret`:
 | b200, h100 | the fatbin through cuda-python on a GPU of that architecture | the fatbin's PTX in vxc's simulator of one CTA per instance (`backends/nvidia/ptxsim.py`), numpy in and out; small shapes only (it runs thread by thread) |
 
 Where the hardware is missing, a call raises `vxc.errors.NotRunnableHere` (one line).
+On a TPU host, set `JAX_PLATFORMS=tpu,cpu` before the process starts: a tpu build sets it
+to `cpu` when it is unset (backends/tpu/env.py), and jax then sees no TPU.
 
 Compiling is cached in the process by source bytes, target, consts and options, so
 calling `vxc.compile` again with the same arguments is free. Build errors are raised as
@@ -64,11 +66,19 @@ def _build_options() -> tuple[str, ...]:
     return tuple(n for n in inspect.signature(api.build).parameters if n not in skip)
 
 
+def _is_file(name: str) -> bool:
+    try:
+        return Path(name).is_file()
+    except OSError:  # a one-line source longer than a file name can be
+        return False
+
+
 def _read_source(source_or_path: str | Path, filename: str | None) -> tuple[str, bytes]:
     """(display path, bytes) of what the caller gave: a `Path`, a one-line string ending
-    in `.vx` (a file), or Vx source text."""
+    in `.vx` or naming a file (a path), or Vx source text."""
+    one_line = isinstance(source_or_path, str) and "\n" not in source_or_path
     if isinstance(source_or_path, Path) or (
-        "\n" not in source_or_path and source_or_path.strip().endswith(SOURCE_SUFFIX)
+        one_line and (source_or_path.strip().endswith(SOURCE_SUFFIX) or _is_file(source_or_path))
     ):
         p = Path(source_or_path)
         if not p.is_file():
@@ -90,8 +100,8 @@ def compile(  # noqa: A001 - the API's name, as `re.compile`
 ) -> Kernel:
     """Compile a Vx kernel for `target` and return it, ready to call.
 
-    `source_or_path` is a `pathlib.Path`, a path string (one line ending in `.vx`), or
-    the Vx source itself (`filename` names it in diagnostics; default `input.vx`).
+    `source_or_path` is a `pathlib.Path`, a path string (one line that ends in `.vx` or
+    names a file), or the Vx source itself (`filename` names it in diagnostics; default `input.vx`).
     `consts` instantiates a generic kernel entry (`{"N": 1024}`, as `--const N=1024`).
     `kernel` picks one entry when the file has several. `interpret=True` runs a tpu or
     nvidia kernel in vxc's interpreter on numpy arrays (see the module's table).

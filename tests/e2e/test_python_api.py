@@ -200,3 +200,14 @@ def test_gemm_in_the_interpreters(target):
     a, b, c, ref = _gemm_inputs(128, 256, 256)
     g.launch(a, b, c, instances=2)
     np.testing.assert_array_equal(c, ref)
+
+
+def test_what_is_a_path_and_what_is_source(tmp_path):
+    plain = tmp_path / "plain_name"  # a file without the .vx suffix is still a path
+    plain.write_bytes(STREAM.read_bytes())
+    assert vxc.compile(str(plain)).name == "stream"
+    one_line = "fn one() -> i64 on Topology::TensorCore { return 1; }" + " " * 5000
+    assert vxc.compile(one_line).name == "one"  # longer than a file name may be
+    with pytest.raises(vxc.CompileError) as e:
+        vxc.compile("fn broken(")  # one line, no file of that name: source
+    assert e.value.codes == ["E0002"] and "input.vx:1:" in str(e.value)
