@@ -23,6 +23,15 @@ ROOT = Path(__file__).resolve().parents[2]
 STREAM = ROOT / "kernels" / "stream.vx"
 STREAM_GRID = ROOT / "kernels" / "stream_grid.vx"
 GEMM = ROOT / "kernels" / "gemm.vx"
+GEMMS = [GEMM, ROOT / "kernels" / "gemm_3stage.vx"]
+# The kernels every backend builds today, each a sum of tile products: name -> (tile
+# shape, w shape, dtype, whether instance k sums only its share of the tiles).
+SUMS = {
+    "stream": ((128, 128), (128, 128), np.float32, False),
+    "stream_blocking": ((128, 128), (128, 128), np.float32, False),
+    "stream_triple": ((128, 64), (64, 128), np.float32, False),
+    "stream_grid": ((128, 128), (128, 128), ml_dtypes.bfloat16, True),
+}
 BF16 = ml_dtypes.bfloat16
 
 # What each backend does not lower yet, so that gemm.vx (shape parameters, views of whole
@@ -83,8 +92,9 @@ def test_stream_grid_launch_and_its_where_clause():
         k.launch(tiles[:1], w, instances=2)  # more instances than tiles
 
 
-def test_gemm_on_the_cpu_infers_its_shape_parameters():
-    g = vxc.compile(GEMM)
+@pytest.mark.parametrize("path", GEMMS, ids=[p.stem for p in GEMMS])
+def test_gemm_on_the_cpu_infers_its_shape_parameters(path):
+    g = vxc.compile(path)
     assert g.param_names() == ["m", "n", "k", "a", "b", "c"]
     assert g.shape_params() == ["m", "n", "k"]
     a, b, c, ref = _gemm_inputs()
@@ -179,19 +189,46 @@ def test_without_the_hardware_a_call_says_how_to_run_here():
     np.testing.assert_array_equal(out, tiles[0] @ w)  # a B200 answered here
 
 
+def _sum_reference(name: str, tiles, w, instances: int):
+    t, w = tiles.astype(np.float64), w.astype(np.float64)
+    if not SUMS[name][3]:
+        return np.stack([t.sum(0) @ w] * instances)
+    per = len(t) // instances
+    return np.stack([t[i * per : (i + 1) * per].sum(0) @ w for i in range(instances)])
+
+
+INTERPRETED = [
+    pytest.param(name, target, marks=[pytest.mark.slow] if target != "tpu" else [])
+    for target in ("tpu", "b200", "h100")
+    for name in SUMS
+]
+
+
+@pytest.mark.parametrize(("name", "target"), INTERPRETED)
+def test_every_streaming_kernel_in_the_interpreters(name, target):
+    tile, wshape, dtype, _ = SUMS[name]
+    k = vxc.compile(ROOT / "kernels" / f"{name}.vx", target=target, interpret=True)
+    tiles, w = _ints((4, *tile), 14, dtype), _ints(wshape, 15, dtype)
+    out = k.launch(tiles, w, instances=2)
+    np.testing.assert_array_equal(out, _sum_reference(name, tiles, w, 2))
+
+
 @pytest.mark.parametrize(
-    "target",
+    ("path", "target"),
     [
         pytest.param(
+            path,
             t,
             marks=pytest.mark.xfail(strict=True, raises=vxc.CompileError, reason=why),
+            id=f"{path.stem}-{t}",
         )
+        for path in GEMMS
         for t, why in MISSING_LOWERING.items()
     ],
 )
-def test_gemm_in_the_interpreters(target):
+def test_gemm_in_the_interpreters(path, target):
     try:
-        g = vxc.compile(GEMM, target=target, interpret=True)
+        g = vxc.compile(path, target=target, interpret=True)
     except vxc.CompileError as e:
         # Only a backend's coded refusal (E7xxx) is the expected failure; a check error
         # or anything else fails the test outright.
