@@ -351,9 +351,15 @@ class Kernel:
             built = self.spec["grid"]["instances"]
             return outs if built else [o[None] for o in outs]
         from vxc.backends.nvidia import ptxsim, toolchain
+        from vxc.runtime import LaunchError
 
         fatbin = (self.manifest_path.parent / self.manifest["fatbin"]).read_bytes()
-        return ptxsim.run_kernel(toolchain.extract_ptx(fatbin), self.spec, arrays, instances)
+        try:
+            return ptxsim.run_kernel(toolchain.extract_ptx(fatbin), self.spec, arrays, instances)
+        except ptxsim.StatusError as e:  # as the cpu launcher reports it
+            code = {v: k for k, v in self.spec["status"].items()}.get(e.status, "status")
+            where = " and ".join(self.spec["requires"])
+            raise LaunchError(self.name, e.status, code, f" (where {where})") from None
 
     @property
     def exported(self) -> Any:

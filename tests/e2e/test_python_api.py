@@ -176,6 +176,8 @@ def test_stream_in_the_ptx_simulator(target):
     grid = vxc.compile(STREAM_GRID, target=target, interpret=True)
     parts = grid.launch(tiles.astype(BF16), w.astype(BF16), instances=2)
     np.testing.assert_array_equal(parts, np.stack([tiles[0] @ w, tiles[1] @ w]))
+    with pytest.raises(LaunchError, match=r"VX_ERR_WHERE .*instances\(\) <= tiles.len\(\)"):
+        grid.launch(tiles[:1].astype(BF16), w.astype(BF16), instances=2)  # the status word
 
 
 def test_without_the_hardware_a_call_says_how_to_run_here():
