@@ -33,13 +33,14 @@ import hashlib
 import inspect
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from vxc.errors import CompileError, NotRunnableHere
 
-# A source string is a path when it is one line ending in .vx; else it is Vx source.
+# A source string is a path when it is one line that ends in .vx or names a file; else it
+# is Vx source.
 SOURCE_SUFFIX = ".vx"
 STRING_FILENAME = "input.vx"  # the display path of source given as a string
 
@@ -174,19 +175,7 @@ class Build:
 
     def again(self, kernel: str, **changes: Any) -> Kernel:
         """The same source compiled with some options changed (cached like any compile)."""
-        options = {**self.options, **changes}
-        return _cached(
-            Build(
-                self.path,
-                self.data,
-                self.target,
-                self.consts,
-                options,
-                self.interpret,
-                self.externs,
-            ),
-            kernel,
-        )
+        return _cached(replace(self, options={**self.options, **changes}), kernel)
 
 
 def _check_tpu_args(kernel: str, params: list[dict], arrays: list[Any]) -> None:
