@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -118,8 +117,7 @@ def _run(text: str, target: str, args: list[np.ndarray], names: list[str], tmp_p
         from vxc.backends.tpu.interp import run
 
         return run(_build(text, target)["k.tpu.mosaic.mlir"].decode(), args, names).outputs[0]
-    sys.path.insert(0, str(ROOT / "tests" / "backends" / "nvidia"))
-    import ptxsim
+    from vxc.backends.nvidia import ptxsim
 
     (kernel,) = json.loads(_build(text, target)[f"k.{target}.json"])["kernels"]
     ptx = _build(text, target, "target-ir")[f"k.{target}.ptx"].decode()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -100,8 +99,7 @@ def test_tpu_interpreter_returns_the_last_tile(n, built):
 @pytest.mark.parametrize("target", ["b200", "h100"])
 @pytest.mark.parametrize("n", [1, 3])
 def test_ptx_simulator_returns_the_last_tile(target, n, built):
-    sys.path.insert(0, str(ROOT / "tests" / "backends" / "nvidia"))
-    import ptxsim
+    from vxc.backends.nvidia import ptxsim
 
     out = built(target).outputs
     manifest = json.loads(out[f"seed_vx.{target}.json"])
