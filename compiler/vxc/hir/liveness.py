@@ -159,9 +159,9 @@ def _walk(e: H.Expr | None, uses: set[int], makes: list[H.Expr]) -> None:
 def makes_buffer(e: H.Expr) -> bool:
     """A call whose result is a tensor or token: the caller holds the buffer it returns; and
     tile arithmetic (LANGUAGE.md section 4.3), whose result is a new tile."""
-    return (
-        isinstance(e, H.Call) and isinstance(e.ty, T.TensorT | T.TokenT)
-    ) or tile_form(e) is not None
+    return (isinstance(e, H.Call) and isinstance(e.ty, T.TensorT | T.TokenT)) or tile_form(
+        e
+    ) is not None
 
 
 children = H.expr_children  # one definition of an expression's operands, in ast.py

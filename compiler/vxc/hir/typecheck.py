@@ -472,8 +472,9 @@ class TypeChecker(StmtVisitor):
                     f"no method `{e.method}` on `{obj.show()}`",
                     e.span,
                     notes=[
-                        "`Vec` has one method, `len()`; a tile has `.sum(axis)` and "
-                        "`.max(axis)`"
+                        "a tile has `.sum(axis)` and `.max(axis)`"
+                        if isinstance(_tile(obj), T.TensorT)
+                        else "`Vec` has one method, `len()`"
                     ],
                 )
                 raise _Error

@@ -418,7 +418,10 @@ def _i64(ts: list[ir.Type], attrs: dict[str, object]) -> list[ir.Type]:
 # its tile operands; a placed one (what a `let` binds) has a ring slot, an intermediate
 # inside one expression has `ring = -1` (a private buffer, no scratchpad slot).
 
-_TILE_ATTRS = (Attr("space", "str", "Vx memory space of the operands and the result"), *_ALLOC_ATTRS)
+_TILE_ATTRS = (
+    Attr("space", "str", "Vx memory space of the operands and the result"),
+    *_ALLOC_ATTRS,
+)
 TILE_FNS = {
     "vx.binary": ("add", "sub", "mul", "div", "max", "min"),
     "vx.unary": ("neg", "exp", "sqrt"),
@@ -717,8 +720,7 @@ OPS: dict[str, OpDef] = {
             _TILE_ATTRS,
             _verify_transpose,
             lambda ts, attrs: [],
-            "operand rank 2; result shape = the operand's reversed, same element; both in "
-            "`space`.",
+            "operand rank 2; result shape = the operand's reversed, same element; both in `space`.",
         ),
         OpDef(
             "vx.require",

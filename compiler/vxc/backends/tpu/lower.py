@@ -47,7 +47,7 @@ from vxc.backends.walk import Walk
 from vxc.errors import Refusal, Unsupported
 from vxc.ir import types as T
 from vxc.ir.loc import span_of
-from vxc.ir.ops import RequireOp, TransferOp, ring_layout, view
+from vxc.ir.ops import TILE_OPS, RequireOp, TransferOp, ring_layout, view
 from vxc.rules import registrar
 
 # Pallas's export convention: a symbolic dimension appears in the Mosaic module as a
@@ -169,6 +169,11 @@ REFUSALS: dict[str, RefusalEntry] = {
     **{
         name: RefusalEntry("E7001", f"tpu backend: `{name}` (a view or a store) is not lowered yet")
         for name in VIEW_OPS
+    },
+    # Tile arithmetic (LANGUAGE.md 4.3) lowers to Mosaic vector ops; not written yet.
+    **{
+        name: RefusalEntry("E7001", f"tpu backend: `{name}` (tile arithmetic) is not lowered yet")
+        for name in TILE_OPS
     },
     "memref.memory_space_cast": RefusalEntry(
         "E7005",
@@ -319,8 +324,10 @@ class FunctionLowering(Walk):
         )
 
     def _plan_op(self, op: ir.Operation) -> None:
-        if op.name == "func.call":
-            self.rule_for(op)  # its refusal, reported before the casts that feed it
+        if op.name == "func.call" or op.name in TILE_OPS:
+            # Its refusal: a call's before the casts that feed it, a tile op's before its
+            # ring is planned.
+            self.rule_for(op)
         lay = ring_layout(op)
         if lay is None:
             return
