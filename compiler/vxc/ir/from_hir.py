@@ -324,11 +324,19 @@ class Lowering:
                 v = arith.ConstantOp(self.ty(a.ty), float(a.value)).result
             operands.append(v)
         (attrs,) = self._ops(ctx, e)
+        result = self.ty(e.ty)
+        if not ir.MemRefType(result).has_static_shape:
+            raise LoweringError(
+                f"tile arithmetic on a tile of runtime shape (`{e.ty.show()}`) is not "
+                "lowered by this version: transfer a tile of constant shape first "
+                "(a view with constant extents)",
+                e.span,
+            )
         if form.fn:
             attrs = {**attrs, "fn": form.fn}
         if form.op == "vx.reduce":
             attrs["axis"] = _const_int(e.args[0])
-        return B.build(form.op, operands, result_types=[self.ty(e.ty)], **attrs).results[0]
+        return B.build(form.op, operands, result_types=[result], **attrs).results[0]
 
     def unary(self, ctx: _Ctx, e: H.Unary) -> ir.Value:
         if tile_form(e) is not None:
