@@ -38,3 +38,15 @@ class Refusal(Unsupported):
 class NotRunnableHere(RuntimeError):
     """A valid artifact whose hardware this host lacks (no NVIDIA GPU, no TPU). The
     message is one line naming the artifact's target and what it needs."""
+
+
+class CompileError(Exception):
+    """A program that does not build for its target (`vxc.compile`): `diagnostics` are the
+    coded diagnostics (`codes` their codes, errors and warnings), `str()` is their rendering
+    as `vxc check` prints it, with the source lines."""
+
+    def __init__(self, diagnostics: list, rendered: str):
+        self.diagnostics = list(diagnostics)
+        self.codes = [d.code for d in self.diagnostics]
+        self.rendered = rendered
+        super().__init__(rendered.rstrip() or "build failed")

@@ -21,9 +21,8 @@ import struct
 from dataclasses import dataclass, field
 
 import numpy as np
-import ptxsim
 
-from vxc.backends.nvidia import toolchain
+from vxc.backends.nvidia import ptxsim, toolchain
 
 TMAP_MAGIC = b"VXFAKETM"
 TMAP_FORMAT = "<8sQI I I I 2Q Q 2I"  # magic, address, dtype, rank, swizzle, elem, dims, stride, box

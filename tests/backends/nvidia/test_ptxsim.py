@@ -10,11 +10,10 @@ import re
 from pathlib import Path
 
 import numpy as np
-import ptxsim  # beside this file (pytest puts the directory on sys.path)
 import pytest
 
 from vxc import api
-from vxc.backends.nvidia import ptx_text
+from vxc.backends.nvidia import ptx_text, ptxsim
 from vxc.ir.from_hir import lower_program
 from vxc.targets import TARGETS
 

@@ -14,11 +14,11 @@ DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 
 ROOT = Path(__file__).resolve().parents[3]
-# Every kernel of the repository that has a TPU artifact (seed.vx calls an extern fn:
-# tested for its diagnostic instead; the gemm kernels take shape parameters and use views,
-# which the tpu backend refuses with a code until their lowering lands:
-# tests/e2e/test_views.py; so do the tile-arithmetic kernels, which also use tile ops
-# that the tpu backend refuses: tests/e2e/test_tile_kernels.py, the E7001 goldens).
+# The Vec kernels of the repository, tested for every Vec length here (seed.vx calls an
+# extern fn: tested for its diagnostic instead; the gemm kernels are sized by shape
+# parameters, not a Vec length: tests/backends/tpu/test_tpu_views.py; the tile-arithmetic
+# kernels use tile ops the tpu backend refuses: tests/e2e/test_tile_kernels.py and the
+# E7001 goldens).
 NO_TPU_ARTIFACT = {
     "seed.vx",
     "gemm.vx",

@@ -52,6 +52,14 @@ class SimError(AssertionError):
     pass
 
 
+class StatusError(SimError):
+    """The kernel ran and set its status word: a launch its `where` clauses rule out."""
+
+    def __init__(self, status: int):
+        self.status = status
+        super().__init__(f"status word {status}: the launch breaks a `where` clause")
+
+
 def _bf16_to_f32(bits: np.ndarray) -> np.ndarray:
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
@@ -1115,5 +1123,5 @@ def run_kernel(
     for i in range(instances):
         Cta(ptx, k["name"], params, k["dynamic_smem"], i, instances, memory).run()
     if status is not None and status.any():
-        raise SimError(f"status word {int(status[0])}: the launch breaks a `where` clause")
+        raise StatusError(int(status[0]))
     return outs
