@@ -195,6 +195,17 @@ def _check_tpu_args(kernel: str, params: list[dict], arrays: list[Any]) -> None:
             raise ArgumentError(f"{who} has shape {a.shape}, the kernel takes {p['shape']}")
 
 
+def _tpu_grid(spec: dict, arrays: list[Any]) -> list[int] | None:
+    """The grid of a kernel whose `where` clause gives it from the shapes, for these
+    arrays; None for a static grid."""
+    bound = spec["grid"]["iteration_bounds"][0]
+    if not isinstance(bound, str):
+        return None
+    from vxc.backends.tpu.runtime import shape_grid
+
+    return [shape_grid(bound, spec["params"], arrays)]
+
+
 def _one(values: list) -> Any:
     return None if not values else values[0] if len(values) == 1 else tuple(values)
 
@@ -336,7 +347,15 @@ class Kernel:
 
             _check_tpu_args(self.name, self.spec["params"], arrays)
             mosaic = (self.manifest_path.parent / self.spec["files"]["mosaic"]).read_text()
-            outs = interp.run(mosaic, arrays, self.param_names()).outputs
+            aliases = [(a["param"], a["result"]) for a in self.spec.get("aliases", [])]
+            outs = interp.run(
+                mosaic, arrays, self.param_names(), aliases, _tpu_grid(self.spec, arrays)
+            ).outputs
+            # A `&mut` tensor is written in place, as on the cpu: the result its buffer
+            # aliases goes back into the caller's array and is not returned.
+            for i, o in aliases:
+                np.copyto(arrays[i], outs[o])
+            outs = [x for o, x in enumerate(outs) if o not in {o for _, o in aliases}]
             built = self.spec["grid"]["instances"]
             return outs if built else [o[None] for o in outs]
         from vxc.backends.nvidia import ptxsim, toolchain

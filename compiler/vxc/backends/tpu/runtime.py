@@ -31,6 +31,20 @@ def _tpu_devices() -> list[Any]:
         return []
 
 
+def shape_grid(expr: str, params: list[dict], arrays: list[Any]) -> int:
+    """The instances a grid given by the shapes (`((m // 128) * (n // 128))`, the manifest's
+    iteration bound) is for these arrays (the manifest's `params`, in order)."""
+    from vxc.backends.tpu.export import shape_value
+
+    sizes = {
+        d: int(n)
+        for p, a in zip(params, arrays, strict=True)
+        for d, n in zip(p["shape"], a.shape, strict=True)
+        if isinstance(d, str)
+    }
+    return shape_value(expr, sizes)
+
+
 class TpuKernel:
     """One kernel of a tpu artifact; `kernel(*arrays)` runs the export on a TPU."""
 
@@ -79,15 +93,7 @@ class TpuKernel:
         the artifact runs the launch it was built for (`vxc build --tpu-instances N`),
         results stacked; any other count is refused."""
         if self.grid_expr is not None:
-            from vxc.backends.tpu.export import shape_value
-
-            sizes = {
-                d: int(n)
-                for p, a in zip(self.params, args, strict=True)
-                for d, n in zip(p["shape"], a.shape, strict=True)
-                if isinstance(d, str)
-            }
-            grid = shape_value(self.grid_expr, sizes)
+            grid = shape_grid(self.grid_expr, self.params, args)
             if instances != grid:
                 raise ValueError(
                     f"tpu kernel '{self.name}' runs {self.grid_expr} = {grid} instances for "
