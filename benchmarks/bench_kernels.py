@@ -1,7 +1,10 @@
 """Kernels over whole tensors on the CPU: kernels/gemm.vx (bf16 in, f32 out, one instance
-per 128 x 128 tile of C) on every core against numpy, and the check time of gemm.vx.
+per 128 x 128 tile of C) on every core against numpy, and the check time of gemm.vx;
+the tile-arithmetic kernels (LANGUAGE.md 4.3): gemm_epilogue.vx against gemm.vx,
+softmax.vx against numpy, attention.vx against JAX's XLA:CPU and a numpy reference.
 
     .venv/bin/python benchmarks/bench_kernels.py [--sizes 1024 2048] [--repeat 5]
+    .venv/bin/python benchmarks/bench_kernels.py --only tiles   # the tile kernels alone
 
 Goals (docs/PERFORMANCE.md, "Kernels"): bf16 gemm >= 1.2x numpy's f32 `a @ b` on the
 widened data with as many OpenBLAS threads as cores, and >= 1.6x the GFLOP/s of the same
@@ -16,6 +19,7 @@ import os
 CORES = len(os.sched_getaffinity(0))
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
     os.environ[_var] = str(CORES)  # numpy gets as many BLAS threads as the kernel gets cores
+os.environ.setdefault("JAX_PLATFORMS", "cpu")  # XLA:CPU is the reference (no libtpu probing)
 for _var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # compare with OpenBLAS's best kernel
     os.environ.pop(_var, None)
 
@@ -37,8 +41,8 @@ from vxc import api, runtime  # noqa: E402
 GEMM = ROOT / "kernels" / "gemm.vx"
 
 
-def build(text: bytes, out: Path):
-    source = api.Source("kernels/gemm.vx", text)
+def build(text: bytes, out: Path, name: str = "kernels/gemm.vx"):
+    source = api.Source(name, text)
     result = api.build(api.analyze([source]), "cpu")
     assert result.ok, api.render(result.diagnostics, [source])
     return runtime.load_outputs(result.outputs, out)
@@ -108,14 +112,151 @@ def check_bench(repeat: int) -> None:
     )
 
 
+def kernel(name: str, out: Path):
+    path = ROOT / "kernels" / f"{name}.vx"
+    return getattr(build(path.read_bytes(), out / name, f"kernels/{name}.vx"), name)
+
+
+def epilogue_bench(sizes: list[int], repeat: int, tmp: Path) -> None:
+    """relu(A @ B + bias) with a bf16 output against gemm.vx alone (goal: within 10 %)."""
+    gemm, epi = kernel("gemm", tmp), kernel("gemm_epilogue", tmp)
+    for s in sizes:
+        one_epilogue(gemm, epi, s, repeat)
+
+
+def one_epilogue(gemm, epi, s: int, repeat: int) -> None:
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((s, s)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((s, s)).astype(ml_dtypes.bfloat16)
+    bias = rng.standard_normal((1, s)).astype(np.float32)
+    c32, c16 = np.empty((s, s), np.float32), np.empty((s, s), ml_dtypes.bfloat16)
+    n = (s // 128) ** 2
+    t_g = best(lambda: gemm.launch(n, s, s, s, a, b, c32), repeat)
+    t_e = best(lambda: epi.launch(n, s, s, s, a, b, bias, c16), repeat)
+    print(
+        f"gemm_epilogue {s}^3: {t_e * 1e3:.1f} ms | gemm {t_g * 1e3:.1f} ms | "
+        f"epilogue/gemm {t_e / t_g:.2f}x (goal <= 1.10)"
+    )
+
+
+def softmax_bench(repeat: int, tmp: Path, m: int = 8192, n: int = 1024) -> None:
+    sm = kernel("softmax", tmp)
+    x = np.random.default_rng(0).standard_normal((m, n)).astype(np.float32)
+    y = np.empty_like(x)
+
+    def ref():
+        e = np.exp(x - x.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+
+    t_k = best(lambda: sm.launch(m // 8, m, n, x, y), repeat)
+    t_np = best(ref, repeat)
+    err = float(np.abs(y - ref()).max())
+    print(
+        f"softmax [{m}, {n}] f32: softmax.vx {t_k * 1e3:.1f} ms | numpy {t_np * 1e3:.1f} ms | "
+        f"numpy/vx {t_np / t_k:.2f}x (goal >= 1.0) | max error {err:.1e}"
+    )
+
+
+def attention_bench(repeat: int, tmp: Path, s: int = 2048, h: int = 8) -> None:
+    """Seq 2048, 8 heads, head dim 128, bf16 in, f32 out; causal and not."""
+    att = kernel("attention", tmp)
+    rng = np.random.default_rng(0)
+    qkv = [rng.standard_normal((h * s, 128)).astype(ml_dtypes.bfloat16) for _ in range(3)]
+    for causal in (False, True):
+        one_attention(att, qkv, h, s, causal, repeat)
+
+
+def one_attention(att, qkv: list, h: int, s: int, causal: bool, repeat: int) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    q, k, v = qkv
+    n, d = h * s, 128
+    mask = np.triu(np.full((128, 128), -1e30, np.float32), 1)
+    o = np.empty((n, d), np.float32)
+    scale = np.float32(d**-0.5)
+    qj, kj, vj = (jnp.asarray(t.reshape(h, s, d).transpose(1, 0, 2)[None]) for t in qkv)
+    qf, kf, vf = (t.astype(np.float32).reshape(h, s, d) for t in qkv)
+    t_k = best(lambda: att.launch(n // 128, h, s, n, causal, scale, q, k, v, mask, o), repeat)
+    f = jax.jit(lambda a, b, c: jax.nn.dot_product_attention(a, b, c, is_causal=causal))
+    t_j = best(lambda: f(qj, kj, vj).block_until_ready(), repeat)
+
+    def numpy_ref():
+        sc = qf @ kf.transpose(0, 2, 1) * scale
+        if causal:
+            sc = np.where(np.tril(np.ones((s, s), bool)), sc, -np.inf)
+        p = np.exp(sc - sc.max(-1, keepdims=True))
+        return (p / p.sum(-1, keepdims=True)) @ vf
+
+    t_np = best(numpy_ref, repeat)
+    err = float(np.abs(o.reshape(h, s, d) - numpy_ref()).max())
+    print(
+        f"attention s={s} h={h} d={d} {'causal' if causal else 'full'}: attention.vx "
+        f"{t_k * 1e3:.1f} ms | XLA:CPU {t_j * 1e3:.1f} ms ({t_j / t_k:.2f}x, goal >= 1.0) | "
+        f"numpy {t_np * 1e3:.1f} ms ({t_np / t_k:.2f}x) | max error {err:.1e}"
+    )
+
+
+# Where attention.vx's time goes: the kernel with one part taken out (the results are
+# wrong; only the time is read). The difference to the whole kernel is that part's cost.
+WITHOUT = {
+    "exp": [("exp(", "(")],
+    "matmuls": [
+        ("matmul_acc(&mut sc, &qt, &transpose(kt));", ""),
+        ("matmul_acc(&mut pv, &cast::<bf16>(p), &vt);", ""),
+    ],
+}
+
+
+def attention_breakdown(repeat: int, tmp: Path, s: int = 2048, h: int = 8) -> None:
+    text = (ROOT / "kernels" / "attention.vx").read_text()
+    rng = np.random.default_rng(0)
+    n = h * s
+    q, k, v = (rng.standard_normal((n, 128)).astype(ml_dtypes.bfloat16) for _ in range(3))
+    mask = np.zeros((128, 128), np.float32)
+    o = np.empty((n, 128), np.float32)
+    times = {}
+    for part, edits in [("whole kernel", []), *WITHOUT.items()]:
+        variant = text
+        for old, new in edits:
+            assert old in variant, old
+            variant = variant.replace(old, new)
+        out = tmp / f"attention_without_{part.replace(' ', '_')}"
+        att = build(variant.encode(), out, "kernels/attention.vx").attention
+        args = (n // 128, h, s, n, False, np.float32(1 / 128**0.5), q, k, v, mask, o)
+        times[part] = best(lambda att=att, args=args: att.launch(*args), repeat)
+    whole = times.pop("whole kernel")
+    shares = ", ".join(
+        f"{part} {(whole - t) * 1e3:.0f} ms ({(whole - t) / whole:.0%})"
+        for part, t in times.items()
+    )
+    rest = whole - sum(whole - t for t in times.values())
+    print(
+        f"attention s={s} h={h} full, where the time goes: whole {whole * 1e3:.0f} ms; "
+        f"{shares}; the rest (copies, the other tile ops) {rest * 1e3:.0f} ms ({rest / whole:.0%})"
+    )
+
+
+def tiles_bench(sizes: list[int], repeat: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        epilogue_bench(sizes, repeat, Path(tmp))
+        softmax_bench(repeat, Path(tmp))
+        attention_bench(repeat, Path(tmp))
+        attention_breakdown(repeat, Path(tmp))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--only", choices=["gemm", "tiles"], help="one group of benchmarks")
     args = ap.parse_args()
     print(f"machine: {CORES} cores in the affinity mask, load {os.getloadavg()[0]:.2f}")
-    check_bench(20)
-    gemm_bench(args.sizes, args.repeat)
+    if args.only != "tiles":
+        check_bench(20)
+        gemm_bench(args.sizes, args.repeat)
+    if args.only != "gemm":
+        tiles_bench(args.sizes, args.repeat)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ the entry's HIR once with the launch's runtime sizes (each `Vec` length and runt
 dimension; `--size NAME=N`, default `DEFAULT_SIZE`) and counts, per instance:
 
 - the bytes and transfers crossing each edge (`HBM -> VMEM`), from the plan's hops;
-- the FLOPs of `matmul_acc` (2 M N K per call, from the operand types);
+- the FLOPs of `matmul_acc` (2 M N K per call, from the operand types) and of tile
+  arithmetic (one per element of its result, or of the reduced operand: `exp` and
+  `sqrt` count as one, as rooflines count a special-function op);
 - loop trip counts from the evaluated bounds (a body whose cost depends on its loop
   variable is walked once per iteration), an `if` whose condition is a runtime value
   as the costlier branch (the row then says it is an upper bound);
@@ -27,6 +29,7 @@ from vxc.checks.machine import Machine
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
+from vxc.hir.tiles import tile_form
 from vxc.plan import TargetPlan
 from vxc.plan.scratchpad import human_size as human
 
@@ -256,8 +259,18 @@ class _Walk:
             self.expr(fn, sub, env, cost)
         if isinstance(e, H.Transfer):
             self.transfer(fn, e, env, cost)
+        elif tile_form(e, self.functions) is not None:
+            self.tile_flops(e, cost)
         elif isinstance(e, H.Call):
             self.call(fn, e, env, cost)
+
+    def tile_flops(self, e: H.Expr, cost: Cost) -> None:
+        """One FLOP per element the form computes (a reduction: per element it reads)."""
+        t = _tensor(e.obj.ty) if isinstance(e, H.MethodCall) else _tensor(e.ty)
+        n = 1
+        for d in t.dims:
+            n *= self.dim(d)
+        cost.flops += n
 
     def transfer(self, fn: str, e: H.Transfer, env: dict, cost: Cost) -> None:
         placed = self.plan.node(fn, e)

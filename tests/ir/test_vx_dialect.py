@@ -130,7 +130,7 @@ _SIG = (
     '%s: memref<128x128xf32, "SMEM">, %vec: memref<?x128x128xf32, "HBM">, '
     '%h: memref<128x128xf16, "VMEM">, %x: memref<64x32xf32, "VMEM">, '
     '%tok: !vx.token<memref<128x128xf32, "VMEM">>, %i: index, %j: i64, %flag: i1, '
-    '%big: memref<?x?xf32, "HBM">'
+    '%big: memref<?x?xf32, "HBM">, %f: f32'
 )
 _ALLOC = "offset = 0 : i64, slots = 1 : i64, slot_bytes = 65536 : i64, ring = 0 : i64"
 _XFER = (
@@ -142,6 +142,7 @@ _BIG = 'memref<?x?xf32, "HBM">'
 _STORE = 'space = "HBM", from = "VMEM", edge_cost = 50 : i64, proved = 1 : i64, disjoint = 1 : i64'
 _STORE_SMEM = _STORE.replace('space = "HBM"', 'space = "SMEM"')
 _V = 'memref<128x128xf32, "VMEM">'
+_TILE = "offset = 0 : i64, slots = 1 : i64, slot_bytes = 65536 : i64, ring = -1 : i64"
 _TOK = f"!vx.token<{_V}>"
 
 
@@ -197,6 +198,16 @@ BAD = {
     "store-offset-type": ("vx.store", f'"vx.store"(%v, %big, %j, %i) {{{_STORE}}} : ({_V}, {_BIG}, i64, index) -> ()', "operand 'offsets'"),
     "store-element": ("vx.store", f'"vx.store"(%h, %big, %i, %i) {{{_STORE}}} : (memref<128x128xf16, "VMEM">, {_BIG}, index, index) -> ()', "element type"),
     "store-async-token": ("vx.store_async", f'%r = "vx.store_async"(%v, %big, %i, %i) {{{_STORE}}} : ({_V}, {_BIG}, index, index) -> {_TOK}', "the tile's region"),
+    "binary-broadcast": ("vx.binary", f'%r = "vx.binary"(%v, %x) {{fn = "add", space = "VMEM", {_TILE}}} : ({_V}, memref<64x32xf32, "VMEM">) -> {_V}', "does not broadcast"),
+    "binary-space": ("vx.binary", f'%r = "vx.binary"(%v, %s) {{fn = "add", space = "VMEM", {_TILE}}} : ({_V}, memref<128x128xf32, "SMEM">) -> {_V}', "E6044"),
+    "binary-fn": ("vx.binary", f'%r = "vx.binary"(%v, %v) {{fn = "pow", space = "VMEM", {_TILE}}} : ({_V}, {_V}) -> {_V}', "fn must be one of"),
+    "binary-no-tile": ("vx.binary", f'%r = "vx.binary"(%f, %f) {{fn = "add", space = "VMEM", {_TILE}}} : (f32, f32) -> {_V}', "at least one operand must be a tile"),
+    "binary-element": ("vx.binary", f'%r = "vx.binary"(%h, %f) {{fn = "mul", space = "VMEM", {_TILE}}} : (memref<128x128xf16, "VMEM">, f32) -> {_V}', "differ in element type"),
+    "unary-shape": ("vx.unary", f'%r = "vx.unary"(%v) {{fn = "exp", space = "VMEM", {_TILE}}} : ({_V}) -> memref<64x32xf32, "VMEM">', "shape and element type"),
+    "reduce-axis": ("vx.reduce", f'%r = "vx.reduce"(%v) {{fn = "sum", axis = 2 : i64, space = "VMEM", {_TILE}}} : ({_V}) -> memref<128x1xf32, "VMEM">', "axis 2"),
+    "reduce-keeps-axis": ("vx.reduce", f'%r = "vx.reduce"(%v) {{fn = "max", axis = 1 : i64, space = "VMEM", {_TILE}}} : ({_V}) -> memref<1x128xf32, "VMEM">', "reduced to 1"),
+    "cast-shape": ("vx.cast", f'%r = "vx.cast"(%v) {{space = "VMEM", {_TILE}}} : ({_V}) -> memref<64x32xf16, "VMEM">', "shape of"),
+    "transpose-shape": ("vx.transpose", f'%r = "vx.transpose"(%x) {{space = "VMEM", {_TILE}}} : (memref<64x32xf32, "VMEM">) -> memref<64x32xf32, "VMEM">', "transposed"),
     "unknown-op": ("vx.frobnicate", f'"vx.frobnicate"(%v) : ({_V}) -> ()', "is not a vx op"),
 }  # fmt: skip
 
@@ -232,6 +243,12 @@ def test_good_ops_pass():
             f'%w = "vx.view"(%big, %i, %i) {{proved = 1 : i64}} : ({_BIG}, index, index) -> {_T}',
             f'"vx.store"(%v, %big, %i, %i) {{{_STORE}}} : ({_V}, {_BIG}, index, index) -> ()',
             f'%st = "vx.store_async"(%v, %big, %i, %i) {{{_STORE}}} : ({_V}, {_BIG}, index, index) -> !vx.token<{_T}>',
+            f'%t0 = "vx.binary"(%v, %f) {{fn = "max", space = "VMEM", {_TILE}}} : ({_V}, f32) -> {_V}',
+            f'%t1 = "vx.reduce"(%t0) {{fn = "sum", axis = 1 : i64, space = "VMEM", {_TILE}}} : ({_V}) -> memref<128x1xf32, "VMEM">',
+            f'%t2 = "vx.binary"(%t0, %t1) {{fn = "sub", space = "VMEM", {_TILE}}} : ({_V}, memref<128x1xf32, "VMEM">) -> {_V}',
+            f'%t3 = "vx.unary"(%t2) {{fn = "exp", space = "VMEM", {_TILE}}} : ({_V}) -> {_V}',
+            f'%t4 = "vx.cast"(%t3) {{space = "VMEM", {_TILE}}} : ({_V}) -> memref<128x128xbf16, "VMEM">',
+            f'%t5 = "vx.transpose"(%x) {{space = "VMEM", {_TILE}}} : (memref<64x32xf32, "VMEM">) -> memref<32x64xf32, "VMEM">',
         ]
     )
     assert verify_module(_module(body)) == []

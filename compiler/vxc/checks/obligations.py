@@ -15,6 +15,7 @@ from __future__ import annotations
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
+from vxc.hir.tiles import tile_form, tile_operands
 from vxc.plan.placement import FnPlacement
 
 
@@ -59,6 +60,8 @@ def _obliges(e: H.Expr, functions: dict[str, Function], bounded_len: bool) -> bo
         )
     if isinstance(e, H.Transfer):
         return _is_token(e.src.ty)  # a transfer reads its token's buffer in flight
+    if tile_form(e) is not None and any(_is_token(a.ty) for a in tile_operands(e)):
+        return True  # tile arithmetic reads a token's buffer in flight
     if not isinstance(e, H.Call):
         return False
     callee = functions.get(e.callee)

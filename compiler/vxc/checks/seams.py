@@ -28,6 +28,7 @@ from vxc.diagnostics import DiagnosticSink, Span
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
+from vxc.hir.tiles import tile_form, tile_operands
 from vxc.hir.visit import StmtVisitor
 from vxc.plan.placement import FnPlacement
 
@@ -391,6 +392,11 @@ class SeamChecker(StmtVisitor):
                 continue
             if isinstance(node, H.Index):
                 self._vec_index(node, pc)
+                continue
+            if not isinstance(node, H.Call):  # tile arithmetic reads its tile operands (4.3)
+                for a in tile_operands(node):
+                    if _is_tensorish(a.ty):
+                        self._read(a, pc, None)
                 continue
             if node.callee == "assert" and node.callee not in self.functions:
                 self._assert(node, pc)
@@ -997,8 +1003,10 @@ def _calls(e: H.Expr) -> list[H.Expr]:
         if expanded:
             out.append(node)
             continue
-        if isinstance(node, H.Call | H.Transfer | H.Wait | H.Index) or (
-            isinstance(node, H.Borrow) and node.mutable
+        if (
+            isinstance(node, H.Call | H.Transfer | H.Wait | H.Index)
+            or (isinstance(node, H.Borrow) and node.mutable)
+            or tile_form(node) is not None
         ):
             stack.append((node, True))
         stack.extend((c, False) for c in H.expr_children(node))

@@ -345,6 +345,15 @@ _TABLE = [
         "token first.",
     ),
     Code(
+        "E6044",
+        "error",
+        "tile arithmetic on operands in different spaces",
+        "The result of tile arithmetic (LANGUAGE.md section 4.3) lives where its tile "
+        "operands live, so the tile operands of one operation must share a space (an "
+        "accumulator in `ACC` and a bias in `VMEM` do not). Scalars adapt. `transfer` one "
+        "operand into the other's space first.",
+    ),
+    Code(
         "E6013",
         "error",
         "granule larger than capacity",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from vxc.diagnostics import Span
 from vxc.hir import nodes as H
 from vxc.hir import types as T
+from vxc.hir.tiles import tile_form
 from vxc.hir.visit import StmtVisitor
 
 
@@ -156,8 +157,11 @@ def _walk(e: H.Expr | None, uses: set[int], makes: list[H.Expr]) -> None:
 
 
 def makes_buffer(e: H.Expr) -> bool:
-    """A call whose result is a tensor or token: the caller holds the buffer it returns."""
-    return isinstance(e, H.Call) and isinstance(e.ty, T.TensorT | T.TokenT)
+    """A call whose result is a tensor or token: the caller holds the buffer it returns; and
+    tile arithmetic (LANGUAGE.md section 4.3), whose result is a new tile."""
+    return (isinstance(e, H.Call) and isinstance(e.ty, T.TensorT | T.TokenT)) or tile_form(
+        e
+    ) is not None
 
 
 children = H.expr_children  # one definition of an expression's operands, in ast.py

@@ -329,8 +329,10 @@ def show_expr(e: Expr) -> str:
             return f"{lhs} {e.op} {rhs}"
         case Name():
             return e.name
-        case IntLit() | SizeLit():
+        case IntLit() | SizeLit() | FloatLit():
             return str(e.value)
+        case Borrow():
+            return ("&mut " if e.mutable else "&") + show_expr(e.operand)
         case Unary():
             return f"{e.op}{show_expr(e.operand)}"
         case Call():

@@ -21,12 +21,13 @@ from vxc.hir.build import HirBuilder, scalar_name
 from vxc.hir.extent import extent
 from vxc.hir.literals import literal_types
 from vxc.hir.program import Function, Program, Var
+from vxc.hir.tiles import TILE_CALLS, TILE_METHODS, broadcast
 from vxc.hir.visit import StmtVisitor
 
 PORTABLE_HOME = {"TensorCore": "VMEM"}  # every shipped model declares TensorCore.memory = VMEM
 HOST_SPACE = "CPU_DRAM"
 DEVICE_ARG_SPACE = "HBM"
-INTRINSICS = {"matmul_acc", "assert", "instance", "instances"}
+INTRINSICS = {"matmul_acc", "assert", "instance", "instances", *TILE_CALLS}
 LAUNCH_INTRINSICS = {"instance", "instances"}  # the launch grid (LANGUAGE.md section 4.1)
 # Keywords written like calls: a misspelt one (`wiat(t)`) parses as a call to an unknown
 # function, so they are candidates for its "did you mean".
@@ -432,6 +433,8 @@ class TypeChecker(StmtVisitor):
                 return self.fn.vars[vid].ty
             case H.Unary(op="-"):
                 t = self._expr(e.operand, scope, want)
+                if isinstance(_tile(t), T.TensorT):
+                    return self._tile_unary(_tile(t), e.operand, "negation")
                 if not (T.is_int(t) or T.is_float(t)):
                     self._mismatch(T.I32, t, e.operand, "negation")
                 return t
@@ -462,11 +465,17 @@ class TypeChecker(StmtVisitor):
                 obj = T.deref(self._expr(e.obj, scope, None))
                 if e.method == "len" and isinstance(obj, T.VecT) and not e.args:
                     return T.I64
+                if isinstance(_tile(obj), T.TensorT) and e.method in TILE_METHODS:
+                    return self._reduce(e, _tile(obj))
                 self.sink.emit(
                     "E0203",
                     f"no method `{e.method}` on `{obj.show()}`",
                     e.span,
-                    notes=["`Vec` has one method, `len()`"],
+                    notes=[
+                        "a tile has `.sum(axis)` and `.max(axis)`"
+                        if isinstance(_tile(obj), T.TensorT)
+                        else "`Vec` has one method, `len()`"
+                    ],
                 )
                 raise _Error
             case H.Transfer():
@@ -553,6 +562,8 @@ class TypeChecker(StmtVisitor):
         tensor_side = next((t for t in (lt, rt) if isinstance(T.deref(_read(t)), T.TensorT)), None)
         if tensor_side is not None and e.op in ("==", "!="):
             return T.BOOL  # `buf == v`: the value contract of a seam (all elements equal v)
+        if tensor_side is not None and e.op in "+-*/":
+            return self._tile_binary(e.lhs, e.rhs, e, f"operator `{e.op}`")
         if lt != rt or not (T.is_int(lt) or T.is_float(lt) or (lt == T.BOOL and not arith)):
             self._mismatch(lt, rt, e, f"operator `{e.op}`")
         return lt if arith else T.BOOL
@@ -809,6 +820,8 @@ class TypeChecker(StmtVisitor):
         return consts
 
     def _intrinsic(self, e: H.Call, scope: _Scope) -> T.Type:
+        if e.callee in TILE_CALLS:
+            return self._tile_call(e, scope)
         if e.callee in LAUNCH_INTRINSICS:
             if e.args:
                 self.sink.emit(
@@ -866,6 +879,151 @@ class TypeChecker(StmtVisitor):
             )
         return T.VOID
 
+    # ---- tile arithmetic (LANGUAGE.md section 4.3) ----------------------------------------------
+    def _tile_call(self, e: H.Call, scope: _Scope) -> T.Type:
+        arity = TILE_CALLS[e.callee]
+        if len(e.args) != arity:
+            self.sink.emit(
+                "E0202",
+                f"`{e.callee}` takes {arity} argument(s) but {len(e.args)} were supplied",
+                e.span,
+            )
+            raise _Error
+        if (e.const_args is not None) != (e.callee == "cast"):
+            self.sink.emit(
+                "E0204",
+                "`cast` names its element type: `cast::<f32>(t)`"
+                if e.callee == "cast"
+                else f"`{e.callee}` takes no const arguments",
+                e.span,
+            )
+            raise _Error
+        if e.callee in ("max", "min"):
+            return self._tile_binary(e.args[0], e.args[1], e, f"`{e.callee}`", scope)
+        t = self._tile_operand(e.args[0], scope, f"`{e.callee}`")
+        if e.callee == "cast":
+            return replace(t, elem=self._cast_elem(e))
+        if e.callee == "transpose":
+            if len(t.dims) != 2:
+                self.sink.emit(
+                    "E0201",
+                    f"`transpose` takes a 2-D tile, found `{t.show()}`",
+                    e.args[0].span,
+                )
+                raise _Error
+            return replace(t, dims=(t.dims[1], t.dims[0]))
+        return self._tile_unary(t, e.args[0], f"`{e.callee}`")
+
+    def _cast_elem(self, e: H.Call) -> str:
+        arg = e.const_args[0] if len(e.const_args) == 1 else None
+        if not (isinstance(arg, H.Name) and arg.name in T.FLOATS):
+            self.sink.emit(
+                "E0204",
+                "`cast::<E>` takes one float element type (f32, bf16, f16, f64)",
+                arg.span if arg is not None else e.span,
+            )
+            raise _Error
+        return arg.name
+
+    def _tile_operand(self, a: H.Expr, scope: _Scope, what: str) -> T.TensorT:
+        t = _tile(self._expr(a, scope, None))
+        if not isinstance(t, T.TensorT):
+            self._mismatch(T.TensorT("f32", ("M", "N"), self.home), t, a, f"the operand of {what}")
+            raise _Error
+        return t
+
+    def _tile_unary(self, t: T.TensorT, a: H.Expr, what: str) -> T.TensorT:
+        self._float_tile(t, a, what)
+        return t
+
+    def _float_tile(self, t: T.TensorT, a: H.Expr, what: str) -> None:
+        """Tile arithmetic computes on float elements (integer tiles: cast first)."""
+        if t.elem not in T.FLOATS:
+            self.sink.emit(
+                "E0201",
+                f"tile arithmetic in {what} computes on float tiles, found `{t.show()}`",
+                a.span,
+                help=f"cast it first: `cast::<f32>({H.show_expr(a)})`",
+            )
+            raise _Error
+
+    def _tile_binary(
+        self, lhs: H.Expr, rhs: H.Expr, e: H.Expr, what: str, scope: _Scope | None = None
+    ) -> T.TensorT:
+        """`a + b`, `max(a, b)`: one element type; shapes broadcast as numpy does; a scalar
+        adapts to the tile's element type. The result lives where the (first) tile
+        operand lives; operands in different spaces are E6044, a per-target check."""
+        if scope is not None:  # an intrinsic call: its operands are not typed yet
+            for side in (lhs, rhs):
+                self._expr(side, scope, None)
+        tiles = [(s, _tile(s.ty)) for s in (lhs, rhs) if isinstance(_tile(s.ty), T.TensorT)]
+        if not tiles:
+            self._mismatch(T.TensorT("f32", ("M", "N"), self.home), lhs.ty, lhs, what)
+            raise _Error
+        first = tiles[0][1]
+        for side, t in tiles:
+            self._float_tile(t, side, what)
+        for side in (lhs, rhs):
+            if not isinstance(_tile(side.ty), T.TensorT):
+                self._tile_scalar(side, first, what)
+        if len(tiles) == 1:
+            return first
+        (ls, lt), (rs, rt) = tiles
+        if lt.elem != rt.elem:
+            self.sink.emit(
+                "E0201",
+                f"mismatched element types in {what}: `{lt.show()}` and `{rt.show()}`",
+                e.span,
+                notes=["the operands of tile arithmetic share one element type"],
+                help=f"cast one side: `cast::<{lt.elem}>({H.show_expr(rs)})`",
+            )
+            raise _Error
+        dims = broadcast(lt.dims, rt.dims)
+        if dims is None:
+            self.sink.emit(
+                "E0201",
+                f"mismatched shapes in {what}: `{lt.show()}` and `{rt.show()}` do not broadcast",
+                e.span,
+                notes=[
+                    "numpy broadcasting: dimensions agree when equal or when one is 1 "
+                    "(`[M, 1]` or `[1, N]` against `[M, N]`)"
+                ],
+                help=_broadcast_help(lt.dims, rt.dims),
+            )
+            raise _Error
+        return replace(lt, dims=dims)
+
+    def _tile_scalar(self, side: H.Expr, tile: T.TensorT, what: str) -> None:
+        """A scalar operand: a literal takes the tile's element type; a variable must be a
+        float of the tile's element type, or `f32` (bf16/f16 compute in f32)."""
+        elem = T.Scalar(tile.elem)
+        if isinstance(side, H.IntLit | H.FloatLit) and not isinstance(side, H.ConstArg):
+            side.ty = elem
+            return
+        if isinstance(side, H.Unary) and side.op == "-" and _is_literal(side.operand):
+            side.ty = side.operand.ty = elem
+            return
+        if side.ty == elem or side.ty == T.F32:
+            return
+        self._mismatch(elem, side.ty, side, f"the scalar operand of {what}")
+        raise _Error
+
+    def _reduce(self, e: H.MethodCall, t: T.TensorT) -> T.TensorT:
+        """`a.sum(axis)` / `a.max(axis)`: a literal axis, kept as size 1."""
+        axis = _const_value(e.args[0]) if len(e.args) == 1 else None
+        if axis is None or not 0 <= axis < len(t.dims):
+            self.sink.emit(
+                "E0202",
+                f"`.{e.method}(axis)` takes one literal axis of the {len(t.dims)}-D tile "
+                f"`{t.show()}` (0 ..= {len(t.dims) - 1})",
+                e.span,
+            )
+            raise _Error
+        self._float_tile(t, e.obj, f"`.{e.method}`")
+        for a in e.args:
+            a.ty = T.I64
+        return replace(t, dims=tuple(1 if i == axis else d for i, d in enumerate(t.dims)))
+
     # ---- helpers --------------------------------------------------------------------------------
     def _coerce(self, want: T.Type, got: T.Type, e: H.Node, what: str) -> None:
         if not _compatible(want, got):
@@ -885,6 +1043,17 @@ class TypeChecker(StmtVisitor):
             self._mismatch(want, got, e, what)
 
     def _mismatch(self, want: T.Type, got: T.Type, e: H.Node, what: str) -> None:
+        if want.show() == got.show():  # `a < b` of two tiles: the types agree, the form does not
+            self.sink.emit(
+                "E0201",
+                f"{what} is not defined on `{got.show()}`",
+                e.span,
+                help="tiles take `+ - * /`, `max`, `min`, `exp`, `sqrt`, `.sum(axis)`, "
+                "`.max(axis)`, `cast::<E>` and `transpose` (LANGUAGE.md section 4.3)"
+                if isinstance(T.deref(got), T.TensorT)
+                else None,
+            )
+            return
         self.sink.emit(
             "E0201",
             f"mismatched types in {what}: expected `{want.show()}`, found `{got.show()}`",
@@ -940,6 +1109,27 @@ def _view_root(e: H.Expr) -> H.Name | None:
     while isinstance(e, H.View | H.Index | H.Borrow):
         e = e.operand if isinstance(e, H.Borrow) else e.obj
     return e if isinstance(e, H.Name) and e.vid >= 0 else None
+
+
+def _tile(t: T.Type | None) -> T.Type | None:
+    """The tile an operand of tile arithmetic reads: through a borrow, a token reads its
+    (possibly in-flight) buffer (E6004 in the checks)."""
+    if t is None:
+        return None
+    base = T.deref(t)
+    return base.inner if isinstance(base, T.TokenT) else base
+
+
+def _broadcast_help(a: tuple, b: tuple) -> str:
+    """What would make two shapes agree: a reduction keeping the axis, or a transpose."""
+    if len(a) == 2 and len(b) == 2 and (a[1], a[0]) == tuple(b):
+        return "transpose one side: `transpose(...)`"
+    if len(a) == 2 and len(b) == 2:
+        return (
+            f"reduce the wider one keeping the axis: `.sum(1)` of `[{a[0]}, N]` is "
+            f"`[{a[0]}, 1]`, which broadcasts against `[{a[0]}, {a[1]}]`"
+        )
+    return "give both the same shape, or make a dimension 1 so that it broadcasts"
 
 
 def _read(t: T.Type) -> T.Type:

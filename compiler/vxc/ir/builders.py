@@ -109,6 +109,12 @@ instances = _helper("vx.instances")
 require = _helper("vx.require")
 store = _helper("vx.store")
 store_async = _helper("vx.store_async")
+# Tile arithmetic: the result type (the broadcast shape, the new element) is the caller's.
+binary = _helper("vx.binary")
+unary = _helper("vx.unary")
+reduce = _helper("vx.reduce")
+cast = _helper("vx.cast")
+transpose = _helper("vx.transpose")
 
 
 def view(

@@ -28,6 +28,7 @@ from vxc.errors import Refusal
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function, Program
+from vxc.hir.tiles import tile_form, tile_operands
 from vxc.ir import builders as B
 from vxc.ir import types as IT
 from vxc.ir.context import make_context
@@ -312,7 +313,34 @@ class Lowering:
         except Refusal as err:
             raise err.at(e.span) from None
 
+    def tile(self, ctx: _Ctx, e: H.Expr) -> ir.Value | None:
+        """Tile arithmetic (LANGUAGE.md section 4.3): one vx op per form, placed where the
+        plan put it (a placed tile's ring slot, or an intermediate's private buffer)."""
+        form = tile_form(e, ctx.program.functions)
+        operands = []
+        for a in tile_operands(e):
+            v = self.expr(ctx, a)
+            if isinstance(a, H.IntLit) and T.is_float(a.ty):  # `max(a, 0)`: a float zero
+                v = arith.ConstantOp(self.ty(a.ty), float(a.value)).result
+            operands.append(v)
+        (attrs,) = self._ops(ctx, e)
+        result = self.ty(e.ty)
+        if not ir.MemRefType(result).has_static_shape:
+            raise LoweringError(
+                f"tile arithmetic on a tile of runtime shape (`{e.ty.show()}`) is not "
+                "lowered by this version: transfer a tile of constant shape first "
+                "(a view with constant extents)",
+                e.span,
+            )
+        if form.fn:
+            attrs = {**attrs, "fn": form.fn}
+        if form.op == "vx.reduce":
+            attrs["axis"] = _const_int(e.args[0])
+        return B.build(form.op, operands, result_types=[result], **attrs).results[0]
+
     def unary(self, ctx: _Ctx, e: H.Unary) -> ir.Value:
+        if tile_form(e) is not None:
+            return self.tile(ctx, e)
         v = self.expr(ctx, e.operand)
         if e.op == "!":
             true = arith.ConstantOp(ir.IntegerType.get_signless(1), 1).result
@@ -323,6 +351,8 @@ class Lowering:
         return arith.SubIOp(zero, v).result
 
     def binary(self, ctx: _Ctx, e: H.Binary) -> ir.Value:
+        if tile_form(e) is not None:
+            return self.tile(ctx, e)
         lhs, rhs = self.expr(ctx, e.lhs), self.expr(ctx, e.rhs)
         fl = T.is_float(e.lhs.ty)
         unsigned = isinstance(e.lhs.ty, T.Scalar) and e.lhs.ty.name.startswith("u")
@@ -417,6 +447,8 @@ class Lowering:
     def call(self, ctx: _Ctx, e: H.Call) -> ir.Value | None:
         program = ctx.program
         callee = program.functions.get(e.callee)
+        if callee is None and tile_form(e, program.functions) is not None:
+            return self.tile(ctx, e)
         if callee is None:  # an intrinsic (a declared function of that name shadows it)
             rule = INTRINSIC_RULES.get(e.callee)
             if rule is None:
@@ -529,6 +561,8 @@ def _index(lo: Lowering, ctx: _Ctx, e: H.Index) -> ir.Value:
 
 @_rule(EXPR_RULES, H.MethodCall)
 def _method(lo: Lowering, ctx: _Ctx, e: H.MethodCall) -> ir.Value:
+    if tile_form(e) is not None:
+        return lo.tile(ctx, e)
     if e.method != "len":
         raise LoweringError(f"method `{e.method}` is not lowered", e.span)
     n = B.len_(lo.expr(ctx, e.obj)).result
@@ -567,6 +601,13 @@ def _instance(lo: Lowering, ctx: _Ctx, e: H.Call) -> ir.Value:
 @_rule(INTRINSIC_RULES, "instances")
 def _instances(lo: Lowering, ctx: _Ctx, e: H.Call) -> ir.Value:
     return B.instances().result
+
+
+def _const_int(e: H.Expr) -> int:
+    """A literal axis (the checker admitted only literals, possibly negated)."""
+    if isinstance(e, H.Unary):
+        return -_const_int(e.operand)
+    return e.value
 
 
 def _space_name(t: ir.Type) -> str:

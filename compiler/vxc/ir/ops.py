@@ -46,6 +46,10 @@ INDEX = TypeConstraint("`index`", lambda t: isinstance(t, ir.IndexType))
 I64 = TypeConstraint(
     "`i64`", lambda t: isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 64
 )
+TILE_OR_SCALAR = TypeConstraint(
+    "placed tensor, or a float scalar (`f32`, `bf16`, `f16`, `f64`)",
+    lambda t: _placed_tensor(t) or isinstance(t, ir.FloatType),
+)
 I1 = TypeConstraint(
     "`i1`", lambda t: isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1
 )
@@ -409,6 +413,106 @@ def _i64(ts: list[ir.Type], attrs: dict[str, object]) -> list[ir.Type]:
     return [ir.IntegerType.get_signless(64)]
 
 
+# ---------------------------------------------------------------------------
+# Tile arithmetic (LANGUAGE.md §4.3). Each op makes a new tile in `space`, the space of
+# its tile operands; a placed one (what a `let` binds) has a ring slot, an intermediate
+# inside one expression has `ring = -1` (a private buffer, no scratchpad slot).
+
+_TILE_ATTRS = (
+    Attr("space", "str", "Vx memory space of the operands and the result"),
+    *_ALLOC_ATTRS,
+)
+TILE_FNS = {
+    "vx.binary": ("add", "sub", "mul", "div", "max", "min"),
+    "vx.unary": ("neg", "exp", "sqrt"),
+    "vx.reduce": ("sum", "max"),
+}
+
+
+def _check_tile_result(op: ir.Operation, tiles: list[ir.MemRefType]) -> list[str]:
+    """The shared rules: the tile operands and the result live in `space`; `fn` is known."""
+    res = op.results[0].type
+    errs: list[str] = []
+    if not isinstance(res, ir.MemRefType) or not res.has_static_shape:
+        return [f"result {res} must be a placed tensor of static shape"]
+    space = attr_str(op, "space")
+    for t in [*tiles, res]:
+        if T.space_of(t) != space:
+            errs.append(f'{t} is not in space "{space}" (tile operands share one space: E6044)')
+    fns = TILE_FNS.get(op.name)
+    if fns is not None and attr_str(op, "fn") not in fns:
+        errs.append(f"fn must be one of {', '.join(fns)}, got {attr_str(op, 'fn')!r}")
+    return errs + _check_allocation(op, res, bounded=False)
+
+
+def _broadcasts(shape: list[int], to: list[int]) -> bool:
+    """numpy broadcasting of `shape` to `to`: trailing dimensions equal or 1."""
+    if len(shape) > len(to):
+        return False
+    return all(d in (1, t) for d, t in zip(reversed(shape), reversed(to), strict=False))
+
+
+def _verify_binary(op: ir.Operation) -> list[str]:
+    res = op.results[0].type
+    tiles = [o.type for o in op.operands if isinstance(o.type, ir.MemRefType)]
+    if not tiles:
+        return ["at least one operand must be a tile"]
+    errs = _check_tile_result(op, tiles)
+    for t in tiles:
+        if t.element_type != res.element_type:
+            errs.append(f"tile operand {t} and result {res} differ in element type")
+        if not _broadcasts(list(t.shape), list(res.shape)):
+            errs.append(f"tile operand {t} does not broadcast to the result {res}")
+    return errs
+
+
+def _verify_unary(op: ir.Operation) -> list[str]:
+    src, res = op.operands[0].type, op.results[0].type
+    errs = _check_tile_result(op, [src])
+    if list(src.shape) != list(res.shape) or src.element_type != res.element_type:
+        errs.append(f"result {res} must have the shape and element type of {src}")
+    return errs
+
+
+def _verify_reduce(op: ir.Operation) -> list[str]:
+    src, res = op.operands[0].type, op.results[0].type
+    errs = _check_tile_result(op, [src])
+    axis = attr_int(op, "axis")
+    if not 0 <= axis < src.rank:
+        return [*errs, f"axis {axis} is not a dimension of {src}"]
+    want = [1 if i == axis else d for i, d in enumerate(src.shape)]
+    if list(res.shape) != want or src.element_type != res.element_type:
+        errs.append(f"result {res} must be {src} with dimension {axis} reduced to 1")
+    return errs
+
+
+def _verify_cast(op: ir.Operation) -> list[str]:
+    src, res = op.operands[0].type, op.results[0].type
+    errs = _check_tile_result(op, [src])
+    if list(src.shape) != list(res.shape):
+        errs.append(f"result {res} must have the shape of {src}")
+    if not all(isinstance(t.element_type, ir.FloatType) for t in (src, res)):
+        errs.append(f"cast converts between float element types, got {src} -> {res}")
+    return errs
+
+
+def _verify_transpose(op: ir.Operation) -> list[str]:
+    src, res = op.operands[0].type, op.results[0].type
+    errs = _check_tile_result(op, [src])
+    if src.rank != 2 or list(res.shape) != list(reversed(src.shape)):
+        errs.append(f"result {res} must be the 2-D operand {src} transposed")
+    if src.element_type != res.element_type:
+        errs.append(f"result {res} must have the element type of {src}")
+    return errs
+
+
+_TILE_DOC = (
+    " The result is a new tile in `space` (ring >= 0: a placed tile with a scratchpad "
+    "slot; -1: an intermediate of one expression, a private buffer); bf16/f16 compute in "
+    "f32 and round to nearest even."
+)
+
+
 OPS: dict[str, OpDef] = {
     d.name: d
     for d in (
@@ -555,6 +659,70 @@ OPS: dict[str, OpDef] = {
             "result is i64; inside a func.func.",
         ),
         OpDef(
+            "vx.binary",
+            "Elementwise `lhs fn rhs` (`add`, `sub`, `mul`, `div`, `max`, `min`) with numpy "
+            "broadcasting: a tile operand is the result's shape or broadcasts to it "
+            "(`[M, 1]` / `[1, N]` against `[M, N]`); a scalar operand applies to every "
+            "element." + _TILE_DOC,
+            (
+                Operand("lhs", TILE_OR_SCALAR, "tile in `space`, or a scalar"),
+                Operand("rhs", TILE_OR_SCALAR, "tile in `space`, or a scalar"),
+            ),
+            (Result("dst", PLACED, "the new tile: the broadcast shape, the tiles' element"),),
+            (Attr("fn", "str", "add, sub, mul, div, max or min"), *_TILE_ATTRS),
+            _verify_binary,
+            lambda ts, attrs: [],
+            "at least one tile operand; every tile operand has the result's element type and "
+            "broadcasts to its shape; tiles and result in `space`; fn known; slots >= 1; "
+            "slot_bytes >= tensor bytes.",
+        ),
+        OpDef(
+            "vx.unary",
+            "Elementwise `fn(src)`: `neg`, `exp` (accurate to a few ulp), `sqrt`." + _TILE_DOC,
+            (Operand("src", PLACED, "tile in `space`"),),
+            (Result("dst", PLACED, "the new tile, the operand's shape and element"),),
+            (Attr("fn", "str", "neg, exp or sqrt"), *_TILE_ATTRS),
+            _verify_unary,
+            lambda ts, attrs: [],
+            "result shape and element = operand's; both in `space`; fn known.",
+        ),
+        OpDef(
+            "vx.reduce",
+            "`src.fn(axis)`: `sum` or `max` over dimension `axis`, kept as size 1; "
+            "accumulated in f32." + _TILE_DOC,
+            (Operand("src", PLACED, "tile in `space`"),),
+            (Result("dst", PLACED, "the operand's shape with dimension `axis` = 1"),),
+            (
+                Attr("fn", "str", "sum or max"),
+                Attr("axis", "i64", "the reduced dimension"),
+                *_TILE_ATTRS,
+            ),
+            _verify_reduce,
+            lambda ts, attrs: [],
+            "0 <= axis < rank; result = operand's shape with dimension axis = 1, same "
+            "element; both in `space`; fn known.",
+        ),
+        OpDef(
+            "vx.cast",
+            "Element type conversion of a tile (round to nearest even)." + _TILE_DOC,
+            (Operand("src", PLACED, "tile in `space`"),),
+            (Result("dst", PLACED, "the operand's shape, the new element type"),),
+            _TILE_ATTRS,
+            _verify_cast,
+            lambda ts, attrs: [],
+            "result shape = operand's; float elements; both in `space`.",
+        ),
+        OpDef(
+            "vx.transpose",
+            "A 2-D tile transposed." + _TILE_DOC,
+            (Operand("src", PLACED, "2-D tile in `space`"),),
+            (Result("dst", PLACED, "the transposed tile"),),
+            _TILE_ATTRS,
+            _verify_transpose,
+            lambda ts, attrs: [],
+            "operand rank 2; result shape = the operand's reversed, same element; both in `space`.",
+        ),
+        OpDef(
             "vx.require",
             "A launch precondition: one `where` clause of a kernel entry, evaluated at the "
             "start of each instance (LANGUAGE.md §4.1: `where instances() <= tiles.len()`). "
@@ -677,6 +845,14 @@ RequireOp = VIEWS["vx.require"]
 ViewOp = VIEWS["vx.view"]
 StoreOp = VIEWS["vx.store"]
 StoreAsyncOp = VIEWS["vx.store_async"]
+BinaryOp = VIEWS["vx.binary"]
+UnaryOp = VIEWS["vx.unary"]
+ReduceOp = VIEWS["vx.reduce"]
+CastOp = VIEWS["vx.cast"]
+TransposeOp = VIEWS["vx.transpose"]
+# The tile-arithmetic ops (LANGUAGE.md §4.3): the backends that do not lower them yet
+# refuse exactly these.
+TILE_OPS = ("vx.binary", "vx.unary", "vx.reduce", "vx.cast", "vx.transpose")
 
 
 def view(op: ir.Operation) -> OpView:

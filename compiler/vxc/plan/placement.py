@@ -40,6 +40,7 @@ from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.liveness import build_cfg, children, makes_buffer
 from vxc.hir.program import Function
+from vxc.hir.tiles import tile_form, tile_operands
 from vxc.hir.typecheck import MAX_BYTES
 from vxc.hir.visit import StmtVisitor
 from vxc.plan.scratchpad import Alloc, Allocator, Ring, Tile, human_size
@@ -164,6 +165,8 @@ def call_op(alloc: Alloc | None) -> dict[str, object]:
 def _node_ops(machine: Machine, node: NodePlacement) -> list[dict[str, object]]:
     if node.kind == "new":
         return [_slot_attributes(node.alloc)]
+    if node.kind == "tile":
+        return [{"space": node.space, **_slot_attributes(node.alloc)}]
     if node.kind == "call":
         return [call_op(node.alloc)]
     if not node.routed:
@@ -290,10 +293,15 @@ class _Placer(StmtVisitor):
         if self._topology_known(s.topology, s.span):
             self._block(s.body, s.topology)  # the block's code runs on its own topology
 
-    def _expr(self, e: H.Expr, topo: str | None) -> None:
+    def _expr(self, e: H.Expr, topo: str | None, inner: bool = False) -> None:
+        """`inner`: `e` is an operand of tile arithmetic, computed element by element inside
+        its expression (LANGUAGE.md section 4.3), so a tile form there is not placed."""
+        form = tile_form(e, self.functions)
         for child in children(e):
-            self._expr(child, topo)
-        if isinstance(e, H.Transfer):
+            self._expr(child, topo, inner=form is not None)
+        if form is not None:
+            self._tile_op(e, topo, placed=not inner)
+        elif isinstance(e, H.Transfer):
             self._transfer(e, topo)
         elif isinstance(e, H.TensorNew):
             self._tensor_new(e)
@@ -338,6 +346,41 @@ class _Placer(StmtVisitor):
         self._capacity(e, e.ty, size, [home])
         tile = self._tile(e, -1, home, size, final=True, label="new tensor")
         self.tiles[e.nid] = [tile] if tile is not None else []
+
+    def _tile_op(self, e: H.Expr, topo: str | None, placed: bool) -> None:
+        """Tile arithmetic: its tile operands must be visible to the core (E6003) and share
+        one space (E6044); the result is a new tile there. A placed one (what a `let`
+        binds, an assignment stores, an intrinsic or transfer takes) joins the working set
+        and gets a ring slot like any tile; an intermediate takes no slot."""
+        operands = [a for a in tile_operands(e) if _tensor(a.ty) is not None]
+        for a in operands:
+            if tile_form(a, self.functions) is None:
+                self._visible(a, topo, "tile arithmetic")
+        spaces = [self.machine.space(_tensor(a.ty).space) for a in operands]
+        if len(set(spaces)) > 1:
+            self._mixed_spaces(e, operands, spaces)
+        space = self.machine.space(e.ty.space)
+        node = NodePlacement("tile", None, space or e.ty.space, routed=space is not None)
+        self.out.nodes[e.nid] = node
+        if space is None or not placed:
+            return
+        size = self._size(e.ty)
+        node.bytes = size.bytes
+        self._capacity(e, e.ty, size, [space])
+        tile = self._tile(e, -1, space, size, final=True, label="tile result")
+        self.tiles[e.nid] = [tile] if tile is not None else []
+
+    def _mixed_spaces(self, e: H.Expr, operands: list[H.Expr], spaces: list) -> None:
+        first = operands[0]
+        other = next(a for a, s in zip(operands, spaces, strict=True) if s != spaces[0])
+        self.sink.emit(
+            "E6044",
+            f"tile arithmetic on operands in different spaces: `{_tensor(first.ty).show()}` "
+            f"and `{_tensor(other.ty).show()}`",
+            e.span,
+            notes=["the result of tile arithmetic lives where its tile operands live"],
+            help=f"move one first: `transfer({H.show_expr(other)}, Memory::{spaces[0]})`",
+        )
 
     def _call_result(self, e: H.Call) -> None:
         """A returned tensor (or token) lands in a buffer of the caller's: allocate it like a

@@ -16,8 +16,17 @@ os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 ROOT = Path(__file__).resolve().parents[3]
 # The Vec kernels of the repository, tested for every Vec length here (seed.vx calls an
 # extern fn: tested for its diagnostic instead; the gemm kernels are sized by shape
-# parameters, not a Vec length: tests/backends/tpu/test_tpu_views.py).
-NO_TPU_ARTIFACT = {"seed.vx", "gemm.vx", "gemm_3stage.vx"}
+# parameters, not a Vec length: tests/backends/tpu/test_tpu_views.py; the tile-arithmetic
+# kernels use tile ops the tpu backend refuses: tests/e2e/test_tile_kernels.py and the
+# E7001 goldens).
+NO_TPU_ARTIFACT = {
+    "seed.vx",
+    "gemm.vx",
+    "gemm_3stage.vx",
+    "gemm_epilogue.vx",
+    "softmax.vx",
+    "attention.vx",
+}
 # Two kernels in one file (one Mosaic module each): run in the interpreter by
 # tests/e2e/test_seed_vx.py.
 MULTI_KERNEL = {"seed_vx.vx"}

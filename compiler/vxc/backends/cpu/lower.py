@@ -17,6 +17,7 @@ from jaxlib.mlir import ir
 from llvmlite import ir as ll
 
 from vxc.backends.cpu import abi, launch
+from vxc.backends.cpu import tiles as tiles_ll
 from vxc.backends.cpu.arith import lltype, lower_arith
 from vxc.backends.cpu.errors import STATUS, BackendError
 from vxc.backends.cpu.loops import I64, counted_loop
@@ -33,7 +34,17 @@ from vxc.backends.walk import Walk, refuse
 from vxc.errors import Refusal
 from vxc.ir import types as T
 from vxc.ir.loc import inlined_notes, span_of
-from vxc.ir.ops import MatmulAccOp, RequireOp, StoreAsyncOp, StoreOp, ViewOp, ring_layout
+from vxc.ir.ops import (
+    BinaryOp,
+    MatmulAccOp,
+    ReduceOp,
+    RequireOp,
+    StoreAsyncOp,
+    StoreOp,
+    UnaryOp,
+    ViewOp,
+    ring_layout,
+)
 
 I8, I32 = ll.IntType(8), ll.IntType(32)
 PTR = ll.PointerType()
@@ -332,7 +343,7 @@ class FunctionLowering(Walk):
         {"values", "get", "bind_flat", "region_values", "b", "allocas", "mod", "fn", "sig",
          "plan", "counters", "exit", "instance", "instances", "guard", "nbytes", "memcpy",
          "at", "slot", "_copy_in", "require", "strided", "copy_region", "region_guard", "bf16dot",
-         "op_vx_store"}
+         "op_vx_store", "tile_dst"}
     )  # fmt: skip
 
     def __init__(self, mod: ModuleLowering, func: ir.Operation):
@@ -747,6 +758,63 @@ class FunctionLowering(Walk):
         fn = define_matmul(self.mod.ll, self.mod.blocking)
         self.b.call(fn, [acc.ptr, ptrs[0], ptrs[1], m, n, k])
 
+    # -- tile arithmetic (LANGUAGE.md section 4.3; backends/cpu/tiles.py) -------------------
+
+    def tile_dst(self, op: ir.Operation) -> tuple[ll.Value, ir.MemRefType]:
+        """The result buffer of a tile op (its ring slot, or its private arena buffer)."""
+        t = _memref(op.results[0].type)
+        nbytes = _static_bytes(t, f"'{op.name}'", op)
+        for v in op.operands:
+            if isinstance(v.type, ir.MemRefType):
+                _static_bytes(v.type, f"an operand of '{op.name}'", op)
+        ptr = self.slot(op, t, _c(nbytes))
+        self.values[op.results[0]] = Mem(ptr, [_c(d) for d in t.shape])
+        return ptr, t
+
+
+def _tile_elementwise(lo: FunctionLowering, op: ir.Operation, fn: str) -> None:
+    dst, t = lo.tile_dst(op)
+    args, values = [], []
+    tiles = [v.type for v in op.operands if isinstance(v.type, ir.MemRefType)]
+    ctype = tiles_ll.compute(str(tiles[0].element_type))
+    for v in op.operands:
+        if isinstance(v.type, ir.MemRefType):
+            shape = (1,) * (t.rank - v.type.rank) + tuple(v.type.shape)
+            args.append(tiles_ll.TileArg(str(v.type.element_type), shape))
+            values.append(lo.get(v).ptr)
+        else:
+            args.append(tiles_ll.TileArg(str(v.type), None))
+            values.append(tiles_ll.scalar_arg(lo.b, lo.get(v), str(v.type), ctype))
+    f = tiles_ll.define_elementwise(lo.mod.ll, fn, str(t.element_type), tuple(t.shape), args)
+    lo.b.call(f, [dst, *values])
+
+
+def _tile_binary(lo: FunctionLowering, op: ir.Operation) -> None:
+    _tile_elementwise(lo, op, BinaryOp(op).fn)
+
+
+def _tile_unary(lo: FunctionLowering, op: ir.Operation) -> None:
+    _tile_elementwise(lo, op, UnaryOp(op).fn)
+
+
+def _tile_cast(lo: FunctionLowering, op: ir.Operation) -> None:
+    _tile_elementwise(lo, op, "cast")
+
+
+def _tile_reduce(lo: FunctionLowering, op: ir.Operation) -> None:
+    r = ReduceOp(op)
+    dst, _t = lo.tile_dst(op)
+    src = _memref(r.src.type)
+    f = tiles_ll.define_reduce(lo.mod.ll, r.fn, str(src.element_type), tuple(src.shape), r.axis)
+    lo.b.call(f, [dst, lo.get(r.src).ptr])
+
+
+def _tile_transpose(lo: FunctionLowering, op: ir.Operation) -> None:
+    dst, _t = lo.tile_dst(op)
+    src = _memref(op.operands[0].type)
+    f = tiles_ll.define_transpose(lo.mod.ll, str(src.element_type), tuple(src.shape))
+    lo.b.call(f, [dst, lo.get(op.operands[0]).ptr])
+
 
 def _arith(lo: FunctionLowering, op: ir.Operation) -> None:
     args = [lo.get(v) for v in op.operands]
@@ -818,6 +886,11 @@ RULES: dict[str, Callable[[FunctionLowering, ir.Operation], None]] = {
     "vx.instance": FunctionLowering.op_vx_instance,
     "vx.instances": FunctionLowering.op_vx_instances,
     "vx.require": FunctionLowering.op_vx_require,
+    "vx.binary": _tile_binary,
+    "vx.unary": _tile_unary,
+    "vx.reduce": _tile_reduce,
+    "vx.cast": _tile_cast,
+    "vx.transpose": _tile_transpose,
 }
 
 FunctionLowering.rules = RULES

@@ -46,7 +46,7 @@ from vxc.backends.walk import Walk
 from vxc.errors import Refusal
 from vxc.ir import types as T
 from vxc.ir.loc import inlined_notes, span_of
-from vxc.ir.ops import RequireOp, ZerosOp, ring_layout, view
+from vxc.ir.ops import TILE_OPS, RequireOp, ZerosOp, ring_layout, view
 from vxc.rules import registrar
 from vxc.status import STATUS as CODES
 from vxc.targets import NvidiaArch, Target
@@ -1168,4 +1168,13 @@ REFUSALS: dict[str, RefusalEntry] = {
     )
     for name in ("vx.view", "vx.store", "vx.store_async")
 }
+# Tile arithmetic (LANGUAGE.md 4.3) on registers / TMEM; not written yet.
+REFUSALS.update(
+    {
+        name: RefusalEntry(
+            "E7001", f"the NVIDIA backends do not lower `{name}` (tile arithmetic) yet"
+        )
+        for name in TILE_OPS
+    }
+)
 FunctionLowering.refusals = REFUSALS

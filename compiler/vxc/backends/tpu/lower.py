@@ -60,7 +60,7 @@ from vxc.backends.walk import Walk
 from vxc.errors import Refusal, Unsupported
 from vxc.ir import types as T
 from vxc.ir.loc import inlined_notes, span_of
-from vxc.ir.ops import RequireOp, TransferOp, ring_layout, view
+from vxc.ir.ops import TILE_OPS, RequireOp, TransferOp, ring_layout, view
 from vxc.rules import registrar
 
 # Pallas's export convention: a symbolic dimension appears in the Mosaic module as a
@@ -219,6 +219,11 @@ def _call_refusal(op: ir.Operation) -> str:
 # Ops the tpu backend refuses by design (the walk raises these; see vxc/backends/walk.py).
 REFUSALS: dict[str, RefusalEntry] = {
     "func.call": RefusalEntry("E7002", _call_refusal),
+    # Tile arithmetic (LANGUAGE.md 4.3) lowers to Mosaic vector ops; not written yet.
+    **{
+        name: RefusalEntry("E7001", f"tpu backend: `{name}` (tile arithmetic) is not lowered yet")
+        for name in TILE_OPS
+    },
     "memref.memory_space_cast": RefusalEntry(
         "E7005",
         "tpu backend: a tensor is reinterpreted in another memory space "
@@ -424,8 +429,10 @@ class FunctionLowering(Walk):
             self.bounds_proved = False  # Mosaic's run-time bounds check stays
         if op.name == "vx.store_async":
             self.stores_async = True
-        if op.name == "func.call":
-            self.rule_for(op)  # its refusal, reported before the casts that feed it
+        if op.name == "func.call" or op.name in TILE_OPS:
+            # Its refusal: a call's before the casts that feed it, a tile op's before its
+            # ring is planned.
+            self.rule_for(op)
         lay = ring_layout(op)
         if lay is None:
             return

@@ -1,0 +1,382 @@
+"""Tile arithmetic (LANGUAGE.md section 4.3) as LLVM functions: explicit vector loops.
+
+Each `vx.binary` / `vx.unary` / `vx.reduce` / `vx.cast` / `vx.transpose` site calls an
+internal function specialised for its shapes and element types (static, the verifier
+requires it). The loops are written with `<W x float>` values, not left to LLVM's loop
+vectoriser, so every form vectorises the same way on every host (AVX-512 takes one zmm
+per step, AVX2 two ymm): the innermost dimension runs W lanes at a time, then a scalar
+tail. bf16 and f16 elements are widened to f32, computed in f32 and rounded back to
+nearest even; f64 computes in f64. `exp` is a polynomial with range reduction written
+in IR (Cephes' expf, within 2 ulp over the whole f32 range, subnormal results included),
+so it vectorises instead of calling libm per element. Reductions accumulate in f32 (f64
+for f64) in W lanes that are combined at the end.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from llvmlite import ir as ll
+
+from vxc.backends.cpu.loops import I64, counted_loop
+
+W = 16  # lanes per vector step: one AVX-512 register of f32
+F32, F64, I16, I32 = ll.FloatType(), ll.DoubleType(), ll.IntType(16), ll.IntType(32)
+PTR = ll.PointerType()
+# Storage of each element type (bf16 travels as its bits) and its size.
+STORAGE = {"f32": (F32, 4), "f64": (F64, 8), "f16": (ll.HalfType(), 2), "bf16": (I16, 2)}
+
+
+def compute(elem: str) -> str:
+    """The type tile arithmetic on `elem` computes in (section 4.3: bf16/f16 in f32)."""
+    return "f64" if elem == "f64" else "f32"
+
+
+def _fty(ctype: str) -> ll.Type:
+    return F64 if ctype == "f64" else F32
+
+
+def _vec(t: ll.Type, w: int) -> ll.Type:
+    return t if w == 1 else ll.VectorType(t, w)
+
+
+def _c(n: int) -> ll.Constant:
+    return ll.Constant(I64, n)
+
+
+def const(t: ll.Type, value: float | int) -> ll.Constant:
+    """A scalar constant, or a vector of `value` in every lane."""
+    if isinstance(t, ll.VectorType):
+        return ll.Constant(t, [ll.Constant(t.element, value)] * t.count)
+    return ll.Constant(t, value)
+
+
+def splat(b: ll.IRBuilder, v: ll.Value, w: int) -> ll.Value:
+    if w == 1:
+        return v
+    one = b.insert_element(ll.Constant(ll.VectorType(v.type, 1), ll.Undefined), v, _c(0))
+    mask = ll.Constant(ll.VectorType(I32, w), [ll.Constant(I32, 0)] * w)
+    return b.shuffle_vector(one, one, mask)
+
+
+def _intrinsic(module: ll.Module, name: str, t: ll.Type, nargs: int) -> ll.Function:
+    suffix = f"v{t.count}{_short(t.element)}" if isinstance(t, ll.VectorType) else _short(t)
+    full = f"llvm.{name}.{suffix}"
+    if full in module.globals:
+        return module.globals[full]
+    return ll.Function(module, ll.FunctionType(t, [t] * nargs), name=full)
+
+
+def _short(t: ll.Type) -> str:
+    return "f64" if t == F64 else "f32"
+
+
+# ---- element access -------------------------------------------------------------------------
+def load(b: ll.IRBuilder, ptr: ll.Value, i: ll.Value, elem: str, w: int) -> ll.Value:
+    """`w` elements at element index `i`, widened to the compute type."""
+    st, nbytes = STORAGE[elem]
+    at = b.gep(ptr, [i], inbounds=True, source_etype=st)
+    raw = b.load(at, typ=_vec(st, w), align=nbytes)
+    return widen(b, raw, elem, w)
+
+
+def widen(b: ll.IRBuilder, raw: ll.Value, elem: str, w: int) -> ll.Value:
+    if elem == "bf16":  # bf16 is the top half of an f32: exact
+        wide = b.shl(b.zext(raw, _vec(I32, w)), const(_vec(I32, w), 16))
+        return b.bitcast(wide, _vec(F32, w))
+    if elem == "f16":
+        return b.fpext(raw, _vec(F32, w))
+    return raw
+
+
+def narrow(b: ll.IRBuilder, v: ll.Value, elem: str, w: int) -> ll.Value:
+    """A compute value stored as `elem`, rounded to nearest even."""
+    if elem == "bf16":
+        if v.type in (F64, _vec(F64, w)):
+            v = b.fptrunc(v, _vec(F32, w))
+        i32 = _vec(I32, w)
+        bits = b.bitcast(v, i32)
+        odd = b.and_(b.lshr(bits, const(i32, 16)), const(i32, 1))
+        top = b.trunc(
+            b.lshr(b.add(bits, b.add(const(i32, 0x7FFF), odd)), const(i32, 16)), _vec(I16, w)
+        )
+        return b.select(b.fcmp_unordered("uno", v, v), const(_vec(I16, w), 0x7FC0), top)
+    target = _vec(STORAGE[elem][0], w)
+    if v.type == target:
+        return v
+    if elem == "f64":
+        return b.fpext(v, target)
+    return b.fptrunc(v, target)
+
+
+def store(b: ll.IRBuilder, ptr: ll.Value, i: ll.Value, v: ll.Value, elem: str, w: int) -> None:
+    st, nbytes = STORAGE[elem]
+    b.store(narrow(b, v, elem, w), b.gep(ptr, [i], inbounds=True, source_etype=st), align=nbytes)
+
+
+# ---- the computations -----------------------------------------------------------------------
+def fmax(b: ll.IRBuilder, x: ll.Value, y: ll.Value, larger: bool = True) -> ll.Value:
+    """numpy's maximum/minimum: a NaN operand gives NaN."""
+    pick = b.select(b.fcmp_ordered(">" if larger else "<", x, y), x, y)
+    return b.select(b.fcmp_unordered("uno", x, y), b.fadd(x, y), pick)
+
+
+def exp_f32(b: ll.IRBuilder, module: ll.Module, x: ll.Value) -> ll.Value:
+    """expf by range reduction: x = n ln2 + r, |r| <= ln2/2, exp(r) by Cephes' degree-6
+    polynomial, times 2^n built from exponent bits in two halves so results down to the
+    subnormals (n to -151) and up to overflow (inf) come out right. NaN stays NaN."""
+    t = x.type
+    w = t.count if isinstance(t, ll.VectorType) else 1
+    clamped = b.select(b.fcmp_ordered(">", x, const(t, 89.0)), const(t, 89.0), x)
+    clamped = b.select(b.fcmp_ordered("<", clamped, const(t, -105.0)), const(t, -105.0), clamped)
+    floor = _intrinsic(module, "floor", t, 1)
+    n = b.call(floor, [b.fadd(b.fmul(clamped, const(t, 1.0 / math.log(2.0))), const(t, 0.5))])
+    r = b.fsub(clamped, b.fmul(n, const(t, 0.693359375)))
+    r = b.fsub(r, b.fmul(n, const(t, -2.12194440e-4)))
+    p = const(t, 1.9875691500e-4)
+    for c in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1):
+        p = b.fadd(b.fmul(p, r), const(t, c))
+    y = b.fadd(b.fadd(b.fmul(p, b.fmul(r, r)), r), const(t, 1.0))
+    i32 = _vec(I32, w)
+    ni = b.fptosi(n, i32)
+    half = b.ashr(ni, const(i32, 1))
+
+    def pow2(k: ll.Value) -> ll.Value:
+        return b.bitcast(b.shl(b.add(k, const(i32, 127)), const(i32, 23)), t)
+
+    out = b.fmul(b.fmul(y, pow2(half)), pow2(b.sub(ni, half)))
+    return b.select(b.fcmp_unordered("uno", x, x), x, out)
+
+
+def apply(b: ll.IRBuilder, module: ll.Module, fn: str, args: Sequence[ll.Value]) -> ll.Value:
+    """One elementwise function on compute values (scalars or vectors)."""
+    match fn:
+        case "add":
+            return b.fadd(*args)
+        case "sub":
+            return b.fsub(*args)
+        case "mul":
+            return b.fmul(*args)
+        case "div":
+            return b.fdiv(*args)
+        case "max" | "min":
+            return fmax(b, *args, larger=fn == "max")
+        case "neg":
+            return b.fneg(args[0])
+        case "sqrt":
+            return b.call(_intrinsic(module, "sqrt", args[0].type, 1), list(args))
+        case "exp" if _short(_elem_of(args[0].type)) == "f32":
+            return exp_f32(b, module, args[0])
+        case "exp":  # f64: LLVM's exp (f64 tiles are rare; documented in docs/CPU.md)
+            return b.call(_intrinsic(module, "exp", args[0].type, 1), list(args))
+        case "cast":
+            return args[0]
+    raise ValueError(f"unknown tile function {fn}")
+
+
+def _elem_of(t: ll.Type) -> ll.Type:
+    return t.element if isinstance(t, ll.VectorType) else t
+
+
+def _convert(b: ll.IRBuilder, v: ll.Value, ctype: str, w: int) -> ll.Value:
+    """A compute value in another compute type (a cast between f32 and f64)."""
+    target = _vec(_fty(ctype), w)
+    if v.type == target:
+        return v
+    return b.fpext(v, target) if ctype == "f64" else b.fptrunc(v, target)
+
+
+# ---- function definitions ------------------------------------------------------------------
+@dataclass(frozen=True)
+class TileArg:
+    """One operand of an elementwise tile function: a tile (its shape, padded to the
+    result's rank) or a scalar (passed in its compute type)."""
+
+    elem: str
+    shape: tuple[int, ...] | None  # None: a scalar
+
+
+def _strides(shape: Sequence[int], full: Sequence[int]) -> list[int]:
+    """Row-major element strides of `shape`, 0 along a dimension it broadcasts."""
+    out, acc = [0] * len(shape), 1
+    for d in reversed(range(len(shape))):
+        out[d] = 0 if shape[d] == 1 and full[d] != 1 else acc
+        acc *= shape[d]
+    return out
+
+
+def _function(module: ll.Module, name: str, args: list[ll.Type]) -> tuple[ll.Function, bool]:
+    if name in module.globals:
+        return module.globals[name], False
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), args), name=name)
+    fn.linkage = "internal"
+    return fn, True
+
+
+def _key(*parts: object) -> str:
+    return "__vx_tile_" + "_".join(str(p) for p in parts).translate(
+        str.maketrans({"(": "", ")": "", ",": "x", " ": "", "'": "", "N": "s"})
+    )
+
+
+def define_elementwise(
+    module: ll.Module, fn: str, out_elem: str, out: tuple[int, ...], args: list[TileArg]
+) -> ll.Function:
+    """void f(ptr dst, <one ptr per tile operand | one compute scalar per scalar operand>)."""
+    ctype = compute(args[0].elem if args[0].shape is not None else args[-1].elem)
+    types = [PTR] + [PTR if a.shape is not None else _fty(ctype) for a in args]
+    name = _key(fn, out_elem, out, *[(a.elem, a.shape) for a in args])
+    f, new = _function(module, name, types)
+    if not new:
+        return f
+    b = ll.IRBuilder(f.append_basic_block("entry"))
+    dst, params = f.args[0], f.args[1:]
+    strides = [_strides(a.shape, out) if a.shape is not None else None for a in args]
+    out_strides = _strides(out, out)
+    rank = len(out)
+
+    def inner(offs: list[ll.Value], out_off: ll.Value) -> None:
+        n = out[-1]
+        main = n - n % W
+
+        def step(w: int) -> Callable:
+            def body(j: ll.Value, _carried: list) -> list:
+                vals = []
+                for a, p, st, off in zip(args, params, strides, offs, strict=True):
+                    if a.shape is None:
+                        vals.append(splat(b, p, w))
+                    elif st[-1] == 0:
+                        vals.append(splat(b, load(b, p, off, a.elem, 1), w))
+                    else:
+                        vals.append(load(b, p, b.add(off, j), a.elem, w))
+                v = apply(b, module, fn, vals)
+                store(b, dst, b.add(out_off, j), _convert(b, v, compute(out_elem), w), out_elem, w)
+                return []
+
+            return body
+
+        if main:
+            counted_loop(b, _c(0), _c(main), _c(W), step(W), name="vec")
+        if main < n:
+            counted_loop(b, _c(main), _c(n), _c(1), step(1), name="tail")
+
+    def level(d: int, offs: list[ll.Value], out_off: ll.Value) -> None:
+        if d == rank - 1:
+            inner(offs, out_off)
+            return
+
+        def body(i: ll.Value, _carried: list) -> list:
+            moved = [
+                off if st is None else b.add(off, b.mul(i, _c(st[d])))
+                for off, st in zip(offs, strides, strict=True)
+            ]
+            level(d + 1, moved, b.add(out_off, b.mul(i, _c(out_strides[d]))))
+            return []
+
+        counted_loop(b, _c(0), _c(out[d]), _c(1), body, name=f"dim{d}")
+
+    level(0, [_c(0)] * len(args), _c(0))
+    b.ret_void()
+    return f
+
+
+def define_reduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ...], axis: int):
+    """void f(ptr dst, ptr src): `src.fn(axis)` keeping the axis, accumulated in W lanes."""
+    name = _key("reduce", fn, elem, shape, axis)
+    f, new = _function(module, name, [PTR, PTR])
+    if not new:
+        return f
+    b = ll.IRBuilder(f.append_basic_block("entry"))
+    dst, src = f.args
+    outer = math.prod(shape[:axis])
+    extent, inner = shape[axis], math.prod(shape[axis + 1 :])
+    ct = _fty(compute(elem))
+    init = 0.0 if fn == "sum" else -math.inf
+
+    def combine(x: ll.Value, y: ll.Value) -> ll.Value:
+        return b.fadd(x, y) if fn == "sum" else fmax(b, x, y)
+
+    def along(base: ll.Value, stride: int, w: int) -> ll.Value:
+        """Reduce `extent` steps of `stride` from `base` in `w` independent lanes."""
+
+        def body(k: ll.Value, acc: list) -> list:
+            at = b.add(base, b.mul(k, _c(stride)))
+            return [combine(acc[0], load(b, src, at, elem, w))]
+
+        (acc,) = counted_loop(b, _c(0), _c(extent), _c(1), body, [const(_vec(ct, w), init)])
+        return acc
+
+    def row(o: ll.Value, _carried: list) -> list:
+        if inner == 1:  # the last axis: W lanes along the row, combined, then the tail
+            base = b.mul(o, _c(extent))
+            main = extent - extent % W
+            acc = const(ct, init)
+            if main:
+
+                def chunk(j: ll.Value, lanes: list) -> list:
+                    return [combine(lanes[0], load(b, src, b.add(base, j), elem, W))]
+
+                (lanes,) = counted_loop(
+                    b, _c(0), _c(main), _c(W), chunk, [const(_vec(ct, W), init)]
+                )
+                for lane in range(W):
+                    acc = combine(acc, b.extract_element(lanes, _c(lane)))
+
+            def tail(j: ll.Value, carried: list) -> list:
+                return [combine(carried[0], load(b, src, b.add(base, j), elem, 1))]
+
+            (acc,) = counted_loop(b, _c(main), _c(extent), _c(1), tail, [acc])
+            store(b, dst, o, acc, elem, 1)
+            return []
+        main = inner - inner % W
+        for lo, hi, w in ((0, main, W), (main, inner, 1)):
+            if lo == hi:
+                continue
+
+            def cols(i: ll.Value, _c2: list, w: int = w) -> list:
+                base = b.add(b.mul(o, _c(extent * inner)), i)
+                store(b, dst, b.add(b.mul(o, _c(inner)), i), along(base, inner, w), elem, w)
+                return []
+
+            counted_loop(b, _c(lo), _c(hi), _c(w), cols, name="cols")
+        return []
+
+    counted_loop(b, _c(0), _c(outer), _c(1), row, name="rows")
+    b.ret_void()
+    return f
+
+
+def define_transpose(module: ll.Module, elem: str, shape: tuple[int, int]) -> ll.Function:
+    """void f(ptr dst, ptr src): dst[j, i] = src[i, j], the element bits copied."""
+    name = _key("transpose", elem, shape)
+    f, new = _function(module, name, [PTR, PTR])
+    if not new:
+        return f
+    b = ll.IRBuilder(f.append_basic_block("entry"))
+    dst, src = f.args
+    (m, n), (st, nbytes) = shape, STORAGE[elem]
+
+    def rows(i: ll.Value, _c1: list) -> list:
+        def cols(j: ll.Value, _c2: list) -> list:
+            v = b.load(
+                b.gep(src, [b.add(b.mul(i, _c(n)), j)], inbounds=True, source_etype=st),
+                typ=st,
+                align=nbytes,
+            )
+            at = b.gep(dst, [b.add(b.mul(j, _c(m)), i)], inbounds=True, source_etype=st)
+            b.store(v, at, align=nbytes)
+            return []
+
+        counted_loop(b, _c(0), _c(n), _c(1), cols, name="cols")
+        return []
+
+    counted_loop(b, _c(0), _c(m), _c(1), rows, name="rows")
+    b.ret_void()
+    return f
+
+
+def scalar_arg(b: ll.IRBuilder, v: ll.Value, elem: str, ctype: str) -> ll.Value:
+    """A scalar operand (of element type `elem`) in the compute type of its tile."""
+    return _convert(b, widen(b, v, elem, 1), ctype, 1)

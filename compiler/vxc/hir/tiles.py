@@ -1,0 +1,79 @@
+"""Tile arithmetic (LANGUAGE.md section 4.3): which HIR nodes compute a new tile, and how.
+
+One table of the forms, read by the type checker (result types), liveness and the
+plan (a tile a `let` binds is a buffer), the HIR -> vx lowering (one vx op per form)
+and the docs. A form is recognised only once the node is typed: its result is a
+tensor (a scalar `-x` or `a + b` is ordinary arithmetic).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vxc.hir import nodes as H
+from vxc.hir import types as T
+
+
+@dataclass(frozen=True)
+class TileForm:
+    """One form of section 4.3: its vx op and the op's `fn` attribute ("" for none)."""
+
+    op: str
+    fn: str
+
+
+BINARY_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+# Intrinsic calls by name (a declared function of the name shadows them): arity.
+TILE_CALLS = {"exp": 1, "sqrt": 1, "max": 2, "min": 2, "cast": 1, "transpose": 1}
+TILE_METHODS = ("sum", "max")  # `a.sum(axis)`, `a.max(axis)`
+
+
+def tile_form(e: H.Expr, declared: object = ()) -> TileForm | None:
+    """The section 4.3 form `e` is, or None. `declared`: the program's function names
+    (a call of a declared `exp` is that function, not the intrinsic)."""
+    if not isinstance(e.ty, T.TensorT):
+        return None
+    match e:
+        case H.Binary() if e.op in BINARY_OPS:
+            return TileForm("vx.binary", BINARY_OPS[e.op])
+        case H.Unary(op="-"):
+            return TileForm("vx.unary", "neg")
+        case H.MethodCall() if e.method in TILE_METHODS:
+            return TileForm("vx.reduce", e.method)
+        case H.Call() if e.callee in TILE_CALLS and e.callee not in declared:
+            if e.callee in ("exp", "sqrt"):
+                return TileForm("vx.unary", e.callee)
+            if e.callee in ("max", "min"):
+                return TileForm("vx.binary", e.callee)
+            return TileForm(f"vx.{e.callee}", "")
+    return None
+
+
+def tile_operands(e: H.Expr) -> list[H.Expr]:
+    """The operands a tile form reads (the axis of a reduction is an attribute)."""
+    match e:
+        case H.Binary():
+            return [e.lhs, e.rhs]
+        case H.Unary():
+            return [e.operand]
+        case H.MethodCall():
+            return [e.obj]
+        case H.Call():
+            return list(e.args)
+    return []
+
+
+def broadcast(a: tuple, b: tuple) -> tuple | None:
+    """numpy's broadcast of two shapes (trailing dimensions aligned; a 1 stretches), or
+    None when they do not agree. Named dimensions agree only with themselves or a 1."""
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b, strict=True):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            return None
+    return tuple(out)
