@@ -88,7 +88,12 @@ def test_ptxas_sass_and_manifest(artifacts, target, name):
     assert k["dynamic_smem"] <= TARGETS[target].arch.smem_limit
     assert k["tmem_columns"] == (128 if target == "b200" else 0)
     kinds = [p["kind"] for p in k["params"]]
-    assert kinds.count("tensormap") == 2 and "pointer" in kinds  # tiles in, result out; w
+    w = next(p for p in k["params"] if p.get("arg") == "w")
+    if w["dtype"] == "bf16":  # tiles, w (MN-major) and the result by TMA
+        assert kinds.count("tensormap") == 3 and "pointer" not in kinds
+        assert not re.search(r"\bLDG\b", sass)  # no scalar loads of B
+    else:  # tiles in, result out; w (tf32) copied transposed: wgmma reads tf32 K-major
+        assert kinds.count("tensormap") == 2 and w["kind"] == "pointer"
     tiles = next(p for p in k["params"] if p["kind"] == "tensormap" and p["source"] == "arg")
     assert tiles["swizzle"] == "128B" and tiles["box"][1] == 128
     assert tiles["box"][0] * {"f32": 4, "bf16": 2}[tiles["dtype"]] == 128

@@ -201,6 +201,7 @@ def _idesc(change):
     from vxc.backends.nvidia.encoders import tcgen05_idesc
 
     consts = {tcgen05_idesc(t, 128, 128) for t in ("f32", "bf16", "f16")}
+    consts |= {tcgen05_idesc(t, 128, 128, transpose_b=True) for t in ("bf16", "f16")}
     return _sub(
         r"mov\.b32 (%r\d+), (\d+);",
         lambda m: (
