@@ -112,6 +112,26 @@ def first_bad(out: np.ndarray, ref: np.ndarray) -> dict | None:
             "want": float(ref[i, r, c]), "wrong": int(len(bad))}  # fmt: skip
 
 
+def rung(kernel, label: str, entry: dict, instances: int, args, judge, timeout, log) -> bool:
+    """One poisoned launch of the ladder, logged; `judge(results)` is the first bad element
+    or None. False on a mismatch or fault (a hang propagates: the caller exits)."""
+    t0 = time.perf_counter()
+    try:
+        results = kernel.run(instances, *args, poison=True, timeout=timeout)
+    except runtime.Hang:
+        raise
+    except runtime.CudaError as e:
+        entry.update(ok=False, error=str(e))
+        log.append(entry)
+        say(f"{label}: FAULT {e}")
+        return False
+    bad = judge(results)
+    entry.update(ok=bad is None, seconds=round(time.perf_counter() - t0, 4), first_bad=bad)
+    log.append(entry)
+    say(f"{label}: {'OK' if bad is None else f'MISMATCH {bad}'}")
+    return bad is None
+
+
 def check_kernel(kernel, kind: str, shapes, rng, timeout: float, log: list) -> bool:
     """The ladder for one kernel; False at the first mismatch or fault."""
     name = kernel.meta["name"]
@@ -119,21 +139,10 @@ def check_kernel(kernel, kind: str, shapes, rng, timeout: float, log: list) -> b
         n = per if kind == "sum" else instances * per
         args = make_inputs(kernel.meta, n, rng)
         entry = {"kernel": name, "instances": instances, "tiles": n}
-        t0 = time.perf_counter()
-        try:
-            (out,) = kernel.run(instances, *args, poison=True, timeout=timeout)
-        except runtime.Hang:
-            raise
-        except runtime.CudaError as e:
-            entry.update(ok=False, error=str(e))
-            log.append(entry)
-            say(f"{name} {instances}x{per}: FAULT {e}")
-            return False
-        bad = first_bad(out, reference(kind, instances, *args))
-        entry.update(ok=bad is None, seconds=round(time.perf_counter() - t0, 4), first_bad=bad)
-        log.append(entry)
-        say(f"{name} {instances}x{per}: {'OK' if bad is None else f'MISMATCH {bad}'}")
-        if bad is not None:
+        ref = reference(kind, instances, *args)
+        judge = lambda res, ref=ref: first_bad(res[0], ref)  # noqa: E731
+        if not rung(kernel, f"{name} {instances}x{per}", entry, instances, args, judge,
+                    timeout, log):  # fmt: skip
             return False
     return True
 
@@ -164,22 +173,9 @@ def check_gemm(kernel, shapes, rng, timeout: float, log: list) -> bool:
         args = gemm_inputs(m, n, k, rng)
         instances = (m // 128) * (n // 128)
         entry = {"kernel": name, "instances": instances, "m": m, "n": n, "k": k}
-        t0 = time.perf_counter()
-        try:
-            kernel.run(instances, *args, poison=True, timeout=timeout)
-        except runtime.Hang:
-            raise
-        except runtime.CudaError as e:
-            entry.update(ok=False, error=str(e))
-            log.append(entry)
-            say(f"{name} {m}x{n}x{k}: FAULT {e}")
-            return False
         ref = args[3].astype(np.float32) @ args[4].astype(np.float32)  # exact: see gemm_inputs
-        bad = gemm_first_bad(args[5], ref)
-        entry.update(ok=bad is None, seconds=round(time.perf_counter() - t0, 4), first_bad=bad)
-        log.append(entry)
-        say(f"{name} {m}x{n}x{k}: {'OK' if bad is None else f'MISMATCH {bad}'}")
-        if bad is not None:
+        judge = lambda _, c=args[5], ref=ref: gemm_first_bad(c, ref)  # noqa: E731 - C in place
+        if not rung(kernel, f"{name} {m}x{n}x{k}", entry, instances, args, judge, timeout, log):
             return False
     return True
 
@@ -193,6 +189,19 @@ def timed_gemm(kernel, rng, repeat: int) -> dict:
             "min_s": min(ts), "repeat": repeat, "tflop_s": 2.0 * m * n * k / med / 1e12}  # fmt: skip
 
 
+def torch_median(torch, fn, repeat: int) -> float:
+    """Median seconds of `repeat` launches of `fn` (CUDA events), after one warm-up."""
+    ts = []
+    for _ in range(repeat + 1):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) / 1e3)
+    return statistics.median(ts[1:])
+
+
 def cublas_gemm(repeat: int) -> dict:
     """cuBLAS through torch on the same shape and operand type (bf16 in; torch.mm's
     output is bf16, so this is an upper bound on what an f32-out GEMM can reach)."""
@@ -203,15 +212,7 @@ def cublas_gemm(repeat: int) -> dict:
     m, n, k = GEMM_FULL
     a = torch.randint(-3, 4, (m, k), device="cuda").to(torch.bfloat16)
     b = torch.randint(-3, 4, (k, n), device="cuda").to(torch.bfloat16)
-    ts = []
-    for _ in range(repeat + 1):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        torch.mm(a, b)
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e) / 1e3)
-    med = statistics.median(ts[1:])
+    med = torch_median(torch, lambda: torch.mm(a, b), repeat)
     return {"m": m, "n": n, "k": k, "median_s": med, "tflop_s": 2.0 * m * n * k / med / 1e12}
 
 
@@ -237,15 +238,7 @@ def baselines(nbytes: int, repeat: int) -> dict:
         return {"skipped": f"no torch ({e})"}
     x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
     y = torch.empty_like(x)
-    ts = []
-    for _ in range(repeat + 1):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        y.copy_(x)
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) / 1e3)
-    med = statistics.median(ts[1:])
+    med = torch_median(torch, lambda: y.copy_(x), repeat)
     out["torch_copy"] = {"bytes": nbytes, "median_s": med, "tb_s_read": nbytes / med / 1e12}
     try:
         sys.path.insert(0, str(ROOT / "benchmarks" / "nvidia"))
