@@ -211,6 +211,9 @@ def _dtype(m: ir.MemRefType) -> str:
     return str(m.element_type)
 
 
+_REGION_OPS = ("vx.view", "vx.store", "vx.store_async")
+
+
 def _is_view(v: ir.Value) -> bool:
     return isinstance(v, ir.OpResult) and v.owner.name == "vx.view"
 
@@ -355,12 +358,15 @@ class FunctionLowering(Walk):
                 self._plan_transfer(op)
             elif op.name in ("vx.store", "vx.store_async"):
                 self._plan_store(op)
-            elif op.name == "vx.view" and ir.IntegerAttr(op.attributes["proved"]).value != 1:
+            if op.name in _REGION_OPS and ir.IntegerAttr(op.attributes["proved"]).value != 1:
+                # The cpu checks such a region at run time; a TMA box outside its tensor
+                # would be zero-filled or clipped without a word, so it is refused here.
                 raise refuse(
                     "E7005",
                     op,
-                    "a view the checker could not prove inside its tensor: the NVIDIA "
-                    "backends take proved regions only (state the bounds in `where`)",
+                    "a region the checker could not prove inside its tensor: the NVIDIA "
+                    "backends take proved views and stores only (state the bounds in "
+                    "`where`)",
                 )
         for i, a in enumerate(self.entry.arguments):
             if isinstance(a.type, ir.MemRefType):
