@@ -379,7 +379,7 @@ def test_gemm_builds_with_tma_views_and_a_tma_store(target, name):
     else:
         assert count("HGMMA.64x128x16.F32.BF16") == 16 * sites
     (k,) = Manifest.from_bytes(files[f"{name}.{target}.json"]).kernels
-    names = ["m", "n", "k", "a_tmap", "b_tmap", "c_tmap_rm", "vx_status"]  # status: `where`
+    names = ["m", "n", "k", "a_tmap", "b_tmap_mn", "c_tmap_rm", "vx_status"]  # status: `where`
     assert [p["name"] for p in k["params"]] == names
     a, b, c = k["params"][3:6]
     assert all(p["view"] for p in (a, b, c)) and [p["mut"] for p in (a, b, c)] == [0, 0, 1]

@@ -490,3 +490,36 @@ def test_stores_into_an_output_at_the_views_rows(target):
 def test_a_store_token_wait_without_its_read_wait_is_a_race(target):
     with pytest.raises(ptxsim.SimError, match="changed before it completed"):
         _copy(target, _drop("cp.async.bulk.wait_group.read"))
+
+
+# One tensor read as both operands (`a @ a`): an A map (K-major boxes) and a B map
+# (MN-major boxes) over the same argument, two parameters with two names. (The B map's
+# name was the A map's: ptxas-bound PTX declared `a_tmap` twice, an internal error.)
+SQUARE = """
+fn sq(a: &Tensor<bf16, [128, 128]>, c: &mut Tensor<f32, [128, 128]>) -> void
+    on Topology::TensorCore where instances() == 1 {
+  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+  let t = transfer(a[0 .. 128, 0 .. 128], Memory::VMEM);
+  let u = transfer(a[0 .. 128, 0 .. 128], Memory::VMEM);
+  matmul_acc(&mut acc, &t, &u);
+  transfer(acc, c[0 .. 128, 0 .. 128]);
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["h100", "b200"])
+def test_one_tensor_as_both_operands(target):
+    import ml_dtypes
+
+    checked = api.check_target(api.analyze([api.Source("sq.vx", SQUARE.encode())]), target)
+    assert checked.ok, [d.message for d in checked.diagnostics]
+    _, ptx, (k,) = ptx_text(
+        lower_program(checked.analysis.program, checked.plan), TARGETS[checked.target]
+    )
+    assert [p["name"] for p in k["params"] if p["kind"] == "tensormap"] == [
+        "a_tmap", "a_tmap_mn", "c_tmap_rm"
+    ]  # fmt: skip
+    a = np.random.default_rng(3).integers(-3, 4, (128, 128)).astype(ml_dtypes.bfloat16)
+    c = np.full((128, 128), np.nan, np.float32)
+    ptxsim.run_kernel(ptx, k, [a, c], 1)
+    np.testing.assert_array_equal(c, a.astype(np.float64) @ a.astype(np.float64))

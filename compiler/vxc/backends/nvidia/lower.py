@@ -212,6 +212,8 @@ def _dtype(m: ir.MemRefType) -> str:
 
 
 _REGION_OPS = ("vx.view", "vx.store", "vx.store_async")
+# A tensor map parameter's name: the argument's, then its layout's suffix.
+_TMAP_SUFFIX = {"sw128": "", "sw128MN": "_mn", "rowmajor": "_rm"}
 
 
 def _is_view(v: ir.Value) -> bool:
@@ -515,9 +517,8 @@ class FunctionLowering(Walk):
         except TmaLimit as e:
             raise refuse("E7008", op, f"{e}") from None
         stem = self.arg_names[index] if source == "arg" else f"result{index}"
-        name = (
-            f"{stem}_tmap" if tile.layout != "rowmajor" or source == "result" else f"{stem}_tmap_rm"
-        )
+        # One map per (tensor, layout): an argument read as both operands has two.
+        name = f"{stem}_tmap" + ("" if source == "result" else _TMAP_SUFFIX[tile.layout])
         vec = source == "arg" and len(ir.MemRefType(self.entry.arguments[index].type).shape) == 3
         p = TmaParam(
             name, Sym(name), source, index, tile.dtype, (tile.rows, tile.cols), box, swizzle, vec,
