@@ -13,9 +13,15 @@ artifact of the GPU's architecture it runs, in order:
   result must equal numpy's; the first wrong instance/row/col is reported;
 - every launch under a watchdog: `cuStreamQuery` polled for at most --timeout seconds
   (default 10), then `HANG <kernel> <shapes>` and exit 3 (the context cannot recover);
-- medians of repeated timed launches at the full size (CUDA events), in TB/s of tiles read;
+- the GEMMs (kernels/gemm.vx, gemm_3stage.vx: C = A @ B, bf16 in, f32 out, written into
+  the `&mut` output in place) on their own ladder of (m, n, k): one instance and two K
+  tiles, five K tiles (the ring's parity wraps), a 3 x 7 grid, then 4096^3; the first
+  wrong row/col (and the instance owning it) is reported;
+- medians of repeated timed launches at the full size (CUDA events), in TB/s of tiles read
+  (stream kernels) or TFLOP/s (GEMMs);
 - same-GPU baselines in the same process where the image has them: a torch device copy of
-  the same bytes and the Triton three-stage stream kernel (benchmarks/nvidia/triton_stream.py);
+  the same bytes, the Triton three-stage stream kernel (benchmarks/nvidia/triton_stream.py)
+  and, for the GEMMs, cuBLAS through `torch.mm` on the same bf16 operands;
 - compute-sanitizer memcheck and synccheck on a small launch (a child run of this script).
 A JSON log goes to --out/gpu_check.json. Exit status: 0 all match, 1 a mismatch or fault,
 2 no usable GPU, 3 a hang. The whole run is sized for under 5 minutes.
@@ -58,6 +64,14 @@ REFERENCES = {
 }
 
 
+# The GEMM kernels: C[m, n] = A[m, k] @ B[k, n], one instance per 128 x 128 tile of C.
+GEMMS = {"gemm", "gemm3"}
+# (m, n, k): 1 instance x 2 K tiles; 1 x 2 instances x 5 K tiles (a 2-slot ring's parity
+# wraps twice); a 3 x 7 grid of instances; then the full size.
+GEMM_LADDER = ((128, 128, 256), (128, 256, 640), (384, 896, 384))
+GEMM_FULL = (4096, 4096, 4096)
+
+
 def say(msg: str) -> None:
     print(f"gpu_check: {msg}", flush=True)
 
@@ -98,6 +112,26 @@ def first_bad(out: np.ndarray, ref: np.ndarray) -> dict | None:
             "want": float(ref[i, r, c]), "wrong": int(len(bad))}  # fmt: skip
 
 
+def rung(kernel, label: str, entry: dict, instances: int, args, judge, timeout, log) -> bool:
+    """One poisoned launch of the ladder, logged; `judge(results)` is the first bad element
+    or None. False on a mismatch or fault (a hang propagates: the caller exits)."""
+    t0 = time.perf_counter()
+    try:
+        results = kernel.run(instances, *args, poison=True, timeout=timeout)
+    except runtime.Hang:
+        raise
+    except runtime.CudaError as e:
+        entry.update(ok=False, error=str(e))
+        log.append(entry)
+        say(f"{label}: FAULT {e}")
+        return False
+    bad = judge(results)
+    entry.update(ok=bad is None, seconds=round(time.perf_counter() - t0, 4), first_bad=bad)
+    log.append(entry)
+    say(f"{label}: {'OK' if bad is None else f'MISMATCH {bad}'}")
+    return bad is None
+
+
 def check_kernel(kernel, kind: str, shapes, rng, timeout: float, log: list) -> bool:
     """The ladder for one kernel; False at the first mismatch or fault."""
     name = kernel.meta["name"]
@@ -105,23 +139,81 @@ def check_kernel(kernel, kind: str, shapes, rng, timeout: float, log: list) -> b
         n = per if kind == "sum" else instances * per
         args = make_inputs(kernel.meta, n, rng)
         entry = {"kernel": name, "instances": instances, "tiles": n}
-        t0 = time.perf_counter()
-        try:
-            (out,) = kernel.run(instances, *args, poison=True, timeout=timeout)
-        except runtime.Hang:
-            raise
-        except runtime.CudaError as e:
-            entry.update(ok=False, error=str(e))
-            log.append(entry)
-            say(f"{name} {instances}x{per}: FAULT {e}")
-            return False
-        bad = first_bad(out, reference(kind, instances, *args))
-        entry.update(ok=bad is None, seconds=round(time.perf_counter() - t0, 4), first_bad=bad)
-        log.append(entry)
-        say(f"{name} {instances}x{per}: {'OK' if bad is None else f'MISMATCH {bad}'}")
-        if bad is not None:
+        ref = reference(kind, instances, *args)
+        judge = lambda res, ref=ref: first_bad(res[0], ref)  # noqa: E731
+        if not rung(kernel, f"{name} {instances}x{per}", entry, instances, args, judge,
+                    timeout, log):  # fmt: skip
             return False
     return True
+
+
+def gemm_inputs(m: int, n: int, k: int, rng) -> list:
+    """(m, n, k, A, B, C): small integers in bf16, so every product and f32 sum is exact
+    (|C| <= 9 k < 2^24); C is the output, written in place."""
+    bf16 = _dtype("bf16")
+    a = rng.integers(-3, 4, (m, k)).astype(bf16)
+    b = rng.integers(-3, 4, (k, n)).astype(bf16)
+    return [m, n, k, a, b, np.zeros((m, n), np.float32)]
+
+
+def gemm_first_bad(c: np.ndarray, ref: np.ndarray) -> dict | None:
+    bad = np.argwhere(c != ref)  # NaN (a tile never stored) is never equal
+    if not len(bad):
+        return None
+    r, col = (int(x) for x in bad[0])
+    instance = (r // 128) * (c.shape[1] // 128) + col // 128
+    return {"instance": instance, "row": r, "col": col, "got": float(c[r, col]),
+            "want": float(ref[r, col]), "wrong": int(len(bad))}  # fmt: skip
+
+
+def check_gemm(kernel, shapes, rng, timeout: float, log: list) -> bool:
+    """The GEMM ladder for one kernel; False at the first mismatch or fault."""
+    name = kernel.meta["name"]
+    for m, n, k in shapes:
+        args = gemm_inputs(m, n, k, rng)
+        instances = (m // 128) * (n // 128)
+        entry = {"kernel": name, "instances": instances, "m": m, "n": n, "k": k}
+        ref = args[3].astype(np.float32) @ args[4].astype(np.float32)  # exact: see gemm_inputs
+        judge = lambda _, c=args[5], ref=ref: gemm_first_bad(c, ref)  # noqa: E731 - C in place
+        if not rung(kernel, f"{name} {m}x{n}x{k}", entry, instances, args, judge, timeout, log):
+            return False
+    return True
+
+
+def timed_gemm(kernel, rng, repeat: int) -> dict:
+    m, n, k = GEMM_FULL
+    args = gemm_inputs(m, n, k, rng)
+    ts = kernel.times((m // 128) * (n // 128), *args, repeat=repeat)
+    med = statistics.median(ts)
+    return {"kernel": kernel.meta["name"], "m": m, "n": n, "k": k, "median_s": med,
+            "min_s": min(ts), "repeat": repeat, "tflop_s": 2.0 * m * n * k / med / 1e12}  # fmt: skip
+
+
+def torch_median(torch, fn, repeat: int) -> float:
+    """Median seconds of `repeat` launches of `fn` (CUDA events), after one warm-up."""
+    ts = []
+    for _ in range(repeat + 1):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) / 1e3)
+    return statistics.median(ts[1:])
+
+
+def cublas_gemm(repeat: int) -> dict:
+    """cuBLAS through torch on the same shape and operand type (bf16 in; torch.mm's
+    output is bf16, so this is an upper bound on what an f32-out GEMM can reach)."""
+    try:
+        import torch
+    except ImportError as e:
+        return {"skipped": f"no torch ({e})"}
+    m, n, k = GEMM_FULL
+    a = torch.randint(-3, 4, (m, k), device="cuda").to(torch.bfloat16)
+    b = torch.randint(-3, 4, (k, n), device="cuda").to(torch.bfloat16)
+    med = torch_median(torch, lambda: torch.mm(a, b), repeat)
+    return {"m": m, "n": n, "k": k, "median_s": med, "tflop_s": 2.0 * m * n * k / med / 1e12}
 
 
 def timed(kernel, rng, repeat: int) -> dict:
@@ -146,15 +238,7 @@ def baselines(nbytes: int, repeat: int) -> dict:
         return {"skipped": f"no torch ({e})"}
     x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
     y = torch.empty_like(x)
-    ts = []
-    for _ in range(repeat + 1):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        y.copy_(x)
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) / 1e3)
-    med = statistics.median(ts[1:])
+    med = torch_median(torch, lambda: y.copy_(x), repeat)
     out["torch_copy"] = {"bytes": nbytes, "median_s": med, "tb_s_read": nbytes / med / 1e12}
     try:
         sys.path.insert(0, str(ROOT / "benchmarks" / "nvidia"))
@@ -167,14 +251,16 @@ def baselines(nbytes: int, repeat: int) -> dict:
 
 
 def sanitizer(artifacts: Path, timeout: float) -> dict:
-    """compute-sanitizer memcheck and synccheck on one small launch of `stream`."""
+    """compute-sanitizer memcheck and synccheck on small launches of `stream` and of
+    `gemm` (its TMA loads at the views' coordinates and its TMA store into C)."""
     exe = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if not Path(exe).exists():
         return {"skipped": "no compute-sanitizer on this machine"}
     res = {}
     for tool in ("memcheck", "synccheck"):
         cmd = [exe, "--tool", tool, "--error-exitcode", "9", sys.executable, __file__,
-               "--artifacts", str(artifacts), "--only", "stream", "--small", "--no-sanitizer",
+               "--artifacts", str(artifacts), "--only", "stream", "--only", "gemm", "--small",
+               "--no-sanitizer",
                "--no-baselines", "--timeout", str(timeout)]  # fmt: skip
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
@@ -229,16 +315,25 @@ def main(argv: list[str] | None = None) -> int:
         for name, kernel in art.kernels.items():
             if args.only and name not in args.only:
                 continue
-            kind = REFERENCES.get(name)
+            kind = "gemm" if name in GEMMS else REFERENCES.get(name)
             if kind is None:
                 say(f"{name}: no numpy reference in REFERENCES; not run")
                 log["runs"].append({"kernel": name, "skipped": "no reference"})
                 continue
             try:
-                good = check_kernel(kernel, kind, shapes, rng, args.timeout, log["runs"])
-                # Timed: the kernels whose instances read disjoint tiles (a "sum" kernel's
-                # instances all read the same tiles, from L2 after the first).
-                if good and not args.small and kind == "share":
+                if kind == "gemm":
+                    ladder = GEMM_LADDER if args.small else (*GEMM_LADDER, GEMM_FULL)
+                    good = check_gemm(kernel, ladder, rng, args.timeout, log["runs"])
+                else:
+                    good = check_kernel(kernel, kind, shapes, rng, args.timeout, log["runs"])
+                # Timed: the GEMMs, and the stream kernels whose instances read disjoint
+                # tiles (a "sum" kernel's instances all read the same tiles, from L2).
+                if good and not args.small and kind == "gemm":
+                    t = timed_gemm(kernel, rng, args.repeat)
+                    log["timings"].append(t)
+                    say(f"{name} {'x'.join(map(str, GEMM_FULL))}: {t['median_s'] * 1e3:.3f} "
+                        f"ms median, {t['tflop_s']:.1f} TFLOP/s")  # fmt: skip
+                elif good and not args.small and kind == "share":
                     t = timed(kernel, rng, args.repeat)
                     log["timings"].append(t)
                     say(f"{name} {FULL[0]}x{FULL[1]}: {t['median_s'] * 1e3:.3f} ms median, "
@@ -252,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_baselines and not args.small:
         nbytes = FULL[0] * FULL[1] * 128 * 128 * 2
         log["baselines"] = baselines(nbytes, args.repeat)
+        log["baselines"]["cublas_bf16_gemm"] = cublas_gemm(args.repeat)
         say(f"baselines: {json.dumps(log['baselines'], default=str)[:400]}")
     if not args.no_sanitizer:
         log["sanitizer"] = sanitizer(artifacts, args.timeout)

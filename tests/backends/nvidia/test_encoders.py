@@ -29,6 +29,13 @@ def test_tcgen05_descriptor_has_version_and_its_own_swizzle_codes():
     assert E.tcgen05_smem_desc(0, 0, 0, "32B") == (1 << 46) | (6 << 61)
 
 
+def test_mn_major_descriptor_puts_the_mn_block_stride_in_lbo():
+    # A [128 K-rows, 128 N] bf16 B tile as TMA loads it: two 64-column blocks 16 KiB apart
+    # (LBO 16384 >> 4 = 0x400 at bits 16-29), 8-row K groups 1024 B apart (SBO 0x40).
+    assert E.mnmajor_sw128_desc("sm_90a", 16384, 0x400) == 0x4000_0040_0400_0040
+    assert E.mnmajor_sw128_desc("sm_100a", 16384, 0x400) == 0x4000_4040_0400_0040
+
+
 def test_descriptor_fields_are_checked():
     with pytest.raises(ValueError, match="multiple of 16"):
         E.wgmma_smem_desc(8, 16, 1024)

@@ -70,7 +70,8 @@ def test_the_runtime_imports_without_jaxlib_lark_or_z3():
 def test_gpu_build_writes_an_index_of_every_artifact(artifacts):
     index = json.loads((artifacts / "index.json").read_text())
     built = {(e["source"], e["target"]) for e in index["artifacts"] if "manifest" in e}
-    for k in ("stream", "stream_grid", "stream_triple", "stream_blocking", "stream_grid_blocking"):
+    for k in ("stream", "stream_grid", "stream_triple", "stream_blocking", "stream_grid_blocking",
+              "gemm", "gemm_3stage"):  # fmt: skip
         assert {(k, "h100"), (k, "b200")} <= built
     for e in index["artifacts"]:
         if "manifest" in e:
@@ -90,7 +91,7 @@ def test_the_device_check_runs_end_to_end_on_the_fake_layer(artifacts, fake, tmp
     # Argument packing: the launch read the tensor maps the runtime encoded (tiles: a Vec
     # of bf16 128x128 tiles, boxes of 64 x 128 under the 128-byte swizzle; the stacked
     # result: one unswizzled 128x128 box per instance) and the Vec length.
-    tiles_maps = [c for c in d.tensor_map_calls if c["dtype"] == 9]
+    tiles_maps = [c for c in d.tensor_map_calls if c["dtype"] == 9 and c["dims"][1] > 128]
     assert tiles_maps[-1]["dims"] == [128, 21 * 128]
     assert tiles_maps[-1]["strides"] == [256] and tiles_maps[-1]["box"] == [64, 128]
     assert tiles_maps[-1]["swizzle"] == 3
@@ -146,3 +147,55 @@ def test_the_device_script_hang_exit_is_a_line_and_status_3(artifacts, tmp_path)
     assert p.returncode == 3, p.stdout + p.stderr
     assert "gpu_check: HANG stream instances=1" in p.stdout
     assert json.loads((tmp_path / "gpu_check.json").read_text())["status"] == 3
+
+
+def _gemm_args(m: int, n: int, k: int):
+    import numpy as np
+
+    return gpu_check.gemm_inputs(m, n, k, np.random.default_rng(1))
+
+
+def test_a_gemm_writes_its_output_argument_in_place(artifacts, fake):
+    # The runtime's CUDA path: whole-tensor maps encoded from the arrays (A and B under the
+    # 128-byte swizzle in 64-column boxes, C unswizzled), the scalars, and C copied back
+    # into the caller's array (the kernel returns nothing).
+    import numpy as np
+
+    d = fake(capability=(10, 0))
+    art = runtime.load(artifacts / "b200" / "gemm.b200.json")
+    m, n, k, a, b, c = _gemm_args(128, 256, 256)
+    assert art.gemm.run(2, m, n, k, a, b, c, poison=True) == []
+    np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))
+    maps = [{x: call[x] for x in ("dtype", "dims", "strides", "box", "swizzle")}
+            for call in d.tensor_map_calls]  # fmt: skip
+    assert maps == [
+        {"dtype": 9, "dims": [256, 128], "strides": [512], "box": [64, 128], "swizzle": 3},
+        {"dtype": 9, "dims": [256, 256], "strides": [512], "box": [64, 128], "swizzle": 3},
+        {"dtype": 7, "dims": [256, 128], "strides": [1024], "box": [128, 128], "swizzle": 0},
+    ]
+    params = d.launches[-1]["params"]
+    assert (params["m"], params["n"], params["k"]) == (128, 256, 256)
+    with pytest.raises(ValueError, match="c is an output: pass a writable, C-contiguous array"):
+        art.gemm.run(2, m, n, k, a, b, np.zeros((256, 128), np.float32).T)
+
+
+@pytest.mark.slow
+def test_the_device_check_runs_the_gemm_ladder_on_the_fake_layer(artifacts, fake, tmp_path):
+    fake(capability=(10, 0))
+    rc = gpu_check.main(["--artifacts", str(artifacts), "--out", str(tmp_path), "--small",
+                         "--only", "gemm", "--no-sanitizer", "--no-baselines"])  # fmt: skip
+    log = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert rc == 0 and log["status"] == 0, log
+    runs = [(r["m"], r["n"], r["k"], r["instances"], r["ok"]) for r in log["runs"]]
+    assert runs == [(128, 128, 256, 1, True), (128, 256, 640, 2, True), (384, 896, 384, 21, True)]
+
+
+def test_a_wrong_gemm_is_reported_with_its_first_bad_row_and_col(artifacts, fake, tmp_path):
+    # Every store at column 0: instance 1's tile overwrites instance 0's; its own stays NaN.
+    fake(capability=(10, 0),
+         ptx_filter=lambda p: __import__("re").sub(r"(bulk_group \[%rd\d+, \{)%r\d+", r"\g<1>0", p))  # fmt: skip
+    art = runtime.load(artifacts / "b200" / "gemm.b200.json")
+    m, n, k, a, b, c = _gemm_args(128, 256, 256)
+    art.gemm.run(2, m, n, k, a, b, c, poison=True)
+    bad = gpu_check.gemm_first_bad(c, a.astype("float32") @ b.astype("float32"))
+    assert bad is not None and bad["wrong"] > 0 and bad["row"] == 0

@@ -88,7 +88,12 @@ def test_ptxas_sass_and_manifest(artifacts, target, name):
     assert k["dynamic_smem"] <= TARGETS[target].arch.smem_limit
     assert k["tmem_columns"] == (128 if target == "b200" else 0)
     kinds = [p["kind"] for p in k["params"]]
-    assert kinds.count("tensormap") == 2 and "pointer" in kinds  # tiles in, result out; w
+    w = next(p for p in k["params"] if p.get("arg") == "w")
+    if w["dtype"] == "bf16":  # tiles, w (MN-major) and the result by TMA
+        assert kinds.count("tensormap") == 3 and "pointer" not in kinds
+        assert not re.search(r"\bLDG\b", sass)  # no scalar loads of B
+    else:  # tiles in, result out; w (tf32) copied transposed: wgmma reads tf32 K-major
+        assert kinds.count("tensormap") == 2 and w["kind"] == "pointer"
     tiles = next(p for p in k["params"] if p["kind"] == "tensormap" and p["source"] == "arg")
     assert tiles["swizzle"] == "128B" and tiles["box"][1] == 128
     assert tiles["box"][0] * {"f32": 4, "bf16": 2}[tiles["dtype"]] == 128
@@ -361,3 +366,39 @@ def test_a_layout_the_model_accepts_fits_the_shared_memory_the_backend_has(targe
     (k,) = Manifest.from_bytes(files[f"k.{target}.json"]).kernels
     assert k["smem_layout"]["tiles"] == 3 * 65536 + 32768 <= TARGETS[target].arch.smem_tiles
     assert k["dynamic_smem"] <= TARGETS[target].arch.smem_limit
+
+
+# kernels/gemm.vx and gemm_3stage.vx: views of A and B at the instance's coordinates, the
+# result stored into the `&mut` output C (LANGUAGE.md 4.2). Per K tile: two TMA boxes of A
+# and two of B (64 columns of 128 bytes each under the 128-byte swizzle); per matmul_acc:
+# 8 K steps (k16), two m64 halves on Hopper.
+GEMM_LOADS = {"gemm": 8, "gemm_3stage": 12}  # issue sites: the prologue's tiles + the loop's
+
+
+@pytest.mark.parametrize("target", ARCH)
+@pytest.mark.parametrize("name", sorted(GEMM_LOADS))
+def test_gemm_builds_with_tma_views_and_a_tma_store(target, name):
+    files = _build(target, ROOT / "kernels" / f"{name}.vx")
+    sass = toolchain.sass(files[f"{name}.{target}.fatbin"])
+    assert toolchain.missing_sass(sass, ARCH[target]) == []
+    count = lambda op: len(re.findall(rf"\b{op}\b", sass))  # noqa: E731
+    assert count("UTMALDG.2D") == GEMM_LOADS[name] and count("UTMASTG.2D") == 1
+    assert count("LDG") == 0  # B comes by TMA, not by scalar loads
+    sites = GEMM_LOADS[name] // 4  # matmul_acc sites: the loop's and the tail's
+    if target == "b200":
+        assert count("UTCHMMA") == 8 * sites
+    else:
+        assert count("HGMMA.64x128x16.F32.BF16") == 16 * sites
+    (k,) = Manifest.from_bytes(files[f"{name}.{target}.json"]).kernels
+    names = ["m", "n", "k", "a_tmap", "b_tmap_mn", "c_tmap_rm", "vx_status"]  # status: `where`
+    assert [p["name"] for p in k["params"]] == names
+    a, b, c = k["params"][3:6]
+    assert all(p["view"] for p in (a, b, c)) and [p["mut"] for p in (a, b, c)] == [0, 0, 1]
+    assert (a["box"], b["box"], a["swizzle"], b["swizzle"]) == (
+        [64, 128],
+        [64, 128],
+        "128B",
+        "128B",
+    )
+    assert (c["box"], c["swizzle"], c["dtype"]) == ([128, 128], "none", "f32")
+    assert k["results"] == [] and 0 < k["registers"] <= 255

@@ -200,6 +200,7 @@ def _idesc(change):
     from vxc.backends.nvidia.encoders import tcgen05_idesc
 
     consts = {tcgen05_idesc(t, 128, 128) for t in ("f32", "bf16", "f16")}
+    consts |= {tcgen05_idesc(t, 128, 128, transpose_b=True) for t in ("bf16", "f16")}
     return _sub(
         r"mov\.b32 (%r\d+), (\d+);",
         lambda m: (
@@ -324,3 +325,200 @@ def test_the_simulator_refuses_an_ordering_mutation(case):
 @pytest.mark.parametrize("case", sorted(set(ORDERING_MUTATIONS) - FAST))
 def test_the_simulator_refuses_each_ordering_mutation(case):
     _refused(case)
+
+
+# -- views and stores: kernels/gemm.vx (TMA at the views' coordinates, B by TMA MN-major, the
+# result by a TMA store into the `&mut` output) -----------------------------------------------
+
+
+def _gemm(target: str, name: str, m: int, n: int, k: int, mutate=None, seed: int = 0):
+    """(C the kernel wrote, numpy's A @ B); C starts as NaN, so a tile never stored shows."""
+    import ml_dtypes
+
+    ptx, kern = _ptx(target, name)
+    if mutate:
+        ptx = mutate(ptx)
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-3, 4, (m, k)).astype(ml_dtypes.bfloat16)
+    b = rng.integers(-3, 4, (k, n)).astype(ml_dtypes.bfloat16)
+    c = np.full((m, n), np.nan, np.float32)
+    assert ptxsim.run_kernel(ptx, kern, [m, n, k, a, b, c], (m // 128) * (n // 128)) == []
+    return c, a.astype(np.float64) @ b.astype(np.float64)
+
+
+@pytest.mark.parametrize("target", ["h100", "b200"])
+def test_gemm_matches_numpy(target):
+    # Two instances side by side in N (the views' column coordinates), two K tiles (the
+    # ring's two slots), B tiles other than the first (its view's row coordinate).
+    c, ref = _gemm(target, "gemm", 128, 256, 256)
+    np.testing.assert_array_equal(c, ref)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["h100", "b200"])
+@pytest.mark.parametrize(
+    ("name", "m", "n", "k"), [("gemm", 256, 256, 384), ("gemm_3stage", 256, 128, 640)]
+)
+def test_gemms_match_numpy_on_a_grid(target, name, m, n, k):
+    # Both grid axes (instance / (n/128) and % (n/128)), the loop past the ring's
+    # wrap-around (K tiles > slots, so a slot's barrier runs a second phase).
+    c, ref = _gemm(target, name, m, n, k, seed=m + k)
+    np.testing.assert_array_equal(c, ref)
+
+
+def _gemm_bad(target: str, mutate) -> str:
+    try:
+        c, ref = _gemm(target, "gemm", 128, 256, 256, mutate)
+    except ptxsim.SimError as e:
+        return str(e)
+    assert not np.array_equal(c, ref), "the mutated gemm still computes A @ B"
+    return "mismatch"
+
+
+def _before_store(pattern: str):
+    """Delete the last line matching `pattern` before the TMA store (the epilogue's)."""
+
+    def mutate(ptx: str) -> str:
+        lines = ptx.splitlines()
+        at = next(i for i, x in enumerate(lines) if "cp.async.bulk.tensor.2d.global" in x)
+        i = max(j for j in range(at) if re.search(pattern, lines[j]))
+        return "\n".join(lines[:i] + lines[i + 1 :]) + "\n"
+
+    return mutate
+
+
+GEMM_MUTATIONS = {
+    # The accumulator tile is written by generic stores: the TMA store reads it through the
+    # async proxy only after every thread's fence and the barrier that gathers them.
+    "h100 without the fence before the TMA store": (
+        "h100",
+        _before_store(r"fence\.proxy\.async"),
+        "mismatch",
+    ),
+    "b200 without the fence before the TMA store": (
+        "b200",
+        _before_store(r"fence\.proxy\.async"),
+        "mismatch",
+    ),
+    "b200 without the barrier before the TMA store": (
+        "b200",
+        _before_store(r"^\s*bar\.sync"),
+        "changed before|mismatch",
+    ),
+    "h100 storing at column 0 (the view's coordinate dropped)": (
+        "h100",
+        _sub(r"(bulk_group \[%rd\d+, \{)%r\d+", r"\g<1>0"),
+        "mismatch",
+    ),
+    "b200 loading every B tile from K row 0": (
+        "b200",
+        _sub(r"(\[%rd3, \{%r\d+, )%r\d+(\}\])", r"\g<1>0\2"),
+        "mismatch",
+    ),
+    # B lies MN-major: the transpose bit, the leading byte offset between its two 64-column
+    # boxes and the second box's coordinate must all say so.
+    "h100 with B read K-major (imm-trans-b 0)": (
+        "h100",
+        _sub(r", 1, 1, 0, 1;", ", 1, 1, 0, 0;"),
+        "leading byte offset|mismatch",
+    ),
+    "b200 with B read K-major (transpose bit cleared)": (
+        "b200",
+        _idesc(lambda x: x & ~(1 << 16)),
+        "leading byte offset|mismatch",
+    ),
+    # 8 KiB instead of 16 KiB between B's MN blocks: a plausible layout, the wrong columns.
+    "b200 with a wrong leading byte offset for B": (
+        "b200",
+        _sub(
+            r"or\.b64 (%rd\d+), (%rd\d+), (\d+);",
+            lambda m: (
+                m.group(0).replace(m.group(3), str(int(m.group(3)) - (512 << 16)))
+                if (int(m.group(3)) >> 16) & 0x3FFF == 1024
+                else m.group(0)
+            ),
+        ),
+        "mismatch",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GEMM_MUTATIONS))
+def test_the_simulator_refuses_each_gemm_mutation(case):
+    target, mutate, expect = GEMM_MUTATIONS[case]
+    got = _gemm_bad(target, mutate)
+    assert re.search(expect, got), got
+
+
+# A loop that loads a row block into the one slot of its ring and stores it with
+# `transfer_async`: the next load may only overwrite the slot once the store's bulk group
+# has read it (the token's wait is `cp.async.bulk.wait_group.read`).
+STORE_LOOP = """
+fn copy(m: i64, a: &Tensor<f32, [m, 128]>, c: &mut Tensor<f32, [m, 128]>) -> void
+    on Topology::TensorCore where m % 128 == 0, m >= 128, instances() == 1 {
+  for i in 0 .. m / 128 {
+    let t = transfer(a[i * 128 .. i * 128 + 128, 0 .. 128], Memory::VMEM);
+    let s = transfer_async(t, c[i * 128 .. i * 128 + 128, 0 .. 128]);
+    wait(s);
+  }
+}
+"""
+
+
+def _copy(target: str, mutate=None) -> tuple[np.ndarray, np.ndarray]:
+    checked = api.check_target(api.analyze([api.Source("copy.vx", STORE_LOOP.encode())]), target)
+    assert checked.ok, [d.message for d in checked.diagnostics]
+    _, ptx, (k,) = ptx_text(
+        lower_program(checked.analysis.program, checked.plan), TARGETS[checked.target]
+    )
+    if mutate:
+        ptx = mutate(ptx)
+    a = np.arange(384 * 128, dtype=np.float32).reshape(384, 128)
+    c = np.full_like(a, np.nan)
+    ptxsim.run_kernel(ptx, k, [384, a, c], 1)
+    return c, a
+
+
+@pytest.mark.parametrize("target", ["h100", "b200"])
+def test_stores_into_an_output_at_the_views_rows(target):
+    c, a = _copy(target)
+    np.testing.assert_array_equal(c, a)
+
+
+@pytest.mark.parametrize("target", ["h100", "b200"])
+def test_a_store_token_wait_without_its_read_wait_is_a_race(target):
+    with pytest.raises(ptxsim.SimError, match="changed before it completed"):
+        _copy(target, _drop("cp.async.bulk.wait_group.read"))
+
+
+# One tensor read as both operands (`a @ a`): an A map (K-major boxes) and a B map
+# (MN-major boxes) over the same argument, two parameters with two names. (The B map's
+# name was the A map's: ptxas-bound PTX declared `a_tmap` twice, an internal error.)
+SQUARE = """
+fn sq(a: &Tensor<bf16, [128, 128]>, c: &mut Tensor<f32, [128, 128]>) -> void
+    on Topology::TensorCore where instances() == 1 {
+  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+  let t = transfer(a[0 .. 128, 0 .. 128], Memory::VMEM);
+  let u = transfer(a[0 .. 128, 0 .. 128], Memory::VMEM);
+  matmul_acc(&mut acc, &t, &u);
+  transfer(acc, c[0 .. 128, 0 .. 128]);
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["h100", "b200"])
+def test_one_tensor_as_both_operands(target):
+    import ml_dtypes
+
+    checked = api.check_target(api.analyze([api.Source("sq.vx", SQUARE.encode())]), target)
+    assert checked.ok, [d.message for d in checked.diagnostics]
+    _, ptx, (k,) = ptx_text(
+        lower_program(checked.analysis.program, checked.plan), TARGETS[checked.target]
+    )
+    assert [p["name"] for p in k["params"] if p["kind"] == "tensormap"] == [
+        "a_tmap", "a_tmap_mn", "c_tmap_rm"
+    ]  # fmt: skip
+    a = np.random.default_rng(3).integers(-3, 4, (128, 128)).astype(ml_dtypes.bfloat16)
+    c = np.full((128, 128), np.nan, np.float32)
+    ptxsim.run_kernel(ptx, k, [a, c], 1)
+    np.testing.assert_array_equal(c, a.astype(np.float64) @ a.astype(np.float64))

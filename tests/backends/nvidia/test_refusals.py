@@ -54,3 +54,30 @@ def test_cli_prints_the_refusal_without_a_traceback(tmp_path, capsys):
     assert rc == 1
     assert err.startswith("error[E7004]: ") and f"  --> {path}:3:10\n" in err, err
     assert "Traceback" not in err and "internal compiler error" not in err, err
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("op", ["vx.view", "vx.store"])
+def test_a_region_the_checker_did_not_prove_is_refused(target, op):
+    """proved = 0 (IR.md): the cpu checks the region at run time; a TMA box outside its
+    tensor would be zero-filled or clipped silently, so the GPU backends refuse it."""
+    from pathlib import Path
+
+    from jaxlib.mlir import ir
+
+    from vxc.backends.nvidia import ptx_text
+    from vxc.backends.nvidia.lower import NvidiaError
+    from vxc.ir.from_hir import lower_program
+    from vxc.targets import TARGETS as ALL
+
+    src = Path(__file__).resolve().parents[3] / "kernels" / "gemm.vx"
+    checked = api.check_target(api.analyze([api.Source(str(src), src.read_bytes())]), target)
+    module = lower_program(checked.analysis.program, checked.plan)
+    with module.context:
+        hits = []
+        module.operation.walk(lambda o: (hits.append(o) if o.name == op else None,
+                                         ir.WalkResult.ADVANCE)[1])  # fmt: skip
+        hits[-1].attributes["proved"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)
+    with pytest.raises(NvidiaError, match="could not prove inside its tensor") as e:
+        ptx_text(module, ALL[target])
+    assert e.value.code == "E7005"

@@ -69,10 +69,12 @@ def test_launch_parameters_follow_the_manifest(h100_artifact):
     tiles = np.zeros((10, 128, 128), ml_dtypes.bfloat16)
     w = np.zeros((128, 128), ml_dtypes.bfloat16)
     plan = plan_launch(k, [tiles, w], 4)
-    assert [p.kind for p in plan] == ["tensormap", "u64", "pointer", "tensormap", "status"]
-    tmap, length, _, out, _ = plan
+    # w, a bf16 B operand, comes by TMA too (MN-major: two 64-column boxes of 128 K-rows).
+    assert [p.kind for p in plan] == ["tensormap", "u64", "tensormap", "tensormap", "status"]
+    tmap, length, wmap, out, _ = plan
     assert (tmap.tensor_map.dims, tmap.tensor_map.strides) == ((128, 1280), (256,))
     assert (tmap.tensor_map.box, tmap.tensor_map.swizzle) == ((64, 128), "128B")
+    assert (wmap.tensor_map.dims, wmap.tensor_map.box) == ((128, 128), (64, 128))
     assert length.value == 10
     assert out.array.shape == (4, 128, 128) and out.tensor_map.dims == (128, 512)
     with pytest.raises(ValueError, match="tiles must be bf16, got float32"):

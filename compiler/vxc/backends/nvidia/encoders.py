@@ -98,6 +98,19 @@ def kmajor_sw128_desc(arch: str, start: int = 0) -> int:
     return tcgen05_smem_desc(start, 16, ATOM_ROWS * SWIZZLE_BYTES, "128B")
 
 
+def mnmajor_sw128_desc(arch: str, mn_block_bytes: int, start: int = 0) -> int:
+    """The descriptor of an MN-major, 128-byte-swizzled operand at `start` (a B tile
+    loaded by TMA as it lies in HBM: rows of K, MN contiguous): each 1024-byte atom is 8
+    K-rows of 128 bytes of MN. For swizzled MN-major layouts the stride byte offset is
+    the step between 8-row K groups (1024 B: a box's K-rows are contiguous) and the
+    leading byte offset the step between 128-byte MN blocks (`mn_block_bytes`, one TMA
+    box each) -- CUTLASS's make_gmma_desc / make_umma_desc<Major::MN>."""
+    sbo = ATOM_ROWS * SWIZZLE_BYTES
+    if arch == "sm_90a":
+        return wgmma_smem_desc(start, mn_block_bytes, sbo, "128B")
+    return tcgen05_smem_desc(start, mn_block_bytes, sbo, "128B")
+
+
 def tcgen05_idesc(
     ab_type: str, m: int, n: int, *, transpose_a: bool = False, transpose_b: bool = False
 ) -> int:

@@ -26,6 +26,7 @@ phase parity of that slot's barrier is (count / slots) & 1.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -77,7 +78,10 @@ class Tile:
     rows: int
     cols: int
     dtype: str
-    layout: str  # "sw128" (A operand) | "sw128T" (B operand, stored transposed) | "rowmajor"
+    # "sw128": A operand (K-major); "sw128MN": a 16-bit B operand as TMA loads it (MN-major,
+    # the MMA's transpose bit); "sw128T": a tf32 B operand, copied transposed (wgmma reads
+    # tf32 K-major only); "rowmajor"
+    layout: str
     offset: int
     slots: int
     slot_bytes: int
@@ -104,6 +108,30 @@ class Scalar:
 class Global:
     arg: int
     row: Reg | None  # first row of the 2-D view this tile starts at (None: row 0)
+
+
+@dataclass
+class View:
+    """A region of a tensor argument (`vx.view`): its first row and column (32-bit, the
+    TMA coordinates), no copy."""
+
+    arg: int
+    row: Reg
+    col: Reg
+
+
+@dataclass
+class StoreToken:
+    """A started TMA store (`vx.store_async`); its `vx.wait` waits for the bulk group."""
+
+    index: int  # the output argument
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What `vx.wait` on a store token gives: the region, written."""
+
+    index: int
 
 
 @dataclass(frozen=True)
@@ -155,6 +183,8 @@ class TmaParam:
     box: tuple[int, int]
     swizzle: str
     vec: bool
+    whole: bool = False  # spans the whole argument as it is at launch (views, outputs)
+    mut: bool = False  # a `&mut` argument the kernel stores into: copied back after
 
     def to_json(self, arg_names: list[str]) -> dict:
         d = {
@@ -171,11 +201,23 @@ class TmaParam:
             d["arg"] = arg_names[self.index]
             d["arg_index"] = self.index
             d["vec"] = self.vec
+            if self.whole:
+                d["view"] = True
+                d["mut"] = self.mut
         return d
 
 
 def _dtype(m: ir.MemRefType) -> str:
     return str(m.element_type)
+
+
+_REGION_OPS = ("vx.view", "vx.store", "vx.store_async")
+# A tensor map parameter's name: the argument's, then its layout's suffix.
+_TMAP_SUFFIX = {"sw128": "", "sw128MN": "_mn", "rowmajor": "_rm"}
+
+
+def _is_view(v: ir.Value) -> bool:
+    return isinstance(v, ir.OpResult) and v.owner.name == "vx.view"
 
 
 def _tile_type(op: ir.Operation, t: ir.Type) -> ir.MemRefType:
@@ -218,6 +260,7 @@ class FunctionLowering(Walk):
         self.requires: list[str] = []  # the entry's `where` clauses (vx.require)
         self.counters: dict[int, Reg] = {}
         self.tmap_addr: dict[str, Reg] = {}
+        self.store_groups: list[int] = []  # outputs of the TMA stores issued (the exit waits)
 
     # -- planning ---------------------------------------------------------------------
 
@@ -281,6 +324,18 @@ class FunctionLowering(Walk):
         for op in ops:
             if op.name in ("vx.transfer", "vx.transfer_async"):
                 self._plan_transfer(op)
+            elif op.name in ("vx.store", "vx.store_async"):
+                self._plan_store(op)
+            if op.name in _REGION_OPS and ir.IntegerAttr(op.attributes["proved"]).value != 1:
+                # The cpu checks such a region at run time; a TMA box outside its tensor
+                # would be zero-filled or clipped without a word, so it is refused here.
+                raise refuse(
+                    "E7005",
+                    op,
+                    "a region the checker could not prove inside its tensor: the NVIDIA "
+                    "backends take proved views and stores only (state the bounds in "
+                    "`where`)",
+                )
         for i, a in enumerate(self.entry.arguments):
             if isinstance(a.type, ir.MemRefType):
                 m = ir.MemRefType(a.type)
@@ -292,7 +347,7 @@ class FunctionLowering(Walk):
                     )
                 if len(m.shape) == 3 and m.shape[0] == T.DYNAMIC:
                     self.len_params[i] = None  # filled in declare()
-                elif len(m.shape) != 2 or not m.has_static_shape:
+                elif len(m.shape) != 2:
                     raise refuse(
                         "E7003",
                         self.func,
@@ -309,9 +364,13 @@ class FunctionLowering(Walk):
                     f"by the NVIDIA backends",
                 )
 
-    def layout(self, ring: int) -> str:
+    def layout(self, ring: int, dtype: str) -> str:
         roles = self.roles.get(ring, set())
-        return "sw128" if "A" in roles else "sw128T" if "B" in roles else "rowmajor"
+        if "A" in roles:
+            return "sw128"
+        if "B" in roles:
+            return "sw128MN" if elem_bytes(dtype) == 2 else "sw128T"
+        return "rowmajor"
 
     def tile(self, op: ir.Operation, t: ir.Type) -> Tile:
         m = _tile_type(op, t)
@@ -320,12 +379,12 @@ class FunctionLowering(Walk):
             raise refuse("E7005", op, f"{op.name}: the tile has no shared-memory slot")
         lay = self.rings[lay.ring]
         return Tile(
-            lay.ring, *m.shape, _dtype(m), self.layout(lay.ring), lay.offset, lay.slots,
-            lay.slot_bytes,
+            lay.ring, *m.shape, _dtype(m), self.layout(lay.ring, _dtype(m)), lay.offset,
+            lay.slots, lay.slot_bytes,
         )  # fmt: skip
 
     def _root_arg(self, v: ir.Value) -> int | None:
-        while isinstance(v, ir.OpResult) and v.owner.name == "vx.element":
+        while isinstance(v, ir.OpResult) and v.owner.name in ("vx.element", "vx.view"):
             v = v.owner.operands[0]
         if isinstance(v, ir.BlockArgument) and v.owner == self.entry:
             return v.arg_number
@@ -339,18 +398,20 @@ class FunctionLowering(Walk):
             arg = self._root_arg(op.operands[0])
             if arg is None:
                 raise refuse("E7005", op, f"{op.name}: the source is not a kernel argument")
+            viewed = _is_view(op.operands[0])
             if tile.layout == "sw128T":
-                if op.name == "vx.transfer_async":
+                if op.name == "vx.transfer_async" or viewed:
                     raise refuse(
                         "E7005",
                         op,
-                        "the B operand of matmul_acc is loaded with `transfer_async`: "
-                        "TMA cannot transpose it into the K-major layout the MMA reads; load "
-                        "it with a blocking `transfer`",
+                        f"the {tile.dtype} B operand of matmul_acc is loaded with "
+                        f"`transfer_async` or from a view: wgmma reads tf32 operands K-major "
+                        f"only and TMA cannot transpose, so a tf32 B tile is a whole argument "
+                        f"loaded with a blocking `transfer`",
                     )
                 self.ptr_params[arg] = None
                 return
-            self._tmap("arg", arg, tile, op)
+            self._tmap("arg", arg, tile, op, whole=viewed)
             if tile.ring not in self.tma_rings:
                 self.tma_rings.append(tile.ring)
         elif src == "VMEM" and dst == "HBM":
@@ -366,11 +427,47 @@ class FunctionLowering(Walk):
             tile = Tile(-1, *m.shape, _dtype(m), "rowmajor", 0, 1, 0)
             self._tmap("result", res, tile, op)
 
-    def _tmap(self, source: str, index: int, tile: Tile, op: ir.Operation) -> TmaParam:
+    def _plan_store(self, op: ir.Operation) -> None:
+        """A store into an output argument: one row-major tensor map over the whole
+        output, the tile's box at the view's coordinates."""
+        v = view(op)
+        if (v.from_, v.space) != ("VMEM", "HBM"):
+            raise refuse(
+                "E7005",
+                op,
+                f"a store from {v.from_} to {v.space}: the NVIDIA backends store shared-memory "
+                f"tiles to HBM (TMA)",
+            )
+        arg = self._root_arg(op.operands[1])
+        if arg is None:
+            raise refuse("E7005", op, f"{op.name}: the output is not a kernel argument")
+        m = _tile_type(op, op.operands[0].type)
+        tile = Tile(-1, *m.shape, _dtype(m), "rowmajor", 0, 1, 0)
+        self._tmap("arg", arg, tile, op, whole=True, mut=True)
+
+    def _tmap(
+        self,
+        source: str,
+        index: int,
+        tile: Tile,
+        op: ir.Operation,
+        whole: bool = False,
+        mut: bool = False,
+    ) -> TmaParam:
         key = (source, index, tile.layout)
         if key in self.tmaps:
+            p = self.tmaps[key]
+            if p.tile != (tile.rows, tile.cols):
+                raise refuse(
+                    "E7008",
+                    op,
+                    f"{self.arg_names[index] if source == 'arg' else 'a result'} is moved in "
+                    f"tiles of {p.tile[0]}x{p.tile[1]} and {tile.rows}x{tile.cols}: the NVIDIA "
+                    f"backends give a tensor one TMA box per layout",
+                )
+            self.tmaps[key] = dataclasses.replace(p, whole=p.whole or whole, mut=p.mut or mut)
             return self.tmaps[key]
-        if tile.layout == "sw128":
+        if tile.layout in ("sw128", "sw128MN"):
             if (tile.cols * tile.elem) % SWIZZLE_BYTES:
                 raise refuse(
                     "E7008",
@@ -386,13 +483,13 @@ class FunctionLowering(Walk):
         except TmaLimit as e:
             raise refuse("E7008", op, f"{e}") from None
         stem = self.arg_names[index] if source == "arg" else f"result{index}"
-        name = (
-            f"{stem}_tmap" if tile.layout != "rowmajor" or source == "result" else f"{stem}_tmap_rm"
-        )
+        # One map per (tensor, layout): an argument read as both operands has two.
+        name = f"{stem}_tmap" + ("" if source == "result" else _TMAP_SUFFIX[tile.layout])
         vec = source == "arg" and len(ir.MemRefType(self.entry.arguments[index].type).shape) == 3
         p = TmaParam(
-            name, Sym(name), source, index, tile.dtype, (tile.rows, tile.cols), box, swizzle, vec
-        )
+            name, Sym(name), source, index, tile.dtype, (tile.rows, tile.cols), box, swizzle, vec,
+            whole, mut,
+        )  # fmt: skip
         self.tmaps[key] = p
         return p
 
@@ -564,6 +661,8 @@ class FunctionLowering(Walk):
                 self.values[a] = Global(i, None)
         self.lower_block(self.entry)
         self.k.place(self.exit)
+        if self.store_groups:  # the outputs' global writes are done before the CTA ends
+            tma.bulk_wait(self.k, self.c.leader, read=False, barrier=False)
         self.mma.teardown()
         lay = self.layout_info
         return {
@@ -632,7 +731,7 @@ class FunctionLowering(Walk):
 
     def issue_load(self, op: ir.Operation) -> Token:
         src = self.get(op.operands[0])
-        if not isinstance(src, Global):
+        if not isinstance(src, Global | View):
             raise refuse("E7005", op, f"{op.name}: the source is not an HBM tile")
         tile = self.tile(op, op.results[0].type)
         src_m = T.placed(op.operands[0].type)
@@ -642,7 +741,7 @@ class FunctionLowering(Walk):
         dst, slot = self.slot_address(tile, count)
         if tile.layout == "sw128T":
             if src.row is not None:
-                raise refuse("E7005", op, "a B operand taken from a Vec element")
+                raise refuse("E7005", op, "a B operand taken from a Vec element or a view")
             tma.transposed_copy(
                 self.k,
                 self.c.tid,
@@ -655,20 +754,28 @@ class FunctionLowering(Walk):
             )
             return Token(count, tile)
         p = self.tmaps[("arg", src.arg, tile.layout)]
-        if tile.layout == "sw128":
+        if tile.layout in ("sw128", "sw128MN"):
+            # One box per 128 bytes of the row (the swizzle span), `rows` rows each: A as
+            # K-blocks of M rows, B (MN-major) as N-blocks of K rows.
             per = SWIZZLE_BYTES // tile.elem
             boxes = [(j * tile.rows * SWIZZLE_BYTES, j * per, 0) for j in range(tile.cols // per)]
         else:
             boxes = [(0, 0, 0)]
         row = src.row if src.row is not None else self.k.mov("b32", Imm(0))
+        col = src.col if isinstance(src, View) else None
         bar = self.barrier(tile, slot)
         tma.tma_load(
-            self.k, self.c.leader, bar, dst, self.tmap_addr[p.name], boxes, row, tile.nbytes
+            self.k, self.c.leader, bar, dst, self.tmap_addr[p.name], boxes, row, tile.nbytes, col
         )
         return Token(count, tile)
 
-    def wait(self, tok: Token) -> Smem:
+    def wait(self, tok: Token | StoreToken) -> Smem | Stored:
         k = self.k
+        if isinstance(tok, StoreToken):
+            # The tile may be reused once the bulk group has read it; its global writes
+            # complete before the kernel exits (the exit waits for every group).
+            tma.bulk_wait(k, self.c.leader, read=True)
+            return Stored(tok.index)
         dst, slot = self.slot_address(tok.tile, tok.count)
         if tok.tile.layout == "sw128T":
             return Smem(dst, tok.tile)  # the transposing copy completed at issue
@@ -704,6 +811,8 @@ class FunctionLowering(Walk):
             return Smem(k.mov("b32", v.addr), v.tile)
         if isinstance(v, Global) and v.row is not None:
             return Global(v.arg, k.mov("b32", v.row))
+        if isinstance(v, View):
+            return View(v.arg, k.mov("b32", v.row), k.mov("b32", v.col))
         return v
 
     def assign(self, dst: object, src: object, op: ir.Operation) -> None:
@@ -742,14 +851,16 @@ def _regs(v: object) -> list[Reg]:
         return [v.addr]
     if isinstance(v, Global) and v.row is not None:
         return [v.row]
+    if isinstance(v, View):
+        return [v.row, v.col]
     return []
 
 
 def _static(v: object) -> object:
     if isinstance(v, Token | Smem):
         return v.tile
-    if isinstance(v, Global):
-        return (v.arg, v.row is None)
+    if isinstance(v, Global | View):
+        return (type(v).__name__, v.arg, v.row is None)
     if isinstance(v, AccVal):
         return id(v.acc)
     if isinstance(v, Scalar):
@@ -948,6 +1059,54 @@ def _element(fl: FunctionLowering, op: ir.Operation) -> None:
     fl.set(op.results[0], Global(vec.arg, row))
 
 
+@rule("vx.view")
+def _view(fl: FunctionLowering, op: ir.Operation) -> None:
+    """A region of a 2-D tensor argument: its offsets become the TMA coordinates (the
+    tensor map spans the whole argument; the checker proved the region inside it)."""
+    src = fl.get(op.operands[0])
+    if not isinstance(src, Global) or src.row is not None:
+        raise refuse("E7005", op, "a view of something other than a 2-D tensor argument")
+    row, col = (_coord(fl, fl.get(v)) for v in list(op.operands)[1:])
+    fl.set(op.results[0], View(src.arg, row, col))
+
+
+def _coord(fl: FunctionLowering, v: Scalar) -> Reg:
+    """A TMA coordinate (32-bit) from an index value."""
+    if v.reg.cls == "b32":
+        return v.reg
+    r = fl.k.reg("b32")
+    fl.k.ins("cvt.u32.u64", r, v.reg)
+    return r
+
+
+def _store_issue(fl: FunctionLowering, op: ir.Operation, wait: str) -> int:
+    """Issue the TMA store of `op`'s tile at its view's coordinates, waited as `wait`
+    says (tma.BULK_WAITS); the output's index."""
+    smem = fl.as_smem(fl.get(op.operands[0]), op)
+    out = fl.get(op.operands[1])
+    if not isinstance(out, Global) or out.row is not None:
+        raise refuse("E7005", op, f"{op.name}: the output is not a 2-D tensor argument")
+    if smem.tile.layout != "rowmajor":
+        raise refuse("E7005", op, f"{op.name}: an MMA operand tile stored to HBM")
+    row, col = (_coord(fl, fl.get(v)) for v in list(op.operands)[2:])
+    p = fl.tmaps[("arg", out.arg, "rowmajor")]
+    tma.tma_store(fl.k, fl.c.leader, smem.addr, fl.tmap_addr[p.name], row, col, wait)
+    fl.store_groups.append(out.arg)
+    return out.arg
+
+
+@rule("vx.store")
+def _store(fl: FunctionLowering, op: ir.Operation) -> None:
+    """`transfer(t, c[view])`: the tile may change after it, so the store's bulk group
+    has read it before any thread goes on."""
+    _store_issue(fl, op, "read")
+
+
+@rule("vx.store_async")
+def _store_async(fl: FunctionLowering, op: ir.Operation) -> None:
+    fl.set(op.results[0], StoreToken(_store_issue(fl, op, "none")))
+
+
 @rule("vx.zeros")
 def _zeros(fl: FunctionLowering, op: ir.Operation) -> None:
     if ZerosOp(op).space != "VMEM":
@@ -1029,7 +1188,7 @@ def _matmul_acc(fl: FunctionLowering, op: ir.Operation) -> None:
             f"({fl.arch.acc_space}); transfer the accumulator there first",
         )
     a, b = fl.as_smem(fl.get(op.operands[1]), op), fl.as_smem(fl.get(op.operands[2]), op)
-    if a.tile.layout != "sw128" or b.tile.layout != "sw128T":
+    if a.tile.layout != "sw128" or b.tile.layout not in ("sw128T", "sw128MN"):
         raise refuse("E7007", op, "matmul_acc operands are not in their MMA layouts")
     if a.tile.dtype != b.tile.dtype:
         raise refuse("E7007", op, f"matmul_acc operands of types {a.tile.dtype} and {b.tile.dtype}")
@@ -1041,8 +1200,8 @@ def _matmul_acc(fl: FunctionLowering, op: ir.Operation) -> None:
     try:
         fl.mma.matmul(
             acc.acc,
-            Operand(a.addr, a.tile.rows, kbytes),
-            Operand(b.addr, b.tile.cols, kbytes),
+            Operand(a.addr, a.tile.rows, kbytes, elem=a.tile.elem),
+            Operand(b.addr, b.tile.cols, kbytes, b.tile.layout == "sw128MN", b.tile.elem),
             a.tile.dtype,
         )
     except MmaError as e:
@@ -1157,24 +1316,14 @@ FunctionLowering.rule_surface = frozenset(
     {"get", "set", "region_values", "parallel_assign", "carry", "k", "c", "mma", "arch",
      "target", "func", "tile", "issue_load", "wait", "as_smem", "next_count",
      "slot_address", "tmaps", "tmap_addr", "results", "lens",
-     "instance", "status", "exit"}
+     "instance", "status", "exit", "store_groups"}
 )  # fmt: skip
 FunctionLowering.no_rule = "the NVIDIA backends have no lowering for `{name}`"
-# Views and stores (LANGUAGE.md 4.2) are TMA boxes at the view's coordinates and TMA
-# stores (TARGETS.md); not written yet: refused with the op's line.
+# Views and stores are TMA boxes at the view's coordinates and TMA stores (what a rule
+# cannot lower it refuses itself); tile arithmetic (LANGUAGE.md 4.3) on registers / TMEM
+# is not written yet: refused with the op's line.
 REFUSALS: dict[str, RefusalEntry] = {
-    name: RefusalEntry(
-        "E7001", f"the NVIDIA backends do not lower `{name}` (a view or a store) yet"
-    )
-    for name in ("vx.view", "vx.store", "vx.store_async")
+    name: RefusalEntry("E7001", f"the NVIDIA backends do not lower `{name}` (tile arithmetic) yet")
+    for name in TILE_OPS
 }
-# Tile arithmetic (LANGUAGE.md 4.3) on registers / TMEM; not written yet.
-REFUSALS.update(
-    {
-        name: RefusalEntry(
-            "E7001", f"the NVIDIA backends do not lower `{name}` (tile arithmetic) yet"
-        )
-        for name in TILE_OPS
-    }
-)
 FunctionLowering.refusals = REFUSALS

@@ -25,6 +25,7 @@ from vxc.backends.nvidia.encoders import (
     SWIZZLE_BYTES,
     elem_bytes,
     kmajor_sw128_desc,
+    mnmajor_sw128_desc,
     tcgen05_idesc,
 )
 from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Reg, Vec
@@ -41,11 +42,26 @@ class MmaError(ValueError):
 
 @dataclass
 class Operand:
-    """A K-major swizzled matrix in shared memory: `rows` rows of `kbytes` bytes of K."""
+    """A swizzled matrix in shared memory: `rows` rows (M or N) of `kbytes` bytes of K,
+    K-major, or with `mn_major` as TMA loads a row-major [K, N] B tile: 128-byte MN
+    blocks of `kbytes / elem` K-rows each (no transposing copy)."""
 
     addr: Reg
     rows: int
     kbytes: int
+    mn_major: bool = False
+    elem: int = 2
+
+    def desc_const(self, arch: str) -> int:
+        if self.mn_major:
+            return mnmajor_sw128_desc(arch, (self.kbytes // self.elem) * SWIZZLE_BYTES)
+        return kmajor_sw128_desc(arch, 0)
+
+    def k_offset(self, kbyte: int) -> int:
+        """Byte offset of the K step starting at byte `kbyte` of K."""
+        if self.mn_major:  # K-row r sits at r * 128 (8-row groups 1024 B apart)
+            return (kbyte // self.elem) * SWIZZLE_BYTES
+        return _k_offset(kbyte, self.rows)
 
 
 @dataclass
@@ -68,13 +84,13 @@ class Common:
     base: Reg  # the 1024-aligned shared-memory base
 
 
-def _desc_base(k: Kernel, arch: str, addr: Reg) -> Reg:
+def _desc_base(k: Kernel, arch: str, op: Operand) -> Reg:
     """desc = encoder constant | (addr >> 4) & 0x3FFF as a 64-bit register."""
     a = k.reg("b32")
-    k.ins("bfe.u32", a, addr, Imm(4), Imm(14))
+    k.ins("bfe.u32", a, op.addr, Imm(4), Imm(14))
     wide = k.reg("b64")
     k.ins("cvt.u64.u32", wide, a)
-    k.ins("or.b64", wide, wide, Imm(kmajor_sw128_desc(arch, 0)))
+    k.ins("or.b64", wide, wide, Imm(op.desc_const(arch)))
     return wide
 
 
@@ -135,13 +151,17 @@ class Hopper:
         check_shapes(ab_type, acc.m, acc.n, a.kbytes, self.arch)
         eb, name = elem_bytes(ab_type), MMA_TYPES[ab_type][0]
         kstep = MMA_K_BYTES // eb
-        da, db = _desc_base(k, self.arch, a.addr), _desc_base(k, self.arch, b.addr)
+        da, db = _desc_base(k, self.arch, a), _desc_base(k, self.arch, b)
         k.ins("wgmma.fence.sync.aligned")
         shape = f"m64n{acc.n}k{kstep}"
-        tail = (Imm(1), Imm(1)) if name == "tf32" else (Imm(1), Imm(1), Imm(0), Imm(0))
+        if name == "tf32" and b.mn_major:
+            raise MmaError("wgmma reads tf32 operands K-major only")
+        # imm-scale-a, imm-scale-b, then imm-trans-a, imm-trans-b (16-bit types only).
+        trans_b = Imm(int(b.mn_major))
+        tail = (Imm(1), Imm(1)) if name == "tf32" else (Imm(1), Imm(1), Imm(0), trans_b)
         for kbyte in _steps(a.kbytes):
             db_k = k.reg("b64")
-            k.ins("add.s64", db_k, db, Imm(_k_offset(kbyte, b.rows) >> 4))
+            k.ins("add.s64", db_k, db, Imm(b.k_offset(kbyte) >> 4))
             for h, regs in enumerate(acc.regs):
                 da_k = k.reg("b64")
                 off = _k_offset(kbyte, a.rows) + h * 64 * SWIZZLE_BYTES
@@ -254,7 +274,7 @@ class Blackwell:
         k, c = self.k, self.c
         check_shapes(ab_type, acc.m, acc.n, a.kbytes, self.arch)
         kind = MMA_TYPES[ab_type][1]
-        idesc = k.mov("b32", Imm(tcgen05_idesc(ab_type, acc.m, acc.n)))
+        idesc = k.mov("b32", Imm(tcgen05_idesc(ab_type, acc.m, acc.n, transpose_b=b.mn_major)))
         d = k.reg("b32")
         k.ins("add.u32", d, self.taddr, Imm(acc.column))
         # The operands' TMA wait is a thread synchronisation: the MMA is ordered after it
@@ -262,11 +282,11 @@ class Blackwell:
         k.ins("tcgen05.fence::after_thread_sync")
         skip = k.label("mma_issued")
         k.bra(skip, pred=c.leader, negate=True)
-        da, db = _desc_base(k, self.arch, a.addr), _desc_base(k, self.arch, b.addr)
+        da, db = _desc_base(k, self.arch, a), _desc_base(k, self.arch, b)
         for kbyte in _steps(a.kbytes):
             da_k, db_k = k.reg("b64"), k.reg("b64")
-            k.ins("add.s64", da_k, da, Imm(_k_offset(kbyte, a.rows) >> 4))
-            k.ins("add.s64", db_k, db, Imm(_k_offset(kbyte, b.rows) >> 4))
+            k.ins("add.s64", da_k, da, Imm(a.k_offset(kbyte) >> 4))
+            k.ins("add.s64", db_k, db, Imm(b.k_offset(kbyte) >> 4))
             k.ins(f"tcgen05.mma.cta_group::1.kind::{kind}", Addr(d), da_k, db_k, idesc, self.true)
         k.ins(
             "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64", Addr(self.bar)

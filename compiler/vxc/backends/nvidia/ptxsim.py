@@ -253,6 +253,20 @@ class SmemDesc:
                 f"{what}: base offset {self.base_offset}, the start {self.start:#x} needs {phase}"
             )
 
+    def check_mnmajor_sw128(self, what: str) -> None:
+        """An MN-major 128B-swizzled operand (PTX ISA canonical layout
+        ((T,8,m),(8,k)) : ((1,T,LBO),(8T,SBO))): 8 K-rows of 128 bytes of MN per 1024-byte
+        atom; SBO steps between 8-row K groups, LBO between 128-byte MN blocks. Only
+        atom-aligned starts are modelled (the backends' K steps are whole atoms)."""
+        if self.swizzle != "128B":
+            raise SimError(f"{what}: descriptor swizzle {self.swizzle} is not modelled")
+        if self.sbo != 1024:
+            raise SimError(f"{what}: stride byte offset {self.sbo}, 8 K-rows of 128 B are 1024")
+        if self.lbo == 0 or self.lbo % 1024:
+            raise SimError(f"{what}: leading byte offset {self.lbo} between MN blocks")
+        if self.start % 1024 or self.base_offset:
+            raise SimError(f"{what}: MN-major start {self.start:#x} off a 1024-byte atom")
+
 
 def decode_wgmma_desc(d: int) -> SmemDesc:
     swz = {0: "none", 1: "128B", 2: "64B", 3: "32B"}[(d >> 62) & 3]
@@ -329,8 +343,8 @@ def decode_idesc(x: int, kind: str) -> Idesc:
     )
     if idesc.sparse or idesc.saturate or idesc.shift or any(idesc.negate):
         raise SimError(f"instruction descriptor {x:#x}: sparsity/saturate/negate not modelled")
-    if any(idesc.transpose):
-        raise SimError(f"instruction descriptor {x:#x}: MN-major operands are not modelled")
+    if idesc.transpose[0]:
+        raise SimError(f"instruction descriptor {x:#x}: an MN-major A is not modelled")
     return idesc
 
 
@@ -536,6 +550,22 @@ class Cta:
             else:
                 bits = np.frombuffer(row, np.uint16)
                 out[m] = _bf16_to_f32(bits) if dtype == "bf16" else bits.view(np.float16)
+        return out, reads
+
+    def read_mnmajor(self, desc: SmemDesc, n: int, krows: int, elem: int, dtype: str):
+        """K-rows x n of an MN-major 128B-swizzled operand, returned transposed ([n, k], as
+        read_kmajor returns B^T), and the byte ranges read."""
+        per = 128 // elem  # elements of one 128-byte MN block
+        out = np.zeros((n, krows), dtype=np.float32)
+        reads = []
+        for k in range(krows):
+            for blk in range(n // per):
+                a = desc.start + blk * desc.lbo + (k // 8) * desc.sbo + (k % 8) * 128
+                row = b"".join(self.ld_async(self.swz(a + i), 16) for i in range(0, 128, 16))
+                reads += [(self.swz(a + i), self.swz(a + i) + 16) for i in range(0, 128, 16)]
+                bits = np.frombuffer(row, np.uint16)
+                vals = _bf16_to_f32(bits) if dtype == "bf16" else bits.view(np.float16)
+                out[blk * per : (blk + 1) * per, k] = vals
         return out, reads
 
     def check_unchanged(self, op: dict, what: str) -> None:
@@ -1035,10 +1065,19 @@ class Cta:
                 )
         da = decode_wgmma_desc(self.val(t0, ins.args[1]))
         db = decode_wgmma_desc(self.val(t0, ins.args[2]))
+        # d, a, b, scale-d, imm-scale-a, imm-scale-b[, imm-trans-a, imm-trans-b]
+        imm = [int(x) for x in ins.args[4:]]
+        if imm[:2] != [1, 1] or (dtype != "f32" and (len(imm) != 4 or imm[2])):
+            raise SimError(f"wgmma at instruction {t0.pc}: immediates {imm} are not modelled")
+        trans_b = dtype != "f32" and imm[3] == 1
         da.check_kmajor_sw128("wgmma A")
-        db.check_kmajor_sw128("wgmma B")
         A, ra = self.read_kmajor(da, 64, kk * elem, elem, dtype)
-        B, rb = self.read_kmajor(db, n, kk * elem, elem, dtype)  # B^T: [n, k]
+        if trans_b:
+            db.check_mnmajor_sw128("wgmma B")
+            B, rb = self.read_mnmajor(db, n, kk, elem, dtype)
+        else:
+            db.check_kmajor_sw128("wgmma B")
+            B, rb = self.read_kmajor(db, n, kk * elem, elem, dtype)  # B^T: [n, k]
         scale_d = bool(dict.__getitem__(t0.regs, ins.args[3]))
         op = {
             "P": A.astype(np.float64) @ B.T.astype(np.float64),
@@ -1085,10 +1124,17 @@ class Cta:
         idesc = decode_idesc(raw_i, kind)
         da, db = decode_tcgen05_desc(raw_a), decode_tcgen05_desc(raw_b)
         da.check_kmajor_sw128("tcgen05.mma A")
-        db.check_kmajor_sw128("tcgen05.mma B")
         m, n = idesc.m, idesc.n
         A, ra = self.read_kmajor(da, m, 32, 2 if idesc.a_fmt != "f32" else 4, idesc.a_fmt)
-        B, rb = self.read_kmajor(db, n, 32, 2 if idesc.b_fmt != "f32" else 4, idesc.b_fmt)
+        eb = 2 if idesc.b_fmt != "f32" else 4
+        if idesc.transpose[1]:  # B MN-major
+            if eb != 2:
+                raise SimError("tcgen05.mma: an MN-major tf32 B is not modelled")
+            db.check_mnmajor_sw128("tcgen05.mma B")
+            B, rb = self.read_mnmajor(db, n, 32 // eb, eb, idesc.b_fmt)
+        else:
+            db.check_kmajor_sw128("tcgen05.mma B")
+            B, rb = self.read_kmajor(db, n, 32, eb, idesc.b_fmt)
         lane0, col = d >> 16, d & 0xFFFF
         width = n if idesc.d_fmt == "f32" else n // 2
         self.check_allocated(col, width, "tcgen05.mma D")

@@ -154,8 +154,13 @@ def plan_launch(meta: dict, args, instances: int) -> list[LaunchParam]:
             want = _dtype_of(p["dtype"])
             if want is None or a.dtype != np.dtype(want):
                 raise ValueError(f"{p['arg']} must be {p['dtype']}, got {a.dtype}")
+            if p.get("mut") and not (a.flags.c_contiguous and a.flags.writeable):
+                # written in place: a copy made here would be written instead
+                raise ValueError(f"{p['arg']} is an output: pass a writable, C-contiguous array")
             a = np.ascontiguousarray(a)
-        if kind == "tensormap" and index is not None:
+        if kind == "tensormap" and index is not None and p.get("view"):
+            out.append(LaunchParam(p["name"], kind, index, a, _whole_map(p, a)))
+        elif kind == "tensormap" and index is not None:
             rows, cols = p["tile"]
             if tuple(a.shape[-2:]) != (rows, cols) or a.ndim != (3 if p["vec"] else 2):
                 shape = ("n, " if p["vec"] else "") + f"{rows}, {cols}"
@@ -200,6 +205,15 @@ def plan_launch(meta: dict, args, instances: int) -> list[LaunchParam]:
         if lp.tensor_map is not None:
             lp.tensor_map.check()
     return out
+
+
+def _whole_map(p: dict, a: np.ndarray) -> TensorMap:
+    """The tensor map over a whole 2-D argument (the kernel reads views of it or stores
+    into it at coordinates): its shape is the array's."""
+    if a.ndim != 2:
+        raise ValueError(f"{p['arg']} has shape {a.shape}, the kernel takes a 2-D tensor")
+    rows, cols = a.shape
+    return TensorMap(p["dtype"], (cols, rows), (cols * a.itemsize,), tuple(p["box"]), p["swizzle"])
 
 
 class CudaArtifact:
@@ -306,18 +320,22 @@ class CudaKernel:
         self.last_launch = f"{self.meta['name']} instances={instances} " + " ".join(
             f"{p.name}={tuple(p.array.shape)}" for p in plan if p.array is not None
         )
+        mut = {p["arg_index"] for p in self.meta["params"] if p.get("mut") and "arg_index" in p}
         for p in plan:
-            if poison and p.arg_index is None and p.kind in ("tensormap", "pointer"):
+            poisoned = p.arg_index is None or p.arg_index in mut
+            if poison and poisoned and p.kind in ("tensormap", "pointer"):
                 p.array[...] = np.nan if p.array.dtype.kind == "f" else -1
             if p.kind in ("tensormap", "pointer"):
                 if p.arg_index is not None:
                     if p.arg_index not in arg_ptrs:
                         arg_ptrs[p.arg_index] = self._upload(p.array)
+                        if p.arg_index in mut:  # an output: written back in place
+                            outs.append((p.array, arg_ptrs[p.arg_index], False))
                     ptr = arg_ptrs[p.arg_index]
                 else:  # a result: stacked over the instances
                     ptr = self._upload(p.array)
                     frees.append(ptr)
-                    outs.append((p.array, ptr))
+                    outs.append((p.array, ptr, True))
                 if p.kind == "tensormap":
                     bufs.append(self._param_bytes(self._tensor_map(p.tensor_map, ptr)))
                 else:
@@ -389,9 +407,10 @@ class CudaKernel:
                     f"breaks `where {' and '.join(self.meta['requires'])}`"
                 )
         results = []
-        for out, ptr in outs:
+        for out, ptr, is_result in outs:
             _check(d.cuMemcpyDtoH(out.ctypes.data, ptr, out.nbytes), "cuMemcpyDtoH")
-            results.append(out)
+            if is_result:
+                results.append(out)
         for ptr in frees:
             d.cuMemFree(ptr)
         return results

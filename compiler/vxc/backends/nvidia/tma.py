@@ -40,13 +40,15 @@ def tma_load(
     boxes: list[tuple[int, int, int]],
     row: Reg,
     total_bytes: int,
+    col: Reg | None = None,
 ) -> None:
     """One elected thread arms `bar` with the byte count and issues one 2-D TMA load per
-    box: (shared offset from `dst`, column coordinate, row coordinate added to `row`)."""
+    box: (shared offset from `dst`, column coordinate (added to `col` when given), row
+    coordinate added to `row`)."""
     skip = k.label("tma_issued")
     k.bra(skip, pred=leader, negate=True)
     k.ins("mbarrier.arrive.expect_tx.shared::cta.b64", SINK, Addr(bar), Imm(total_bytes))
-    for off, col, drow in boxes:
+    for off, dcol, drow in boxes:
         where = dst
         if off:
             where = k.reg("b32")
@@ -55,31 +57,70 @@ def tma_load(
         if drow:
             y = k.reg("b32")
             k.ins("add.u32", y, row, Imm(drow))
+        x = Imm(dcol)
+        if col is not None:
+            x = col
+            if dcol:
+                x = k.reg("b32")
+                k.ins("add.u32", x, col, Imm(dcol))
         k.ins(
             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
             Addr(where),
-            Addr(tmap, coords=(Imm(col), y)),
+            Addr(tmap, coords=(x, y)),
             Addr(bar),
         )
     k.place(skip)
 
 
-def tma_store(k: Kernel, leader: Reg, src: Reg, tmap: Reg, row: Reg) -> None:
-    """Generic-proxy writes of `src` become visible to the TMA unit, then one elected
-    thread stores the tile and waits until the copy has completed."""
+# How a TMA store is waited for where it is issued: not at all (a store token's wait
+# does), until it has read shared memory (the tile may change), or until it is done.
+BULK_WAITS = {
+    "none": None,
+    "read": "cp.async.bulk.wait_group.read",
+    "all": "cp.async.bulk.wait_group",
+}
+
+
+def tma_store(
+    k: Kernel,
+    leader: Reg,
+    src: Reg,
+    tmap: Reg,
+    row: Reg,
+    col: Reg | None = None,
+    wait: str = "all",
+) -> None:
+    """Generic-proxy writes of `src` become visible to the TMA unit (every thread's
+    fence, then a barrier), then one elected thread stores the tile at (`col`, `row`) as
+    one bulk group and waits for it as `wait` says (BULK_WAITS); when it waits, every
+    thread is held until it has."""
     k.ins("fence.proxy.async.shared::cta")
     k.ins("bar.sync", Imm(0))
     skip = k.label("tma_stored")
     k.bra(skip, pred=leader, negate=True)
     k.ins(
         "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group",
-        Addr(tmap, coords=(Imm(0), row)),
+        Addr(tmap, coords=(col if col is not None else Imm(0), row)),
         Addr(src),
     )
     k.ins("cp.async.bulk.commit_group")
-    k.ins("cp.async.bulk.wait_group", Imm(0))
+    if BULK_WAITS[wait]:
+        k.ins(BULK_WAITS[wait], Imm(0))
     k.place(skip)
-    k.ins("bar.sync", Imm(0))
+    if BULK_WAITS[wait]:
+        k.ins("bar.sync", Imm(0))
+
+
+def bulk_wait(k: Kernel, leader: Reg, read: bool, barrier: bool = True) -> None:
+    """The elected thread waits for its bulk groups: with `read`, until they have read
+    shared memory (the tiles may be rewritten), else until their global writes are
+    done; then, with `barrier`, every thread is held until it has."""
+    skip = k.label("bulk_waited")
+    k.bra(skip, pred=leader, negate=True)
+    k.ins(BULK_WAITS["read" if read else "all"], Imm(0))
+    k.place(skip)
+    if barrier:
+        k.ins("bar.sync", Imm(0))
 
 
 def transposed_copy(
