@@ -133,16 +133,31 @@ def _compile(build: Build, kernel: str | None, key: str) -> Kernel:
     from vxc import api
 
     sources = [api.Source(build.path, build.data)]
-    result = api.build(
-        api.analyze(sources, None, build.consts), build.target, "artifact", **build.options
-    )
+    analysis = api.analyze(sources, None, build.consts)
+    result = api.build(analysis, build.target, "artifact", **build.options)
     if not result.ok:
         raise CompileError(result.diagnostics, api.render(result.diagnostics, sources))
     directory = _artifact_dir(key)
     (manifest_name,) = (n for n in result.outputs if n.endswith(f".{build.target}.json"))
     for name, blob in result.outputs.items():
         (directory / name).write_bytes(blob)
-    return Kernel(build, directory / manifest_name, kernel)
+    return Kernel(build, directory / manifest_name, kernel, _param_dims(analysis))
+
+
+def _param_dims(analysis) -> dict[str, dict[str, tuple]]:
+    """Per function, each tensor parameter's dimensions as the source names them (`a:
+    &Tensor<bf16, [m, k]>`: ("m", "k")): which arrays give the shape parameters, whatever
+    the target's manifest records."""
+    from vxc.hir import types as T
+
+    out = {}
+    for name, fn in analysis.program.functions.items():
+        out[name] = {
+            p.name: tuple(T.deref(p.ty).dims)
+            for p in fn.params
+            if isinstance(T.deref(p.ty), T.TensorT)
+        }
+    return out
 
 
 @dataclass(frozen=True)
@@ -224,7 +239,9 @@ class Kernel:
     `vxc.runtime.KernelError` (`LaunchError` for a launch its `where` clauses rule out).
     """
 
-    def __init__(self, build: Build, manifest: Path, name: str | None) -> None:
+    def __init__(
+        self, build: Build, manifest: Path, name: str | None, dims: dict | None = None
+    ) -> None:
         import json
 
         self.build = build
@@ -238,6 +255,7 @@ class Kernel:
         if name is not None and name not in names:
             raise ValueError(f"{build.path} has no kernel '{name}' (kernels: {names})")
         self.name: str = name or names[0]
+        self.dims: dict[str, tuple] = (dims or {}).get(self.name, {})
         self.spec: dict = next(k for k in self.manifest["kernels"] if k["name"] == self.name)
         self._loaded: Any = None
 
@@ -254,7 +272,7 @@ class Kernel:
 
     def shape_params(self) -> list[str]:
         """The parameters that name another parameter's dimension (inferred when omitted)."""
-        dims = {d for p in self.spec.get("params", []) for d in p.get("dims", []) if d}
+        dims = {d for ds in self.dims.values() for d in ds if isinstance(d, str)}
         return [n for n in self.param_names() if n in dims]
 
     def signature(self) -> str:
@@ -276,7 +294,20 @@ class Kernel:
         twice = sorted(given & set(bound))
         if twice:
             raise TypeError(f"{self.signature()}: {twice} given twice")
-        return {**bound, **kwargs}
+        named = {**bound, **kwargs}
+        if self.target != "cpu":  # the cpu's runtime infers and checks them itself
+            self._infer_shapes(named)
+        return named
+
+    def _infer_shapes(self, named: dict[str, Any]) -> None:
+        """An omitted shape parameter is the size of the first array that names it."""
+        for s in self.shape_params():
+            if s in named:
+                continue
+            for param, dims in self.dims.items():
+                if s in dims and param in named:
+                    named[s] = int(named[param].shape[dims.index(s)])
+                    break
 
     def _ordered(self, named: dict[str, Any]) -> list[Any]:
         """Arguments in parameter order, for the runtimes that take them positionally
