@@ -33,7 +33,15 @@ from vxc.backends.walk import Walk
 from vxc.errors import Refusal
 from vxc.ir import types as T
 from vxc.ir.loc import span_of
-from vxc.ir.ops import MatmulAccOp, RequireOp, StoreAsyncOp, StoreOp, ViewOp, ring_layout
+from vxc.ir.ops import (
+    ElementOp,
+    MatmulAccOp,
+    RequireOp,
+    StoreAsyncOp,
+    StoreOp,
+    ViewOp,
+    ring_layout,
+)
 
 I8, I32 = ll.IntType(8), ll.IntType(32)
 PTR = ll.PointerType()
@@ -653,7 +661,8 @@ class FunctionLowering(Walk):
 
     def op_vx_element(self, op: ir.Operation) -> None:
         vec, i = self.get(op.operands[0]), self.get(op.operands[1])
-        self.guard(self.b.icmp_unsigned(">=", i, vec.dims[0]), "VX_ERR_INDEX")
+        if not ElementOp(op).proved:  # E6041 proved it in bounds for every allowed value
+            self.guard(self.b.icmp_unsigned(">=", i, vec.dims[0]), "VX_ERR_INDEX")
         tile_t = _memref(op.results[0].type)
         tile = Mem(vec.ptr, vec.dims[1:])
         offset = self.b.mul(i, self.nbytes(tile_t, tile))
