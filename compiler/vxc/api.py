@@ -240,6 +240,26 @@ def check_target(analysis: Analysis, target: str) -> Checked:
     return Checked(analysis, target, machine, plan, diags, solver)
 
 
+def lowering_refusals(checked: Checked, whole_program: bool = True) -> list[Diagnostic]:
+    """What the target's backend refuses of a program that checked clean, as diagnostics:
+    the program lowered to the target's own IR with the default build options (no tool
+    runs, nothing is written). `vxc check` and the editor report them, so a program they
+    accept builds for that target; what only the artifact's own options can make false
+    (E7009, a `where` clause against `--tpu-instances`) shows at build time alone. A
+    refusal of the whole program (no span) is reported at the start of the first source,
+    or not at all with `whole_program=False` (the editor lowers a document's parts one by
+    one, and a part may lack what the whole has, such as a kernel)."""
+    if not checked.ok:
+        return []
+    try:
+        _emit(checked, "target-ir", {})
+    except Refusal as e:
+        if e.span is None and not whole_program:
+            return []
+        return [refusal_diagnostic(e, checked.analysis.sources)]
+    return []
+
+
 def check(
     sources: list[Source],
     target: str = "cpu",

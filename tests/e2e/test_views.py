@@ -242,3 +242,28 @@ def test_bf16_matmul_uses_vdpbf16ps_natively_and_widens_on_portable_levels(tmp_p
         art.gemm.launch(4, a=a, b=b, c=c)
         np.testing.assert_allclose(c, _reference(a, b), rtol=1e-5, atol=1e-2)
     assert counts["native"] > 0 and counts["x86-64-v4"] == 0, counts
+
+
+def test_a_view_moved_within_its_space_is_stored_as_it_is(tmp_path):
+    """`transfer(x[..], Memory::HBM)` on the cpu copies nothing (HBM is the tensor's own
+    space), so the store's source is the view itself: stored region to region (the fuzzer
+    found this one an AttributeError in the cpu backend)."""
+    text = b"""\
+fn rows(m: i64, x: &Tensor<f32, [m, 128]>, out: &mut Tensor<f32, [m, 128]>) -> void
+    on Topology::TensorCore where m % 128 == 0, instances() == m / 128 {
+  let r = instance() * 128;
+  let t = transfer(x[r .. r + 64, 64 .. 128], Memory::HBM);
+  transfer(t, out[r + 64 .. r + 128, 0 .. 64]);
+}
+"""
+    src = api.Source("rows.vx", text)
+    result = api.build(api.analyze([src]), "cpu")
+    assert result.ok, api.render(result.diagnostics, [src])
+    art = runtime.load_outputs(result.outputs, tmp_path)
+    x = np.arange(3 * 128 * 128, dtype=np.float32).reshape(3 * 128, 128)
+    out = np.zeros_like(x)
+    art.rows.launch(3, 3 * 128, x, out)
+    want = np.zeros_like(x)
+    for p in range(3):
+        want[p * 128 + 64 : p * 128 + 128, 0:64] = x[p * 128 : p * 128 + 64, 64:128]
+    np.testing.assert_array_equal(out, want)

@@ -84,19 +84,28 @@ class Session:
 
     async def diagnostics(self, uri: str, version: int, timeout: float = 60.0):
         """The diagnostics published for `version` of `uri` (waits for them)."""
+        return await self.publication(uri, version, 1, timeout)
+
+    async def publication(self, uri: str, version: int, n: int, timeout: float = 120.0):
+        """The `n`th (1-based) diagnostics published for `version` of `uri` (waits)."""
         deadline = time.monotonic() + timeout
         while True:
-            for v, diags, _ in self.published.get(uri, []):
-                if v == version:
-                    return list(diags)
+            got = [d for v, d, _ in self.published.get(uri, []) if v == version]
+            if len(got) >= n:
+                return list(got[n - 1])
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError(f"no diagnostics for {uri} version {version}")
+                raise TimeoutError(f"no diagnostics ({n}) for {uri} version {version}")
             self.arrived.clear()
             try:
                 await asyncio.wait_for(self.arrived.wait(), left)
             except TimeoutError:
                 pass
+
+    def save(self, uri: str) -> None:
+        self.client.text_document_did_save(
+            T.DidSaveTextDocumentParams(T.TextDocumentIdentifier(uri))
+        )
 
     def arrival(self, uri: str, version: int) -> float:
         return next(t for v, _, t in self.published[uri] if v == version)

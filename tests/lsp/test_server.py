@@ -119,6 +119,39 @@ def test_hover_shows_placed_types_for_the_clients_target():
     run(go())
 
 
+def test_a_save_shows_what_the_targets_backend_refuses():
+    """kernels/seed.vx checks clean for the tpu, but its build refuses the extern call
+    (E7002). After a save the editor shows that refusal where `vxc build` puts it; it
+    stays, one line lower, while a line above is inserted, and goes when the client
+    switches to the cpu, whose backend builds the program."""
+    seed = (ROOT / "kernels/seed.vx").read_text()
+    uri, path = "file:///work/doc/seed.vx", "/work/doc/seed.vx"
+
+    async def go():
+        s = Session()
+        assert await s.begin(uri, seed, init={"target": "tpu"}) == []
+        s.save(uri)
+        got = await s.publication(uri, 1, 2)
+        built = api.build(api.analyze([api.Source(path, seed.encode())]), "tpu", "target-ir")
+        want = [(d.code, d.span.line, d.span.column) for d in built.diagnostics]
+        assert want and want[0][0] == "E7002", want
+        assert [(d.code, d.range.start.line + 1, d.range.start.character + 1) for d in got] == (
+            want
+        )
+        assert got[0].severity == T.DiagnosticSeverity.Error
+        s.change(uri, 2, [Session.insert(0, 0, "\n")])  # the kernel's part is not edited
+        moved = await s.diagnostics(uri, 2)
+        assert [(d.code, d.range.start.line + 1) for d in moved] == [("E7002", want[0][1] + 1)]
+        s.client.workspace_did_change_configuration(
+            T.DidChangeConfigurationParams(settings={"vx": {"target": "cpu"}})
+        )
+        assert await s.publication(uri, 2, 2) == []  # the check for the cpu
+        assert await s.publication(uri, 2, 3) == []  # then its lowering: nothing refused
+        assert await s.close() == 0
+
+    run(go())
+
+
 def test_definitions_reach_the_targets_shipped_model_and_the_document():
     own = "Memory STAGE { within: Memory::HBM, capacity: 64 KB, managed: explicit, scope: sm }\n"
     doc = own + STREAM.replace("transfer(w, Memory::VMEM)", "transfer(w, Memory::STAGE)")

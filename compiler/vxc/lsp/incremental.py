@@ -305,6 +305,17 @@ class Unit:
     analysis: api.Analysis
     checked: api.Checked | None  # None when the front half failed to parse
     placed: Placed | None = field(default=None, repr=False)  # where it was last placed
+    # What the target's backend refuses of it (api.lowering_refusals); None until it is
+    # lowered, which the server does after a save (lowering costs more than a keystroke).
+    refusals: list[Diagnostic] | None = field(default=None, repr=False)
+
+    @property
+    def lowerable(self) -> bool:
+        """Checked clean and not lowered yet."""
+        return self.refusals is None and self.checked is not None and self.checked.ok
+
+    def lower(self) -> None:
+        self.refusals = api.lowering_refusals(self.checked, whole_program=False)
 
     @cached_property
     def parsed(self) -> bool:
@@ -389,7 +400,7 @@ class Placed:
     items: list[int]  # indices into DocumentResult.items: declarations and functions
     unit: Unit
     starts: tuple[int, ...]  # the document lines its items start at
-    _moved: dict[bool, list[Diagnostic]] = field(default_factory=dict, repr=False)
+    _moved: dict[bool | str, list[Diagnostic]] = field(default_factory=dict, repr=False)
 
     @cached_property
     def move(self):
@@ -408,6 +419,15 @@ class Placed:
             src = u.checked.diagnostics if checked else u.analysis.diagnostics
             self._moved[checked] = [_shift(x, self.move, u.path) for x in src] if src else []
         return self._moved[checked]
+
+    def refusals(self) -> list[Diagnostic]:
+        """The backend's refusals of the unit, in document lines (none until lowered)."""
+        src = self.unit.refusals
+        if not src:
+            return []
+        if "refusals" not in self._moved:
+            self._moved["refusals"] = [_shift(x, self.move, self.unit.path) for x in src]
+        return self._moved["refusals"]
 
 
 _UNKNOWN_FN = re.compile(r"cannot find function `([^`]+)`")
@@ -508,10 +528,25 @@ class IncrementalChecker:
             )
         self.versions[path] = version
         result.units = version.placed
-        result.diagnostics = _document_help(
-            _merge([version.placed[g] for g in version.loud]), comps.names
-        )
+        result.diagnostics = self.diagnostics(path)
         return result
+
+    def diagnostics(self, path: str) -> list[Diagnostic]:
+        """The current version's diagnostics: the checks' (as `vxc check` of the whole
+        document reports them), then what the backend refuses of the parts lowered so far
+        (as `vxc build` of each part would)."""
+        v = self.versions[path]
+        checked = _document_help(_merge([v.placed[g] for g in v.loud]), v.comps.names)
+        refused = {x.sort_key(): x for p in v.placed for x in p.refusals()}
+        return checked + [refused[k] for k in sorted(refused)]
+
+    def unlowered(self, path: str) -> list[Unit]:
+        """The current version's parts that checked clean and are not lowered yet."""
+        v = self.versions.get(path)
+        if v is None:
+            return []
+        out = {id(u): u for u in v.units if u.lowerable}
+        return list(out.values())
 
     def _all(self, path, lines, items, comps, decls, last, edit, edited, result) -> _Version:
         """Every group looked up (or checked) again."""

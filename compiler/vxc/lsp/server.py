@@ -4,7 +4,11 @@ Started by `vxc lsp` (stdio). The client chooses the target with the initializat
 option `{"target": "tpu"}` or the setting `vx.target` (workspace/didChangeConfiguration);
 the default is `vxc lsp --target`, itself `cpu`. Every open document is checked by an
 `IncrementalChecker` (see incremental.py) on open and on every change, and its
-diagnostics are published with the document version they belong to.
+diagnostics are published with the document version they belong to. After a save (and
+a change of target) the parts of the document that checked clean are also lowered for
+the target, one part at a time between messages, and what the backend refuses (E70xx,
+as `vxc build` reports it) joins the diagnostics: lowering costs more than a keystroke's
+budget, so it waits for a save, as a compiler's "check on save" does.
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ class VxLanguageServer(LanguageServer):
         self.docs: dict[str, Document] = {}
         self.results: dict[str, inc.DocumentResult] = {}
         self.last_check_ms = 0.0
+        self.lowering: dict[str, asyncio.Task] = {}  # per document: its running lowering
         self.initialized = False  # an initialize request was handled
         self.exit_code = 0  # the process's status once the loop ends
 
@@ -212,6 +217,7 @@ class VxLanguageServer(LanguageServer):
             self.checker = inc.IncrementalChecker(target)
             for uri in list(self.docs):
                 self.check(uri)
+                self.lower_soon(uri)
 
     def check(self, uri: str) -> None:
         doc = self.docs[uri]
@@ -244,6 +250,64 @@ class VxLanguageServer(LanguageServer):
             result.rechecked,
             self.last_check_ms,
         )
+
+    def lower_soon(self, uri: str) -> None:
+        """Lower the document's clean parts in the background (`_lower`); at once when no
+        event loop runs (the handlers called in process, as the benchmarks do)."""
+        if uri not in self.docs or uri in self.lowering:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:
+            asyncio.run(self._lower(uri))
+            return
+        task = loop.create_task(self._lower(uri))
+        self.lowering[uri] = task
+        task.add_done_callback(lambda _t: self.lowering.pop(uri, None))
+
+    async def _lower(self, uri: str) -> None:
+        """One part at a time, letting the messages that arrive in between be handled
+        (a keystroke waits for one part's lowering at most); an edit meanwhile makes
+        new parts, lowered in a next round; then publish once."""
+        path = to_fs_path(uri) or uri
+        lowered = 0
+        while (doc := self.docs.get(uri)) is not None:
+            version = doc.version
+            todo = self.checker.unlowered(path)
+            for unit in todo:
+                if self.docs.get(uri) is not doc or doc.version != version:
+                    break
+                self._lower_unit(uri, unit)
+                lowered += 1
+                await asyncio.sleep(0)
+            else:
+                break
+        doc = self.docs.get(uri)
+        if lowered and doc is not None and path in self.checker.versions:
+            diags = self.checker.diagnostics(path)
+            if uri in self.results:
+                self.results[uri].diagnostics = diags
+            self.text_document_publish_diagnostics(
+                T.PublishDiagnosticsParams(
+                    uri=uri, diagnostics=[_diagnostic(d, doc) for d in diags], version=doc.version
+                )
+            )
+            log.info("lowered %d part(s) of %s v%s", lowered, uri, doc.version)
+
+    def _lower_unit(self, uri: str, unit: inc.Unit) -> None:
+        try:
+            unit.lower()
+        except Exception as e:  # a backend bug: logged, and the part counts as lowered
+            unit.refusals = []
+            self.window_log_message(
+                T.LogMessageParams(
+                    T.MessageType.Error,
+                    f"vxc: internal error lowering part of {uri}:\n"
+                    + "".join(traceback.format_exception(e)),
+                )
+            )
 
 
 def _params_message(data: dict, e: Exception) -> str:
@@ -365,6 +429,10 @@ def make_server(target: str = "cpu") -> VxLanguageServer:
                 show=True,
             )
         ls.check(uri)
+
+    @server.feature(T.TEXT_DOCUMENT_DID_SAVE)
+    def _save(ls: VxLanguageServer, params: T.DidSaveTextDocumentParams) -> None:
+        ls.lower_soon(params.text_document.uri)
 
     @server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
     def _close(ls: VxLanguageServer, params: T.DidCloseTextDocumentParams) -> None:

@@ -334,7 +334,7 @@ class FunctionLowering(Walk):
     rule_surface = frozenset(
         {"values", "get", "bind_flat", "region_values", "b", "allocas", "mod", "fn", "sig",
          "plan", "counters", "exit", "instance", "instances", "guard", "nbytes", "memcpy",
-         "at", "slot", "_copy_in", "require", "strided", "region_guard", "bf16dot",
+         "at", "slot", "_copy_in", "require", "strided", "copy_region", "region_guard", "bf16dot",
          "op_vx_store"}
     )  # fmt: skip
 
@@ -554,34 +554,38 @@ class FunctionLowering(Walk):
         return self.at(self.b.add(_c(base), self.b.mul(index, _c(lay.slot_bytes))))
 
     def strided(self, tile: ll.Value, r: Region, elem: ir.Type, into_tile: bool) -> None:
-        """Copy between a contiguous tile and region `r` of a larger tensor: one memcpy
-        per innermost row, loops over the leading dimensions."""
-        eb = T.element_bytes(elem)
-        row = _c(r.sizes[-1] * eb)
+        """Copy between a contiguous tile and region `r` of a larger tensor."""
+        whole = Region(Mem(tile, [_c(d) for d in r.sizes]), [_c(0)] * len(r.sizes), r.sizes)
+        self.copy_region(whole, r, elem) if into_tile else self.copy_region(r, whole, elem)
 
-        def level(d: int, base_lin: ll.Value, tile_lin: ll.Value) -> None:
-            # base_lin/tile_lin: the linear element index of the leading dims fixed so far.
-            if d == len(r.sizes) - 1:
-                src_el = self.b.add(self.b.mul(base_lin, r.base.dims[d]), r.offsets[d])
-                dst_el = self.b.mul(tile_lin, _c(r.sizes[d]))
-                at_base = self.b.gep(
-                    r.base.ptr, [self.b.mul(src_el, _c(eb))], inbounds=True, source_etype=I8
+    def copy_region(self, dst: Region, src: Region, elem: ir.Type) -> None:
+        """Copy region `src` into region `dst` (the same sizes; each a region of its own
+        contiguous tensor, a whole tile being one at offsets 0): one memcpy per innermost
+        row, loops over the leading dimensions."""
+        eb = T.element_bytes(elem)
+        row = _c(src.sizes[-1] * eb)
+
+        def at(r: Region, lin: ll.Value) -> ll.Value:
+            return self.b.gep(r.base.ptr, [self.b.mul(lin, _c(eb))], inbounds=True, source_etype=I8)
+
+        def step(r: Region, d: int, lin: ll.Value, i: ll.Value) -> ll.Value:
+            """The linear element index of dimension d's element i (offset) in r."""
+            return self.b.add(self.b.mul(lin, r.base.dims[d]), self.b.add(r.offsets[d], i))
+
+        def level(d: int, dst_lin: ll.Value, src_lin: ll.Value) -> None:
+            # *_lin: the linear element index of the leading dims fixed so far.
+            if d == len(src.sizes) - 1:
+                zero = _c(0)
+                self.memcpy(
+                    at(dst, step(dst, d, dst_lin, zero)), at(src, step(src, d, src_lin, zero)), row
                 )
-                at_tile = self.b.gep(
-                    tile, [self.b.mul(dst_el, _c(eb))], inbounds=True, source_etype=I8
-                )
-                dst, src = (at_tile, at_base) if into_tile else (at_base, at_tile)
-                self.memcpy(dst, src, row)
                 return
 
             def body(i: ll.Value, carried: list) -> list:
-                b_lin = self.b.add(
-                    self.b.mul(base_lin, r.base.dims[d]), self.b.add(r.offsets[d], i)
-                )
-                level(d + 1, b_lin, self.b.add(self.b.mul(tile_lin, _c(r.sizes[d])), i))
+                level(d + 1, step(dst, d, dst_lin, i), step(src, d, src_lin, i))
                 return []
 
-            counted_loop(self.b, _c(0), _c(r.sizes[d]), _c(1), body, [], name=f"rows{d}")
+            counted_loop(self.b, _c(0), _c(src.sizes[d]), _c(1), body, [], name=f"rows{d}")
 
         level(0, _c(0), _c(0))
 
@@ -652,7 +656,10 @@ class FunctionLowering(Walk):
         t = _memref(st.src.type)
         region = Region(out, offsets, list(t.shape))
         self.region_guard(st.proved, out, offsets, region.sizes)
-        self.strided(tile.ptr, region, t.element_type, into_tile=False)
+        if isinstance(tile, Region):  # a view stored as it is (its transfer copied nothing)
+            self.copy_region(region, tile, t.element_type)
+        else:
+            self.strided(tile.ptr, region, t.element_type, into_tile=False)
 
     def op_vx_store_async(self, op: ir.Operation) -> None:
         # The copy completes here (as a transfer_async's does); the token is the tile.
