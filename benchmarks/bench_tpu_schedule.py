@@ -6,8 +6,10 @@ Each kernel and twin is compiled ahead of time by the same libtpu for one chip o
 topology, in its own process (libtpu reads `LIBTPU_INIT_ARGS` once per process), with
 `--xla_jf_dump_to=DIR --xla_jf_dump_llo_text=true`. The final LLO bundles of the kernel
 are read from the dump: a bundle's nesting (`>` marks) tells the loop it sits in, so
-- steady state = bundles in the innermost loop body (one tile, or one grid step),
-- fixed cost = the bundles one call of n tiles executes beyond n x steady state: set-up,
+- steady state = bundles in the innermost loop body (one tile, one grid step, or for
+  gemm one K step of one 128 x 128 tile of C),
+- fixed cost = the bundles one call of n tiles (gemm: p tiles of C x n K steps) executes
+  beyond that many steady states: set-up,
   per-instance prologue and epilogue, exit work. Executed bundles are the bundles at each
   loop depth times that loop's trip count, which each implementation's structure gives
   (`TRIPS`: vxc's stream peels its last tile out of the loop, so its loop runs n - 1
@@ -53,13 +55,24 @@ CASES = {
                             ("stream_blockspec", "stream_manual"), "bf16"),
     "stream_grid": Case("stream_grid, 2 instances (bf16)", "kernels/stream_grid.vx", 2,
                         "bfloat16", ("stream_grid_2d",)),
+    # C = A @ B with m = n = 256 (4 instances, 2 x 2 tiles of C) and k = 128 x tiles.
+    "gemm": Case("gemm (bf16, 256 x 256 x 128n)", "kernels/gemm.vx", 0, "bfloat16",
+                 ("gemm_blockspec",)),
+    "gemm_3stage": Case("gemm_3stage (bf16, 256 x 256 x 128n)", "kernels/gemm_3stage.vx", 0,
+                        "bfloat16", ()),
 }  # fmt: skip
+GEMM_MN = 256  # m = n of the gemm cases; p = (m / 128) * (n / 128) instances
 
 # Trip counts of each loop depth for n tiles and p instances, per implementation.
 TRIPS = {
     ("stream", "vxc"): lambda n, p: (n - 1,),
     ("stream_grid", "vxc"): lambda n, p: (p, n - p),  # p instances, n/p - 1 tiles each
     ("stream_grid", "stream_grid_2d"): lambda n, p: (n,),  # the 2-D grid is one loop
+    # n K steps per tile of C: p instances, each runs its K loop n - 1 times (tile 0 is
+    # issued before it), 3-stage n - 2 times; Pallas's grid is p x n steps.
+    ("gemm", "vxc"): lambda n, p: (p, p * (n - 1)),
+    ("gemm_3stage", "vxc"): lambda n, p: (p, p * (n - 2)),
+    ("gemm", "gemm_blockspec"): lambda n, p: (p * n,),
 }
 TRIPS_DEFAULT = lambda n, p: (n,)  # noqa: E731 - a Pallas grid or fori_loop over the tiles
 
@@ -67,6 +80,7 @@ TWIN_NAMES = {
     "stream_blockspec": "Pallas grid + BlockSpec",
     "stream_manual": "Pallas manual DMA, two slots",
     "stream_grid_2d": "Pallas 2-D grid",
+    "gemm_blockspec": "Pallas 3-D grid + BlockSpec",
 }
 
 
@@ -86,7 +100,8 @@ def compile_one(case: Case, impl: str, topo: str, tiles: int) -> None:
         checked = api.check_target(api.analyze([src]), "tpu")
         module = lower_program(checked.analysis.program, checked.plan)
         (kernel,) = mosaic_kernels(module, case.instances, case.precision)
-        compile_export(export_kernel(kernel), kernel, topo, tiles)
+        sizes = {"m": GEMM_MN, "n": GEMM_MN, "k": 128 * tiles} if "m" in kernel.symbols else tiles
+        compile_export(export_kernel(kernel), kernel, topo, sizes)
         return
     import jax
     import jax.numpy as jnp
@@ -106,10 +121,15 @@ def compile_one(case: Case, impl: str, topo: str, tiles: int) -> None:
         jax.ShapeDtypeStruct((tiles, 128, 128), dt, sharding=sh),
         jax.ShapeDtypeStruct((128, 128), dt, sharding=sh),
     ]
+    if impl.startswith("gemm"):
+        specs = [
+            jax.ShapeDtypeStruct((GEMM_MN, 128 * tiles), dt, sharding=sh),
+            jax.ShapeDtypeStruct((128 * tiles, GEMM_MN), dt, sharding=sh),
+        ]
     jax.jit(fn).trace(*specs).lower().compile()
 
 
-def schedule(dump: Path, trips: tuple[int, ...], tiles: int) -> dict[str, int]:
+def schedule(dump: Path, trips: tuple[int, ...], units: int) -> dict[str, int]:
     """Steady-state and fixed bundles of the kernel's final LLO schedule in `dump`."""
     files = [
         f
@@ -128,24 +148,32 @@ def schedule(dump: Path, trips: tuple[int, ...], tiles: int) -> dict[str, int]:
         raise SystemExit(f"{dump}: loops nest {inner} deep, the trip table says {len(trips)}")
     executed = depth[0] + sum(depth[d + 1] * t for d, t in enumerate(trips))
     steady = depth[inner]
-    return {"steady": steady, "fixed": executed - tiles * steady, "executed": executed}
+    return {"steady": steady, "fixed": executed - units * steady, "executed": executed}
+
+
+def key_is_gemm(case_key: str) -> bool:
+    return case_key.startswith("gemm")
 
 
 def measure(case_key: str, impl: str, topo: str, tiles: int) -> dict[str, int]:
     case = CASES[case_key]
-    loops = TRIPS.get((case.source[8:-3], impl), TRIPS_DEFAULT)(tiles, max(1, case.instances))
+    instances = (GEMM_MN // 128) ** 2 if key_is_gemm(case_key) else max(1, case.instances)
+    loops = TRIPS.get((case.source[8:-3], impl), TRIPS_DEFAULT)(tiles, instances)
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TPU_SKIP_MDS_QUERY="1",
                    LIBTPU_INIT_ARGS=f"--xla_jf_dump_to={d} --xla_jf_dump_llo_text=true")  # fmt: skip
         cmd = [sys.executable, __file__, "--one", case_key, impl, topo, str(tiles)]
         subprocess.run(cmd, env=env, check=True, timeout=600)
-        return schedule(Path(d), loops, tiles)
+        # Steady-state units per call: tiles (a stream), K steps of every tile of C (gemm).
+        units = tiles * instances if key_is_gemm(case_key) else tiles
+        return schedule(Path(d), loops, units)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--topo", default="v5e,v6e")
     ap.add_argument("--tiles", type=int, default=8)
+    ap.add_argument("--cases", default=",".join(CASES), help="comma-separated CASES keys")
     ap.add_argument("--one", nargs=4, metavar=("CASE", "IMPL", "TOPO", "TILES"), help="child")
     args = ap.parse_args()
     if args.one:
@@ -157,7 +185,8 @@ def main() -> None:
     print("tile (innermost loop body) / fixed bundles per call (executed beyond n x steady)\n")
     print("| kernel | " + " | ".join(topos) + " |")
     print("|---|" + "---|" * len(topos))
-    for key, case in CASES.items():
+    for key in args.cases.split(","):
+        case = CASES[key]
         for impl in ("vxc", *case.twins):
             cells = []
             for topo in topos:

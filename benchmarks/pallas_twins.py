@@ -110,3 +110,32 @@ def stream_grid_2d(tiles, w, instances: int, precision=None):
         out_shape=jax.ShapeDtypeStruct((instances, TILE, TILE), jnp.float32),
         compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary")),
     )(tiles, w)
+
+
+def gemm_blockspec(a, b):
+    """gemm.vx: C = A @ B, bf16 in, f32 out, 128 x 128 tiles of C; a 3-D grid (row and
+    column tile: parallel, K step: arbitrary) whose BlockSpecs pipeline the K tiles of A
+    and B, the f32 output block resident across the K steps (Pallas's matmul idiom)."""
+    m, k = a.shape
+    n = b.shape[1]
+
+    def body(a_ref, b_ref, o_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += _dot(a_ref[...], b_ref[...], None)
+
+    return pl.pallas_call(
+        body,
+        grid=(m // TILE, n // TILE, k // TILE),
+        in_specs=[
+            pl.BlockSpec((TILE, TILE), lambda i, j, kk: (i, kk)),
+            pl.BlockSpec((TILE, TILE), lambda i, j, kk: (kk, j)),
+        ],
+        out_specs=pl.BlockSpec((TILE, TILE), lambda i, j, kk: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary")
+        ),
+    )(a, b)

@@ -62,7 +62,12 @@ def run(
     progress: int,
     wall_limit: float = 120.0,
     strict: bool = False,
+    start: int = 0,
+    recycle: int = 0,
 ) -> dict:
+    """Inputs `start` .. `start + count` of the seed's stream, each in a child process
+    that runs `recycle` inputs (0: all) and is replaced, so that what a long run keeps
+    (caches, a leak) cannot end it; the inputs and their order do not change."""
     ctx = mp.get_context("fork")
     stages: Counter = Counter()
     refusals: Counter = Counter()
@@ -72,12 +77,11 @@ def run(
     done = 0
     worst = {"cpu": 0.0, "wall": 0.0}
     t_start = time.perf_counter()
-    i = 0
-    while i < count:
+    i, end = start, start + count
+    while i < end:
+        chunk = min(end - i, recycle or end - i)
         parent, child = ctx.Pipe()
-        proc = ctx.Process(
-            target=_child, args=(seed, i, count - i, child, build, strict), daemon=True
-        )
+        proc = ctx.Process(target=_child, args=(seed, i, chunk, child, build, strict), daemon=True)
         proc.start()
         child.close()
         current = None
@@ -137,9 +141,9 @@ def run(
                 current = None
                 if progress and done % progress == 0:
                     _print_progress(done, stages, errors, hangs, t_start)
-            else:
+            else:  # "end": the child ran its chunk
                 proc.join()
-                i = count
+                i += chunk
                 break
     elapsed = time.perf_counter() - t_start
     return {
@@ -249,11 +253,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-build", action="store_true", help="stop after the checks")
     p.add_argument("--strict-refusals", action="store_true", help="an uncoded refusal fails")
     p.add_argument("--progress", type=int, default=1000, help="print a line every N inputs")
+    p.add_argument("--start", type=int, default=0, help="compile: the stream's first input")
+    p.add_argument("--recycle", type=int, default=0, help="compile: a fresh child every N inputs")
     a = p.parse_args(argv)
     rc = 0
     if a.mode in ("compile", "all"):
         r = run(a.seed, a.count, a.timeout, a.save, not a.no_build, a.progress, a.wall_limit,
-                a.strict_refusals)  # fmt: skip
+                a.strict_refusals, a.start, a.recycle)  # fmt: skip
         rc |= _report_compile(r, a)
     if a.mode in ("worker", "all"):
         import worker_mode

@@ -28,12 +28,17 @@ SMALL_BOUNDS = (256, 4096)  # tried in turn for a counterexample's values
 # Decided queries by the SHA-256 of their SMT-LIB text: a compilation names its constants
 # the same way every time, so checking a program again (the worker, the LSP, a warm
 # `vxc check`) asks the same queries, and z3's answer to a query does not change.
+# A satisfiable answer keeps its model, and the model keeps the z3 context it was found in
+# (every term of the query): those are few and kept apart, or 4 096 of them held gigabytes
+# (the fuzzer's child grew 160 KB an input). Proved and undecided answers hold no context.
 DECIDED_MAX = 4096
+SAT_KEPT_MAX = 64
 _DECIDED: dict[str, tuple] = {}
 # The same answers by the z3 ids of the query's terms, which skips printing them: z3
 # hash-conses the terms of a context (building `m + 1` again gives the same term, the
 # same id), and the entry holds its terms so an id is never reused for another term.
 _BY_IDS: dict[tuple[int, ...], tuple[tuple, str]] = {}
+_SAT_KEPT: dict[str, tuple] = {}
 
 BOT, CONST, TOP = 0b00, 0b01, 0b11  # the buffer tags of LANGUAGE.md section 6
 TAG_BITS, VAL_BITS = 2, 8
@@ -150,7 +155,7 @@ def _answer(kind: str, constraints, small, solve) -> tuple:
     budget is a resource limit, so a query gets the same answer however often it is asked
     (and it stays an error)."""
     ids, key = _keys(kind, constraints, small)
-    answer = _DECIDED.get(key) or solve()
+    answer = _DECIDED.get(key) or _SAT_KEPT.get(key) or solve()
     _remember(ids, [*constraints, *small], key, answer)
     return answer
 
@@ -170,10 +175,12 @@ def _keys(kind: str, constraints, small) -> tuple[tuple[int, ...], str]:
 
 
 def _remember(ids: tuple[int, ...], terms: list, key: str, answer: tuple) -> None:
-    for table, k in ((_DECIDED, key), (_BY_IDS, ids)):
-        if k not in table and len(table) >= DECIDED_MAX:
+    # A model keeps its whole z3 context: satisfiable answers are few and kept apart.
+    answers, bound = (_SAT_KEPT, SAT_KEPT_MAX) if answer[1] is not None else (_DECIDED, DECIDED_MAX)
+    for table, k, most in ((answers, key, bound), (_BY_IDS, ids, DECIDED_MAX)):
+        if k not in table and len(table) >= most:
             table.pop(next(iter(table)))
-    _DECIDED[key] = answer
+    answers[key] = answer
     _BY_IDS[ids] = (tuple(terms), key)
 
 

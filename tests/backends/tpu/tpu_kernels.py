@@ -14,10 +14,9 @@ DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 
 ROOT = Path(__file__).resolve().parents[3]
-# Every kernel of the repository that has a TPU artifact (seed.vx calls an extern fn:
-# tested for its diagnostic instead; the gemm kernels take shape parameters and use views,
-# which the tpu backend refuses with a code until their lowering lands:
-# tests/e2e/test_views.py).
+# The Vec kernels of the repository, tested for every Vec length here (seed.vx calls an
+# extern fn: tested for its diagnostic instead; the gemm kernels are sized by shape
+# parameters, not a Vec length: tests/backends/tpu/test_tpu_views.py).
 NO_TPU_ARTIFACT = {"seed.vx", "gemm.vx", "gemm_3stage.vx", "gemm_async.vx"}
 KERNELS = sorted(
     p

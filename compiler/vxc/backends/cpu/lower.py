@@ -29,7 +29,7 @@ from vxc.backends.cpu.matmul import (
     define_pack,
     define_widen,
 )
-from vxc.backends.walk import Walk
+from vxc.backends.walk import Walk, refuse
 from vxc.errors import Refusal
 from vxc.ir import types as T
 from vxc.ir.loc import span_of
@@ -67,6 +67,11 @@ class Mem:
 
     ptr: ll.Value
     dims: list[ll.Value]
+
+
+# The ops that read a `vx.view` (as their first operand): copies into a tile, stores;
+# a return copies it into the result (any operand: a function may return several).
+_READS_A_VIEW = frozenset({"vx.transfer", "vx.transfer_async", "vx.store", "vx.store_async"})
 
 
 @dataclass
@@ -451,7 +456,11 @@ class FunctionLowering(Walk):
         outs = self.fn.args[len(self.fn.args) - 2 - nres : len(self.fn.args) - 2]
         for r, v, out in zip(self.sig.results, op.operands, outs, strict=True):
             val = self.get(v)
-            if r.kind == "tensor":
+            if r.kind == "tensor" and isinstance(val, Region):  # a view no transfer copied
+                whole = [_c(d) for d in val.sizes]
+                result = Region(Mem(out, whole), [_c(0)] * len(whole), val.sizes)
+                self.copy_region(result, val, _memref(v.type).element_type)
+            elif r.kind == "tensor":
                 placed = T.token_inner(v.type) if T.is_token(v.type) else v.type
                 self.memcpy(out, val.ptr, self.nbytes(placed, val))
             else:
@@ -633,6 +642,20 @@ class FunctionLowering(Walk):
 
     def op_vx_view(self, op: ir.Operation) -> None:
         v = ViewOp(op)
+        for use in v.region.uses:
+            user = use.owner
+            if user.name == "func.return":
+                continue
+            if user.name not in _READS_A_VIEW or use.operand_number != 0:
+                # `transfer(x[..], Memory::HBM)` with x in HBM moves nothing, so the view
+                # itself would be the tile: only a copy or a store reads a view here.
+                raise refuse(
+                    "E7005",
+                    user,
+                    f"cpu backend: `{user.name}` takes a view of a tensor that no transfer "
+                    f"copied (a move within the tensor's own space, {v.region.type.memory_space})",
+                    "transfer the view into a scratchpad (`Memory::VMEM`) to make it a tile",
+                )
         base = self.get(v.src)
         offsets = [self.get(x) for x in v.offsets]
         sizes = list(_memref(v.region.type).shape)

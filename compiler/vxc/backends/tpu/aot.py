@@ -42,9 +42,10 @@ def topology(name: str):
         ) from None
 
 
-def compile_export(blob: bytes, kernel, topo: str, length: int | None = None):
-    """Deserialize the export, specialise its Vec lengths (every one to `length`, or by
-    default the allowed lengths nearest 4), and compile it for one chip of `topo`.
+def compile_export(blob: bytes, kernel, topo: str, length: int | dict[str, int] | None = None):
+    """Deserialize the export, specialise its dimension variables (every one to `length`,
+    each as `length` maps it, or by default the allowed sizes nearest 4), and compile it
+    for one chip of `topo`.
     Returns the compiled executable; raises LibtpuRejected."""
     import jax
     from jax import export
@@ -56,6 +57,8 @@ def compile_export(blob: bytes, kernel, topo: str, length: int | None = None):
     sharding = jax.sharding.SingleDeviceSharding(dev)
     if length is None:
         lengths = lengths_for(kernel, PREFERRED_LENGTHS[0])
+    elif isinstance(length, dict):
+        lengths = length
     else:
         lengths = {s: length for s in kernel.symbols}
     specs = arg_specs(kernel, lengths, sharding)
@@ -79,6 +82,13 @@ def lengths_for(kernel, prefer: int) -> dict[str, int]:
         opt.add(v >= 1)
     for c in kernel.constraints:
         opt.add(_z3_constraint(c, syms))
+    for clause in kernel.preconditions:
+        # The `where` clauses over shape parameters the export cannot state (gemm's
+        # `m % 128 == 0`): a compile-check call the kernel's own contract forbids would
+        # prove nothing. Clauses over other values (`tiles.len()`) are constraints above.
+        formula = _z3_clause(clause, syms, kernel)
+        if formula is not None:
+            opt.add(formula)
     opt.minimize(z3.Sum([z3.If(v >= prefer, v - prefer, prefer - v) for v in syms.values()]))
     if opt.check() != z3.sat:
         raise fail(
@@ -91,9 +101,50 @@ def lengths_for(kernel, prefer: int) -> dict[str, int]:
     return {s: model.eval(v, model_completion=True).as_long() for s, v in syms.items()}
 
 
+def _z3_clause(text: str, syms: dict, kernel):
+    """A `where` clause in Vx syntax (`m % 128 == 0`, `k >= 256`, `instances() == E`)
+    over the dimension variables as a z3 formula; None when it names anything else.
+    Vx's `/` and `%` on the non-negative sizes are z3's integer division and modulus."""
+    import ast
+    import operator
+
+    import z3
+
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.Div: operator.truediv, ast.FloorDiv: operator.truediv,
+           ast.Mod: operator.mod}  # fmt: skip
+    cmps = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.GtE: operator.ge,
+            ast.Gt: operator.gt, ast.LtE: operator.le, ast.Lt: operator.lt}  # fmt: skip
+
+    def term(n: ast.AST):
+        if isinstance(n, ast.Name) and n.id in syms:
+            return syms[n.id]
+        if isinstance(n, ast.Constant) and type(n.value) is int:
+            return z3.IntVal(n.value)
+        if isinstance(n, ast.BinOp) and type(n.op) in ops:
+            return ops[type(n.op)](term(n.left), term(n.right))
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id == "instances"
+            and kernel.grid_expr
+        ):
+            return term(ast.parse(kernel.grid_expr, mode="eval").body)  # Kernel.grid_expr
+        raise ValueError(text)
+
+    try:
+        tree = ast.parse(text, mode="eval").body
+        if not (isinstance(tree, ast.Compare) and len(tree.ops) == 1):
+            return None
+        return cmps[type(tree.ops[0])](term(tree.left), term(tree.comparators[0]))
+    except (SyntaxError, ValueError, KeyError):
+        return None
+
+
 def _z3_constraint(text: str, syms: dict):
-    """One constraint as the lowering writes it (`A >= B`, `A == B`; A, B built of Vec
-    length names, integers, + - *) as a z3 formula. Parsed, never evaluated."""
+    """One constraint as the lowering writes it (`A >= B`, `A == B`; A, B built of
+    dimension variables, integers, + - *, mod() and floordiv()) as a z3 formula. Parsed,
+    never evaluated."""
     import ast
     import operator
 
@@ -110,6 +161,14 @@ def _z3_constraint(text: str, syms: dict):
             return -term(n.operand)
         if isinstance(n, ast.BinOp) and type(n.op) in ops:
             return ops[type(n.op)](term(n.left), term(n.right))
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in ("mod", "floordiv")
+            and len(n.args) == 2
+        ):
+            x, y = (term(a) for a in n.args)  # z3's Int / and % on the non-negative sizes
+            return x % y if n.func.id == "mod" else x / y
         raise fail("E7009", None, f"cannot read the export constraint `{text}`")
 
     tree = ast.parse(text, mode="eval").body

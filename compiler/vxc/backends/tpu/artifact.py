@@ -30,9 +30,12 @@ def manifest(name: str, kernels: list[Kernel], files: dict[str, dict[str, str]])
                 "dimension_variables": k.symbols,
                 "grid": {
                     "instances": k.instances,
-                    "iteration_bounds": [k.grid],
+                    "iteration_bounds": [k.grid_expr or k.grid],
                     "dimension_semantics": ["parallel"],
                 },
+                "shape_params": k.shape_params,
+                "aliases": [{"param": i, "result": o} for i, o in k.aliases],
+                "bounds_checks": not k.bounds_proved,
                 "preconditions": k.preconditions,
                 "constraints": k.constraints,
                 "scratch": k.scratch,
@@ -52,8 +55,8 @@ def kernels_from_manifest(text: str) -> list[Kernel]:
 
         def param(p: dict) -> Param:
             shape = tuple(None if isinstance(d, str) else d for d in p["shape"])
-            sym = next((d for d in p["shape"] if isinstance(d, str)), None)
-            return Param(p["name"], p["dtype"], shape, sym)
+            syms = tuple(d if isinstance(d, str) else None for d in p["shape"])
+            return Param(p["name"], p["dtype"], shape, syms)
 
         ins = [param(p) for p in k["params"]]
         outs = [param(p) for p in k["results"]]
@@ -67,6 +70,15 @@ def kernels_from_manifest(text: str) -> list[Kernel]:
                 k["grid"]["instances"],
                 list(k["preconditions"]),
                 list(k["constraints"]),
+                [(a["param"], a["result"]) for a in k.get("aliases", [])],
+                _grid_expr(k["grid"]),
+                list(k.get("shape_params", [])),
+                not k.get("bounds_checks", True),
             )
         )
     return out
+
+
+def _grid_expr(grid: dict) -> str | None:
+    bound = grid["iteration_bounds"][0]
+    return bound if isinstance(bound, str) else None

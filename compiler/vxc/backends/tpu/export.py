@@ -23,24 +23,25 @@ DTYPES = {
 
 
 def arg_specs(kernel: Kernel, lengths: dict[str, int] | None = None, sharding=None) -> list:
-    """ShapeDtypeStructs of the kernel's inputs: symbolic Vec lengths, or `lengths`."""
+    """ShapeDtypeStructs of the kernel's inputs: symbolic dimensions, or `lengths`."""
     prepare()
     import jax
     import jax.numpy as jnp
     from jax import export
 
-    syms = {}
+    sizes: dict = dict(lengths or {})
     if kernel.symbols and lengths is None:
         dims = export.symbolic_shape(", ".join(kernel.symbols), constraints=kernel.constraints)
-        syms = dict(zip(kernel.symbols, dims, strict=True))
-    specs = []
-    for p in kernel.inputs:
-        shape = tuple(
-            (lengths[p.symbol] if lengths is not None else syms[p.symbol]) if d is None else d
-            for d in p.shape
-        )
-        specs.append(jax.ShapeDtypeStruct(shape, jnp.dtype(DTYPES[p.dtype]), sharding=sharding))
-    return specs
+        sizes = dict(zip(kernel.symbols, dims, strict=True))
+    return [
+        jax.ShapeDtypeStruct(_shape(p, sizes), jnp.dtype(DTYPES[p.dtype]), sharding=sharding)
+        for p in kernel.inputs
+    ]
+
+
+def _shape(p, sizes: dict) -> tuple:
+    syms = p.symbols or (None,) * len(p.shape)
+    return tuple(sizes[s] if d is None else d for d, s in zip(p.shape, syms, strict=True))
 
 
 def export_kernel(kernel: Kernel):
@@ -55,18 +56,68 @@ def exported(kernel: Kernel):
     from jax import export
     from jax.experimental import mosaic
 
-    outs = tuple(jax.ShapeDtypeStruct(p.shape, jnp.dtype(DTYPES[p.dtype])) for p in kernel.outputs)
+    specs = arg_specs(kernel)
+    aliased = {k: i for i, k in kernel.aliases}
+    lead = kernel.grid_operands  # operand indices count the grid bound
+    outs = tuple(
+        jax.ShapeDtypeStruct(
+            specs[aliased[k]].shape if k in aliased else p.shape, jnp.dtype(DTYPES[p.dtype])
+        )
+        for k, p in enumerate(kernel.outputs)
+    )
     call = mosaic.as_tpu_kernel(
         kernel.module,
         outs if len(outs) != 1 else outs[0],
         kernel_name=kernel.name,
+        # A `&mut` tensor's output is its input's buffer: the kernel writes in place.
+        input_output_aliases=tuple((i + lead, k) for i, k in kernel.aliases),
         # libtpu otherwise checks at the kernel's exit that every DMA semaphore is back
         # to zero (12 bundles a launch): every DMA a built kernel starts is waited on
         # every path, which E6011 proved before the backend ran.
         disable_semaphore_checks=True,
+        # Every DMA's region was proved inside its tensor (E6041) and no Vec is indexed:
+        # Mosaic's per-DMA run-time bounds check can only pass.
+        disable_bounds_checks=kernel.bounds_proved,
     )
+    if kernel.grid_operands:
+
+        def bound_of(args):  # the grid bound from the shapes (no traced op: a dim expr)
+            sizes = {
+                s: d
+                for p, a in zip(kernel.inputs, args, strict=True)
+                for s, d in zip(p.symbols, a.shape, strict=True)
+                if s
+            }
+            return shape_value(kernel.grid_expr, sizes)
+
+        # The grid bound, then the inputs; the op making the bound is traced in the fixed
+        # pseudo file, so no path of this install is recorded.
+        call = jax.jit(_NS["grid_call"](call, bound_of, jnp))
+
     with _locations_off():
-        return _EXPORT_SITE(export.export(call, platforms=["tpu"]), arg_specs(kernel))
+        return _EXPORT_SITE(export.export(call, platforms=["tpu"]), specs)
+
+
+def shape_value(text: str, sizes: dict):
+    """The grid expression `text` (Kernel.grid_expr: names, integers, + - * // %) for
+    `sizes` (integers, or jax's symbolic dimensions at export time). Parsed, never
+    evaluated as Python."""
+    import ast
+    import operator
+
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}  # fmt: skip
+
+    def value(n: ast.AST):
+        if isinstance(n, ast.Name):
+            return sizes[n.id]
+        if isinstance(n, ast.Constant) and type(n.value) is int:
+            return n.value
+        if isinstance(n, ast.BinOp) and type(n.op) in ops:
+            return ops[type(n.op)](value(n.left), value(n.right))
+        raise ValueError(f"not a grid expression: {text}")
+
+    return value(ast.parse(text, mode="eval").body)
 
 
 # jax records the Python call site of the traced function as a location in the exported
@@ -74,7 +125,15 @@ def exported(kernel: Kernel):
 # that location is `loc("<vxc tpu export>":1:...)` whatever the install path or the line
 # numbers of this file: artifacts stay byte-identical across vxc installs and edits.
 _NS: dict = {}
-exec(compile("def site(f, specs):\n    return f(*specs)\n", "<vxc tpu export>", "exec"), _NS)
+_SITE = """def site(f, specs):
+    return f(*specs)
+
+def grid_call(kernel_call, bound_of, jnp):
+    def call(*args):
+        return kernel_call(jnp.asarray(bound_of(args), jnp.int32), *args)
+    return call
+"""
+exec(compile(_SITE, "<vxc tpu export>", "exec"), _NS)
 _EXPORT_SITE = _NS["site"]
 
 

@@ -33,6 +33,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from vxc.backends.tpu.context import mosaic_context
+from vxc.backends.tpu.lower import STABLEHLO, fold
 from vxc.rules import registrar
 
 DTYPES = {
@@ -43,6 +44,9 @@ DTYPES = {
     "i16": np.int16,
     "i8": np.int8,
 }
+
+
+DYNAMIC = -(2**63)  # MLIR's dynamic size: a grid bound given at run time
 
 
 class InterpError(Exception):
@@ -115,8 +119,12 @@ rule = registrar(RULES)
 
 
 class Interp:
-    def __init__(self, module: ir.Module, inputs: list[np.ndarray], names=None):
+    def __init__(
+        self, module: ir.Module, inputs: list[np.ndarray], names=None, aliases=None, grid=None
+    ) -> None:
         self.module = module
+        self.aliases: dict[int, int] = dict(aliases or {})  # output index -> input index
+        self.grid = grid  # the run-time grid bounds (a specialised dynamic grid)
         self.names = names or [f"in{i}" for i in range(len(inputs))]
         self.provenance: dict[ir.Value, str] = {}
         self.env: dict[ir.Value, object] = {}
@@ -169,6 +177,13 @@ class Interp:
         n_out = len(args) - 1 - n_in - scratch
         # Placeholders: which operand dimension each one stands for.
         attrs = self.module.operation.attributes
+        # A grid bound given by the shapes is the custom call's leading operand (one per
+        # placeholder bound): the mapping's operand indices count it.
+        lead = sum(
+            1
+            for g in ir.DenseI64ArrayAttr(self.fn.attributes["iteration_bounds"])
+            if g in self.placeholders
+        )
         for name in attrs:
             m = re.fullmatch(r"tpu\.dynamic_dimension_mapping_module_(\d+)", name)
             if not m:
@@ -177,12 +192,13 @@ class Interp:
             idx = ir.ArrayAttr(
                 self.module.operation.attributes[f"tpu.dynamic_dimension_mapping_indices_{p}"]
             )
-            body = ir.StringAttr(attrs[name]).value
-            pos = int(re.search(r"return %arg(\d+)", body).group(1))
-            loc = ir.DictAttr(idx[pos])
-            operand = ir.IntegerAttr(loc["operand_index"]).value
-            dim = ir.IntegerAttr(loc["dimension_index"]).value
-            self.placeholders[p] = int(self.inputs[operand].shape[dim])
+            sizes = []
+            for loc in idx:
+                loc = ir.DictAttr(loc)
+                operand = ir.IntegerAttr(loc["operand_index"]).value
+                dim = ir.IntegerAttr(loc["dimension_index"]).value
+                sizes.append(int(self.inputs[operand - lead].shape[dim]))
+            self.placeholders[p] = evaluate_shape(ir.StringAttr(attrs[name]).value, sizes)
         outputs = []
         for i, a in enumerate(args[1:]):
             t = ir.MemRefType(a.type)
@@ -193,9 +209,14 @@ class Interp:
                 if list(arr.shape) != want:
                     raise InterpError(f"input {i} has shape {arr.shape}, the kernel takes {want}")
                 buf = Buffer(self.names[i], arr)
+            elif i - n_in in self.aliases:  # a `&mut` input's buffer, written in place
+                src = self.aliases[i - n_in]
+                buf = Buffer(self.names[src], np.array(self.inputs[src], copy=True))
+                outputs.append(buf)
             elif i < n_in + n_out:
+                want = [self.placeholders.get(d, d) for d in shape]
                 buf = Buffer(
-                    f"result{i - n_in}", np.full(shape, np.nan, DTYPES.get(elem, np.float32))
+                    f"result{i - n_in}", np.full(want, np.nan, DTYPES.get(elem, np.float32))
                 )
                 outputs.append(buf)
             elif "dma_semaphore" in elem:
@@ -207,7 +228,20 @@ class Interp:
             self.env[a] = View(buf, tuple((0, d) for d in buf.array.shape), tuple(buf.array.shape))
         # The grid, one instance after another as one TensorCore runs it (scratch persists
         # across instances; each instance must leave no DMA in flight).
-        grid = list(ir.DenseI64ArrayAttr(self.fn.attributes["iteration_bounds"]))
+        grid = [
+            self.placeholders.get(g, g)
+            for g in ir.DenseI64ArrayAttr(self.fn.attributes["iteration_bounds"])
+        ]
+        if any(g == DYNAMIC for g in grid):
+            # libtpu's specialisation: a bound the shapes give is the call's leading
+            # operand, not in the module; the caller passes it (`grid`).
+            if self.grid is None:
+                raise InterpError(
+                    "the grid bound is a run-time operand of this module (a grid the "
+                    "shapes give, as libtpu specialised it): pass it as `grid`"
+                )
+            dyn = iter(self.grid)
+            grid = [next(dyn) if g == DYNAMIC else g for g in grid]
         for pid in range(grid[0] if grid else 1):
             self.env[args[0]] = np.int32(pid)
             self.trace.append(("instance", pid))
@@ -262,6 +296,25 @@ def _constant(it: Interp, op: ir.Operation) -> None:
     v = ir.IntegerAttr(attr).value
     v = it.placeholders.get(v, v) if v in it.placeholders else v
     it.env[op.results[0]] = _scalar_type(t)(v)
+
+
+_SHAPE_LINE = re.compile(r"%(\w+) = stablehlo\.(\w+) (.*?) : tensor<i32>")
+
+
+def evaluate_shape(text: str, args: list[int]) -> int:
+    """The value of a placeholder's mapping module (`lower.shape_module`: StableHLO
+    constants and integer arithmetic of the dimension variables) for `args`."""
+    ops = {v: k for k, v in STABLEHLO.items()}
+    env = {f"%arg{k}": a for k, a in enumerate(args)}
+    for name, op, rest in _SHAPE_LINE.findall(text):
+        if op == "constant":
+            env[f"%{name}"] = int(re.fullmatch(r"dense<(-?\d+)>", rest).group(1))
+        elif op in ops:
+            x, y = (env[t.strip()] for t in rest.split(","))
+            env[f"%{name}"] = fold(ops[op], x, y)
+        else:
+            raise InterpError(f"mapping module op stablehlo.{op} is not evaluated here")
+    return env[re.search(r"return (%\w+)", text).group(1)]
 
 
 def _divsi(a, b):  # C semantics: the quotient truncates toward zero
@@ -455,13 +508,22 @@ def _for(it: Interp, op: ir.Operation) -> None:
         it.env[r] = v
 
 
-def run(module: ir.Module | str, inputs: list[np.ndarray], names: list[str] | None = None) -> Run:
+def run(
+    module: ir.Module | str,
+    inputs: list[np.ndarray],
+    names: list[str] | None = None,
+    aliases: list[tuple[int, int]] | None = None,
+    grid: list[int] | None = None,
+) -> Run:
     """Interpret the kernel of a Mosaic module on `inputs` (numpy arrays, in order);
-    `names` (the manifest's parameter names) label them in messages and the trace."""
+    `names` (the manifest's parameter names) label them in messages and the trace;
+    `aliases` (the kernel's (input, output) pairs: `&mut` tensors) make an output start
+    as a copy of its input, as the aliased buffer does on the TPU; `grid`: the bounds a
+    specialised module takes at run time (a grid its shapes give)."""
     if isinstance(module, str):
         ctx = mosaic_context()
         with ctx:
             module = ir.Module.parse(module)
-    it = Interp(module, inputs, names)
+    it = Interp(module, inputs, names, {o: i for i, o in aliases or ()}, grid)
     with module.context:
         return it.run()

@@ -21,11 +21,24 @@ One Mosaic module per kernel function, shaped the way Mosaic (and Pallas) expect
   `vector.load`s, `tpu.matmul` (f32 accumulator), `tpu.vector_store`; loops -> `scf.for`
   over i32 (a token crosses iterations as two i32s: its slot and its source tile index).
 - A returned tensor must be the result of a transfer into HBM: that DMA writes the output.
-- A launch of N instances (a build parameter: a Mosaic grid is static) has
-  `iteration_bounds = [N]`; `vx.instance` is `%pid`, outputs are stacked `N x ...` and
-  each instance writes slice `%pid`; N = 0 is a plain call (one instance, results as
-  declared). An entry's `vx.require` clauses become `jax.export` shape constraints where
-  they compare Vec lengths, and are listed in the manifest.
+- Views and stores (LANGUAGE.md 4.2): a `vx.view` is a `Ref` with offsets, and the DMA
+  that reads it takes a `tpu.memref_slice` of the HBM operand at those offsets; a
+  `&mut` tensor is an output operand aliasing its input (`input_output_aliases`), read
+  and written through the output; `vx.store` is a DMA into its slice, waited at once,
+  `vx.store_async` one on the store semaphore, waited where its token is. A shape
+  parameter (a scalar naming a dimension: gemm's m, n, k) is no operand: it is its
+  dimension's placeholder, and every dynamic dimension is a dimension variable of the
+  export (its `vx.dims` name, or `NAME_len` for a Vec).
+- The grid: a `where` clause `instances() == E`, E a function of the shapes (gemm:
+  `(m / 128) * (n / 128)`), gives `iteration_bounds = [placeholder of E]` and the custom
+  call a leading i32 operand with E's value (Pallas's dynamic grid); otherwise a launch
+  of N instances (`--tpu-instances N`, also an override) has `iteration_bounds = [N]`,
+  outputs stacked `N x ...`, each instance writing slice `%pid`; N = 0 is a plain call.
+  `vx.instance` is `%pid`. An entry's `vx.require` clauses become `jax.export` shape
+  constraints where they compare affine expressions of the dimension variables, and
+  are listed in the manifest.
+- Mosaic's per-DMA bounds checks are switched off when every view and store was proved
+  in bounds (`proved = 1`, E6041) and no Vec is indexed (`vx.element` carries no proof).
 
 What Mosaic cannot express is refused (`TpuError`, a coded diagnostic), naming the value
 and the rule; calls and memory-space casts are refusal entries of the walk.
@@ -73,14 +86,20 @@ class Param:
 
     name: str
     dtype: str
-    shape: tuple[int | None, ...]  # None: the symbolic Vec length
-    symbol: str | None = None  # the export's dimension variable for shape[0]
+    shape: tuple[int | None, ...]  # None: a symbolic dimension
+    symbols: tuple[str | None, ...] = ()  # per dimension: the export's dimension variable
+
+    @property
+    def symbol(self) -> str | None:
+        """The first dimension variable (a Vec's length), or None."""
+        return next((s for s in self.symbols if s), None)
 
     def to_json(self) -> dict:
+        syms = self.symbols or (None,) * len(self.shape)
         return {
             "name": self.name,
             "dtype": self.dtype,
-            "shape": [self.symbol if d is None else d for d in self.shape],
+            "shape": [s if d is None else d for d, s in zip(self.shape, syms, strict=True)],
             "space": "HBM",
         }
 
@@ -103,19 +122,22 @@ class Ring:
 
 @dataclass(frozen=True)
 class Ref:
-    """A tensor in Mosaic: a base memref, optionally indexed by one leading index."""
+    """A tensor in Mosaic: a base memref, optionally indexed by one leading index (a Vec
+    tile, a ring slot), optionally the region at `starts` (a view, LANGUAGE.md 4.2; one
+    i32 per dimension after the index) of the size of `vx_type`."""
 
     base: ir.Value
     index: ir.Value | None
     vx_type: ir.MemRefType
     name: str
+    starts: tuple[ir.Value, ...] | None = None
 
 
 @dataclass(frozen=True)
 class Token:
     src: Ref
     dst: Ref
-    ring: Ring
+    ring: Ring | None  # None: a store's token (the store semaphore)
     slot: ir.Value | None
     op: ir.Operation
 
@@ -132,14 +154,33 @@ class Kernel:
     instances: int = 0  # launch grid: 0 = a plain call, N = N instances, results stacked
     preconditions: list[str] = field(default_factory=list)  # the entry's `where` clauses
     constraints: list[str] = field(default_factory=list)  # of the export's dimension variables
+    # (input index, output index): a `&mut` tensor is an input the kernel's output aliases.
+    aliases: list[tuple[int, int]] = field(default_factory=list)
+    # The grid as a function of the dimension variables when the `where` clause fixes
+    # `instances()` (gemm: `(m // 128) * (n // 128)`); None: the static `grid`.
+    grid_expr: str | None = None
+    shape_params: list[str] = field(default_factory=list)  # scalars given by the shapes
+    # Every view and store proved in bounds (E6041) and no Vec indexed: Mosaic's run-time
+    # DMA bounds checks are switched off (`disable_bounds_checks`).
+    bounds_proved: bool = False
 
     @property
     def grid(self) -> int:
         return max(1, self.instances)
 
     @property
+    def grid_operands(self) -> int:
+        """Leading scalar operands of the custom call: a grid bound that depends on the
+        shapes is passed as one (Pallas's dynamic grid convention), before the inputs."""
+        return int(bool(self.grid_expr) and any(c.isalpha() for c in self.grid_expr))
+
+    @property
     def symbols(self) -> list[str]:
-        return [p.symbol for p in self.inputs if p.symbol]
+        """The dimension variables, in order of first appearance in the inputs."""
+        out: list[str] = []
+        for p in self.inputs:
+            out += [s for s in p.symbols if s and s not in out]
+        return out
 
 
 Rule = Callable[["FunctionLowering", ir.Operation], None]
@@ -164,12 +205,6 @@ def _call_refusal(op: ir.Operation) -> str:
 # Ops the tpu backend refuses by design (the walk raises these; see vxc/backends/walk.py).
 REFUSALS: dict[str, RefusalEntry] = {
     "func.call": RefusalEntry("E7002", _call_refusal),
-    # Views and stores (LANGUAGE.md 4.2) lower to `tpu.enqueue_dma` of a strided slice
-    # (TARGETS.md); not written yet: refused with the op's line.
-    **{
-        name: RefusalEntry("E7001", f"tpu backend: `{name}` (a view or a store) is not lowered yet")
-        for name in VIEW_OPS
-    },
     "memref.memory_space_cast": RefusalEntry(
         "E7005",
         "tpu backend: a tensor is reinterpreted in another memory space "
@@ -187,7 +222,8 @@ class FunctionLowering(Walk):
     rule_surface = frozenset(
         {"env", "ctx", "vx", "ty", "scalar", "i32", "idx", "hbm", "dst", "view", "load",
          "store", "sem", "flatten", "unflatten", "same_shape", "pid", "instances",
-         "inputs", "constraints", "preconditions", "precision"}
+         "inputs", "constraints", "preconditions", "precision", "grid_value", "grid_tree",
+         "store_sems", "shape_params", "tensor_index", "unchecked"}
     )  # fmt: skip
 
     def __init__(
@@ -206,7 +242,17 @@ class FunctionLowering(Walk):
         self.outputs: dict[ir.Operation, int] = {}  # transfer op -> output index
         self.inputs: list[Param] = []
         self.out_params: list[Param] = []
-        self.placeholders: dict[int, int] = {}  # input index -> placeholder value
+        self.placeholders: dict[str, int] = {}  # dimension variable -> placeholder value
+        self.dim_at: dict[str, tuple[int, int]] = {}  # its first (input, dimension)
+        self.shape_params: dict[int, str] = {}  # argument index -> dimension variable
+        self.tensor_index: dict[int, int] = {}  # argument index -> input index
+        self.mut_args: list[int] = []  # argument indices of `&mut` tensors
+        self.mut_output: dict[int, int] = {}  # argument index -> output index
+        self.aliases: list[tuple[int, int]] = []
+        self.grid_tree: Dim | None = None  # the grid from the `where` clause
+        self.bounds_proved = True  # every view/store proved (E6041), no Vec indexed
+        self.stores_async = False  # some `vx.store_async`: a semaphore for stores
+        self.unchecked: list[str] = []  # `where` clauses no export constraint states
         self.ret_values: list[ir.Value] = []
         self.capacity = 0  # bytes of VMEM (the transfers' `capacity`)
 
@@ -214,9 +260,13 @@ class FunctionLowering(Walk):
     def ty(self, text: str) -> ir.Type:
         return ir.Type.parse(text, context=self.ctx)
 
-    def hbm_type(self, t: ir.MemRefType, lead: int | None = None) -> ir.Type:
-        dims = [lead if (i == 0 and d == T.DYNAMIC) else d for i, d in enumerate(t.shape)]
-        return self.ty(self._memref(dims, t.element_type, "any"))
+    def hbm_type(self, p: Param) -> ir.Type:
+        """An HBM operand's Mosaic type: each dimension variable its placeholder."""
+        syms = p.symbols or (None,) * len(p.shape)
+        dims = [
+            self.placeholders[s] if d is None else d for d, s in zip(p.shape, syms, strict=True)
+        ]
+        return self.ty(self._memref(dims, self.ty(p.dtype), "any"))
 
     def _memref(self, dims, element, space: str) -> str:
         shape = "".join(f"{d}x" for d in dims)
@@ -242,27 +292,9 @@ class FunctionLowering(Walk):
     def plan(self) -> None:
         f = self.vx
         ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+        named = {d for i in range(len(ftype.inputs)) for d in T.arg_dims(f, i) if d}
         for i, t in enumerate(ftype.inputs):
-            name = T.arg_name(f, i)
-            if not isinstance(t, ir.MemRefType):
-                raise fail(
-                    "E7003",
-                    f,
-                    f"kernel `{self.name}`: scalar parameter `{name}` ({t}) is not supported: "
-                    "TPU kernel arguments are HBM tensors",
-                )
-            if T.space_of(t) != "HBM":
-                raise fail("E7003", f, f"kernel `{self.name}`: parameter `{name}` must be in HBM")
-            shape = tuple(None if d == T.DYNAMIC else d for d in t.shape)
-            if None in shape[1:] or (shape and shape[0] is None and t.rank < 2):
-                raise fail(
-                    "E7003", f, f"parameter `{name}` ({t}): only a Vec's length may be dynamic"
-                )
-            symbol = None
-            if shape and shape[0] is None:
-                symbol = f"{name}_len"
-                self.placeholders[i] = PLACEHOLDER_TOP - len(self.placeholders)
-            self.inputs.append(Param(name, mosaic_element(t.element_type, f), shape, symbol))
+            self._plan_param(i, t, T.arg_name(f, i), named)
         block = f.regions[0].blocks[0]
         ret = list(block.operations)[-1]
         self.ret_values = list(ret.operands)
@@ -291,6 +323,21 @@ class FunctionLowering(Walk):
                     stack + tuple(t.shape),
                 )
             )
+        # `&mut` tensors: outputs after the returned results, each aliasing its input.
+        for i in self.mut_args:
+            k = len(self.out_params)
+            self.out_params.append(self.inputs[self.tensor_index[i]])
+            self.aliases.append((self.tensor_index[i], k))
+            self.mut_output[i] = k
+        self.grid_tree = None if self.instances else _where_grid(self, f)
+        if self.grid_tree is not None and self.ret_values:
+            raise fail(
+                "E7003",
+                ret,
+                f"kernel `{self.name}`: its `where` clause fixes the grid from the shapes; "
+                "such a kernel writes its results through `&mut` tensors (a returned "
+                "tensor would be stacked by a count only known at the call)",
+            )
 
         errors: list[Refusal] = []
 
@@ -318,7 +365,51 @@ class FunctionLowering(Walk):
             self.capacity,
         )
 
+    def _plan_param(self, i: int, t: ir.Type, name: str, named: set[str]) -> None:
+        """Argument `i`: a shape parameter (a scalar naming a dimension: the export's
+        dimension variable, not an operand) or an HBM tensor operand, each dynamic
+        dimension a dimension variable (its `vx.dims` name, or `NAME_len` for a Vec)."""
+        f = self.vx
+        if not isinstance(t, ir.MemRefType):
+            if name in named and str(t) in ("i64", "i32", "index"):
+                self.shape_params[i] = name
+                return
+            raise fail(
+                "E7003",
+                f,
+                f"kernel `{self.name}`: scalar parameter `{name}` ({t}) is not supported: "
+                "TPU kernel arguments are HBM tensors",
+            )
+        if T.space_of(t) != "HBM":
+            raise fail("E7003", f, f"kernel `{self.name}`: parameter `{name}` must be in HBM")
+        dims = T.arg_dims(f, i)
+        shape = tuple(None if d == T.DYNAMIC else d for d in t.shape)
+        symbols: list[str | None] = []
+        for k, d in enumerate(shape):
+            sym = None
+            if d is None:
+                sym = dims[k] if k < len(dims) and dims[k] else (f"{name}_len" if k == 0 else None)
+                if sym is None:
+                    raise fail(
+                        "E7003",
+                        f,
+                        f"parameter `{name}` ({t}): dimension {k} is dynamic and names no "
+                        "shape parameter",
+                    )
+                if sym not in self.dim_at:
+                    self.dim_at[sym] = (len(self.inputs), k)
+                    self.placeholders[sym] = PLACEHOLDER_TOP - len(self.placeholders)
+            symbols.append(sym)
+        self.tensor_index[i] = len(self.inputs)
+        self.inputs.append(Param(name, mosaic_element(t.element_type, f), shape, tuple(symbols)))
+        if T.arg_is_mut(f, i):
+            self.mut_args.append(i)
+
     def _plan_op(self, op: ir.Operation) -> None:
+        if op.name == "vx.element" or (op.name in VIEW_OPS and not view(op).proved):
+            self.bounds_proved = False  # Mosaic's run-time bounds check stays
+        if op.name == "vx.store_async":
+            self.stores_async = True
         if op.name == "func.call":
             self.rule_for(op)  # its refusal, reported before the casts that feed it
         lay = ring_layout(op)
@@ -392,26 +483,31 @@ class FunctionLowering(Walk):
             scratch.append(
                 f"memref<{r.slots}x!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>"
             )
-        scratch.append("memref<1x!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>")  # blocking
+        one_sem = "memref<1x!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>"
+        scratch.append(one_sem)  # blocking transfers and stores
+        if self.stores_async:
+            # Async stores signal their own semaphore: a DMA semaphore counts bytes, so a
+            # blocking transfer's wait on a shared one could be satisfied by a store.
+            scratch.append(one_sem)
         counted = [r for r in rings if r.slots > 1]
         if counted:
             scratch.append(f"memref<{len(counted)}xi32, #tpu.memory_space<smem>>")
 
         f = self.vx
-        ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
-        in_types = [
-            self.hbm_type(ir.MemRefType(t), self.placeholders.get(i))
-            for i, t in enumerate(ftype.inputs)
-        ]
-        out_types = [
-            self.ty(self._memref(p.shape, self.ty(p.dtype), "any")) for p in self.out_params
-        ]
+        in_types = [self.hbm_type(p) for p in self.inputs]
+        out_types = [self.hbm_type(p) for p in self.out_params]
         arg_types = [self.ty("i32"), *in_types, *out_types, *(self.ty(s) for s in scratch)]
+        grid = self.grid_tree
+        if isinstance(grid, str | tuple):  # a function of the dimension variables
+            self.grid_value = PLACEHOLDER_TOP - len(self.placeholders)
+        else:
+            self.grid_value = max(1, self.instances) if grid is None else grid
         with self.ctx, ir.Location.unknown(self.ctx):
             module = ir.Module.create()
-            for k, (i, p) in enumerate(sorted(self.placeholders.items(), key=lambda x: -x[1])):
-                del k
-                self._map_placeholder(module, i, p)
+            for sym, value in self.placeholders.items():
+                self._map_placeholder(module, value, sym)
+            if isinstance(grid, str | tuple):
+                self._map_placeholder(module, self.grid_value, grid)
             with ir.InsertionPoint(module.body):
                 fn = func.FuncOp(self.name, ir.FunctionType.get(arg_types, []))
             n_io = len(in_types) + len(out_types)
@@ -419,7 +515,7 @@ class FunctionLowering(Walk):
             attrs["dimension_semantics"] = ir.ArrayAttr.get(
                 [ir.Attribute.parse("#tpu.dimension_semantics<parallel>")]
             )
-            attrs["iteration_bounds"] = ir.DenseI64ArrayAttr.get([max(1, self.instances)])
+            attrs["iteration_bounds"] = ir.DenseI64ArrayAttr.get([self.grid_value])
             attrs["scalar_prefetch"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)
             attrs["scratch_operands"] = ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(64), len(scratch)
@@ -437,6 +533,7 @@ class FunctionLowering(Walk):
             for r in sem_rings:
                 r.sem = next(sargs)
             self.sync_sem = next(sargs)
+            self.store_sems = next(sargs) if self.stores_async else None
             self.counters = next(sargs) if counted else None
             for k, r in enumerate(counted):
                 r.counter = k
@@ -445,9 +542,7 @@ class FunctionLowering(Walk):
                     memref.StoreOp(self.i32(0), self.counters, [self.idx(r.counter)])
                 vx_block = f.regions[0].blocks[0]
                 for i, a in enumerate(vx_block.arguments):
-                    self.env[a] = Ref(
-                        self.in_args[i], None, ir.MemRefType(a.type), T.arg_name(f, i)
-                    )
+                    self.env[a] = self._argument(i, a)
                 self.lower_block(vx_block)
         return Kernel(
             self.name,
@@ -458,32 +553,45 @@ class FunctionLowering(Walk):
             self.instances,
             self.preconditions,
             self.constraints,
+            self.aliases,
+            None if grid is None else _render(grid),
+            list(self.shape_params.values()),
+            # Mosaic's checks may go only if the proofs' assumptions are checked too:
+            # every `where` clause holds for the build or is an export constraint.
+            self.bounds_proved and not self.unchecked,
         )
 
-    def _map_placeholder(self, module: ir.Module, operand: int, value: int) -> None:
-        """Module attributes that tell XLA which operand dimension a placeholder stands for
-        (one function of every dimension variable, returning this one)."""
-        syms = sorted((p.symbol, i) for i, p in enumerate(self.inputs) if p.symbol)
-        pos = [s for s, _ in syms].index(self.inputs[operand].symbol)
-        params = ", ".join(f"%arg{k}: tensor<i32>" for k in range(len(syms)))
-        text = (
-            "module @jit_evaluate_shape attributes {jax.uses_shape_polymorphism = false, "
-            "mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"
-            f"  func.func public @main({params}) -> (tensor<i32>) {{\n"
-            f"    return %arg{pos} : tensor<i32>\n  }}\n}}\n"
-        )
+    def _argument(self, i: int, a: ir.Value) -> object:
+        """What vx argument `i` is in the kernel: a shape parameter is its dimension's
+        placeholder (XLA substitutes the call's size); a `&mut` tensor is its output
+        operand, which aliases the input, so reads and writes see one buffer."""
+        if i in self.shape_params:
+            return self.i32(self.placeholders[self.shape_params[i]])
+        name = T.arg_name(self.vx, i)
+        if i in self.mut_output:
+            return Ref(self.out_args[self.mut_output[i]], None, ir.MemRefType(a.type), name)
+        return Ref(self.in_args[self.tensor_index[i]], None, ir.MemRefType(a.type), name)
+
+    def _map_placeholder(self, module: ir.Module, value: int, expr: Dim) -> None:
+        """Module attributes that tell XLA what a placeholder stands for: a StableHLO
+        function of every dimension variable (sorted by name) computing `expr`, and
+        where each variable is found among the operands' dimensions."""
+        syms = sorted(self.dim_at)
+        lead = int(isinstance(self.grid_tree, str | tuple))  # the grid bound's operand
         attrs = module.operation.attributes
-        attrs[f"tpu.dynamic_dimension_mapping_module_{value}"] = ir.StringAttr.get(text)
+        attrs[f"tpu.dynamic_dimension_mapping_module_{value}"] = ir.StringAttr.get(
+            shape_module(syms, expr)
+        )
         i64 = ir.IntegerType.get_signless(64)
         attrs[f"tpu.dynamic_dimension_mapping_indices_{value}"] = ir.ArrayAttr.get(
             [
                 ir.DictAttr.get(
                     {
-                        "dimension_index": ir.IntegerAttr.get(i64, 0),
-                        "operand_index": ir.IntegerAttr.get(i64, i),
+                        "dimension_index": ir.IntegerAttr.get(i64, self.dim_at[s][1]),
+                        "operand_index": ir.IntegerAttr.get(i64, self.dim_at[s][0] + lead),
                     }
                 )
-                for _, i in syms
+                for s in syms
             ]
         )
 
@@ -501,57 +609,83 @@ class FunctionLowering(Walk):
 
     # -- helpers used by the rules --------------------------------------------------------
     def view(self, ref: Ref) -> ir.Value:
-        """The memref a DMA reads or writes: the base, or its `index`-th leading slice."""
-        if ref.index is None:
+        """The memref a DMA reads or writes: the base, its `index`-th leading slice, or
+        the region at `starts` of that (a `tpu.memref_slice` with dynamic offsets)."""
+        if ref.index is None and ref.starts is None:
             return ref.base
         base_t = ir.MemRefType(ref.base.type)
-        rest = list(base_t.shape[1:])
-        space = str(base_t.memory_space)
+        tile = list(ref.vx_type.shape)
+        space = ir.Attribute.parse(str(base_t.memory_space))
         elem = base_t.element_type
-        one = ir.MemRefType.get([1, *rest], elem, memory_space=ir.Attribute.parse(space))
-        zeros = [self.i32(0) for _ in rest]
-        s = tpu.MemRefSliceOp(one, ref.base, [ref.index, *zeros], []).result
-        sq = ir.MemRefType.get(rest, elem, memory_space=ir.Attribute.parse(space))
+        lead = [] if ref.index is None else [1]
+        starts = ([] if ref.index is None else [ref.index]) + list(
+            ref.starts if ref.starts is not None else [self.i32(0) for _ in tile]
+        )
+        one = ir.MemRefType.get(lead + tile, elem, memory_space=space)
+        s = tpu.MemRefSliceOp(one, ref.base, starts, []).result
+        if ref.index is None:
+            return s
+        sq = ir.MemRefType.get(tile, elem, memory_space=space)
         return tpu.MemRefSqueezeOp(sq, s).result
+
+    def _indices(self, ref: Ref) -> list[ir.Value]:
+        """vector.load/store indices of `ref`'s first element (index type)."""
+        tile = ref.vx_type.shape
+        rest = (
+            [arith.IndexCastOp(ir.IndexType.get(), v).result for v in ref.starts]
+            if ref.starts is not None
+            else [self.idx(0) for _ in tile]
+        )
+        if ref.index is None:
+            return rest
+        return [arith.IndexCastOp(ir.IndexType.get(), ref.index).result, *rest]
 
     def load(self, ref: Ref) -> ir.Value:
         base_t = ir.MemRefType(ref.base.type)
         tile = list(ref.vx_type.shape)
         vt = ir.VectorType.get(tile, base_t.element_type)
         if ref.index is None:
-            return vector.LoadOp(vt, ref.base, [self.idx(0) for _ in tile]).result
-        at = arith.IndexCastOp(ir.IndexType.get(), ref.index).result
+            return vector.LoadOp(vt, ref.base, self._indices(ref)).result
         full = ir.VectorType.get([1, *tile], base_t.element_type)
-        v = vector.LoadOp(full, ref.base, [at, *(self.idx(0) for _ in tile)]).result
+        v = vector.LoadOp(full, ref.base, self._indices(ref)).result
         return vector.ShapeCastOp(vt, v).result
 
     def store(self, ref: Ref, value: ir.Value) -> None:
         tile = list(ref.vx_type.shape)
         if ref.index is None:
-            tpu.vector_store(value, ref.base, [self.idx(0) for _ in tile])
+            tpu.vector_store(value, ref.base, self._indices(ref))
             return
         base_t = ir.MemRefType(ref.base.type)
         full = ir.VectorType.get([1, *tile], base_t.element_type)
         v = vector.ShapeCastOp(full, value).result
-        at = arith.IndexCastOp(ir.IndexType.get(), ref.index).result
-        tpu.vector_store(v, ref.base, [at, *(self.idx(0) for _ in tile)])
+        tpu.vector_store(v, ref.base, self._indices(ref))
 
     def ring_of(self, op: ir.Operation) -> Ring:
         ring = ring_layout(op).ring
         return self.rings[self.private[op] if ring < 0 else ring]
 
     def next_slot(self, r: Ring) -> ir.Value | None:
-        """Slot of this execution: counter mod slots, then counter += 1 (rings of > 1 slot)."""
+        """Slot of this execution: counter mod slots, then counter += 1 (rings of > 1 slot;
+        the IR's contract)."""
         if r.slots == 1:
             return None
         at = self.idx(r.counter)
         n = memref.LoadOp(self.counters, [at]).result
-        slot = arith.RemUIOp(n, self.i32(r.slots)).result
-        memref.StoreOp(arith.AddIOp(n, self.i32(1)).result, self.counters, [at])
-        return slot
+        if r.slots & (r.slots - 1) == 0:  # a power of two: the remainder is one `and`
+            slot = arith.RemUIOp(n, self.i32(r.slots)).result
+            memref.StoreOp(arith.AddIOp(n, self.i32(1)).result, self.counters, [at])
+            return slot
+        # Else the scalar unit has no cheap remainder: keep the slot itself in SMEM and
+        # wrap it (slot + 1, or 0 past the last), the same sequence of slots.
+        succ = arith.AddIOp(n, self.i32(1)).result
+        last = arith.CmpIOp(arith.CmpIPredicate.eq, succ, self.i32(r.slots)).result
+        memref.StoreOp(arith.SelectOp(last, self.i32(0), succ).result, self.counters, [at])
+        return n
 
-    def sem(self, r: Ring | None, slot: ir.Value | None) -> ir.Value:
-        arr = self.sync_sem if r is None else r.sem
+    def sem(self, r: Ring | None, slot: ir.Value | None, arr: ir.Value | None = None) -> ir.Value:
+        """The DMA semaphore of ring `r`'s slot; of blocking transfers (`r` None); or
+        element `slot` of `arr`."""
+        arr = arr if arr is not None else self.sync_sem if r is None else r.sem
         one = self.ty("memref<1x!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>")
         s = tpu.MemRefSliceOp(one, arr, [slot if slot is not None else self.i32(0)], []).result
         return tpu.MemRefSqueezeOp(
@@ -578,6 +712,13 @@ class FunctionLowering(Walk):
     # -- flattening values across scf.for ------------------------------------------------
     def flatten(self, v: object, op: ir.Operation) -> list[ir.Value]:
         if isinstance(v, Token):
+            if v.ring is None:
+                raise fail(
+                    "E7006",
+                    op,
+                    "a store's token carried by a loop has no Mosaic form yet; wait on it "
+                    "in the iteration that starts the store",
+                )
             return [
                 v.slot if v.slot is not None else self.i32(0),
                 v.src.index if v.src.index is not None else self.i32(0),
@@ -591,11 +732,17 @@ class FunctionLowering(Walk):
     def unflatten(self, proto: object, vals: list[ir.Value]) -> tuple[object, int]:
         if isinstance(proto, Token):
             slot = vals[0] if proto.ring.slots > 1 else None
+            # A view's offsets are not carried: the wait reads only the semaphore and the
+            # size (Mosaic's `tpu.wait_dma2`), and the loop's first region (whose offsets
+            # dominate the loop) has that size. A carried offset would cost scalar
+            # registers and lose the tile alignment Mosaic must see in a slice's offsets.
+            starts = proto.src.starts
             src = Ref(
                 proto.src.base,
                 vals[1] if proto.src.index is not None else None,
                 proto.src.vx_type,
                 proto.src.name,
+                starts,
             )
             dst = Ref(proto.ring.buf, slot, proto.dst.vx_type, proto.dst.name)
             return Token(src, dst, proto.ring, slot, proto.op), 2
@@ -608,6 +755,7 @@ class FunctionLowering(Walk):
             a.ring is not b.ring
             or a.src.base != b.src.base
             or (a.src.index is None) != (b.src.index is None)
+            or (a.src.starts is None) != (b.src.starts is None)
         ):
             raise fail(
                 "E7006",
@@ -679,8 +827,38 @@ def _transfer_async(lo: FunctionLowering, op: ir.Operation) -> None:
 def _wait(lo: FunctionLowering, op: ir.Operation) -> None:
     tok = lo.env[op.operands[0]]
     assert isinstance(tok, Token)
-    tpu.WaitDMA2Op(lo.sem(tok.ring, tok.slot), lo.view(tok.src), lo.view(tok.dst))
+    sem = lo.sem(None, None, lo.store_sems) if tok.ring is None else lo.sem(tok.ring, tok.slot)
+    tpu.WaitDMA2Op(sem, lo.view(tok.src), lo.view(tok.dst))
     lo.env[op.results[0]] = tok.dst
+
+
+@rule("vx.view")
+def _view(lo: FunctionLowering, op: ir.Operation) -> None:
+    """No code: the region is a `Ref` with offsets; the DMA that reads it slices it."""
+    src = lo.hbm(op.operands[0], op)
+    offs = [lo.env[v] for v in list(op.operands)[1:]]
+    if src.starts is not None:  # a view of a view: offsets add up
+        offs = [arith.AddIOp(a, b).result for a, b in zip(src.starts, offs, strict=True)]
+    t = _placed(op.results[0].type)
+    lo.env[op.results[0]] = Ref(src.base, src.index, t, f"{src.name}[view]", tuple(offs))
+
+
+@rule("vx.store", "vx.store_async")
+def _store(lo: FunctionLowering, op: ir.Operation) -> None:
+    """A DMA of the tile into the output's region (`&mut` tensors are output operands);
+    blocking: waited at once on the blocking semaphore; async: on the store semaphore
+    when its token is waited."""
+    tile = lo.hbm(op.operands[0], op)
+    out = lo.hbm(op.operands[1], op)
+    offs = tuple(lo.env[v] for v in list(op.operands)[2:])
+    dst = Ref(out.base, out.index, _placed(op.operands[0].type), f"{out.name}[view]", offs)
+    s, d = lo.view(tile), lo.view(dst)
+    if op.name == "vx.store":
+        tpu.EnqueueDMAOp(s, d, target_semaphore=lo.sem(None, None))
+        tpu.WaitDMA2Op(lo.sem(None, None), s, d)
+        return
+    tpu.EnqueueDMAOp(s, d, target_semaphore=lo.sem(None, None, lo.store_sems))
+    lo.env[op.results[0]] = Token(tile, dst, None, None, op)
 
 
 @rule("vx.matmul_acc")
@@ -743,6 +921,8 @@ def _for(lo: FunctionLowering, op: ir.Operation) -> None:
 
 
 def n_of(proto: object) -> int:
+    """How many i32s carry `proto` across an iteration: a token's slot and its source's
+    Vec index; any other value is itself."""
     return 2 if isinstance(proto, Token) else 1
 
 
@@ -753,7 +933,7 @@ def _instance(lo: FunctionLowering, op: ir.Operation) -> None:
 
 @rule("vx.instances")
 def _instances(lo: FunctionLowering, op: ir.Operation) -> None:
-    lo.env[op.results[0]] = lo.i32(max(1, lo.instances))
+    lo.env[op.results[0]] = lo.i32(lo.grid_value)  # a placeholder when the shapes give it
 
 
 @rule("vx.require")
@@ -774,7 +954,9 @@ def _require(lo: FunctionLowering, op: ir.Operation) -> None:
             f"the launch precondition `{clause}` is false for this build "
             f"(--tpu-instances {lo.instances})",
         )
-    if constraint is not None and constraint not in lo.constraints:
+    if constraint is None:
+        lo.unchecked.append(clause)  # the caller's to meet; the proofs assumed it
+    elif constraint not in lo.constraints:
         lo.constraints.append(constraint)
     if clause not in lo.preconditions:
         lo.preconditions.append(clause)
@@ -791,48 +973,170 @@ def _constraint(lo: FunctionLowering, cond: ir.Value) -> str | bool | None:
     if not isinstance(op, ir.OpView | ir.Operation) or op.name != "arith.cmpi":
         return None
     pred = ir.IntegerAttr(op.attributes["predicate"]).value
-    a, b = (_dim_expr(lo, v) for v in op.operands)
+    a, b = (_dim_tree(lo, v) for v in op.operands)
     if a is None or b is None:
         return None
     if isinstance(a, int) and isinstance(b, int):
         return {0: a == b, 1: a != b, 2: a < b, 3: a <= b, 4: a > b, 5: a >= b,
                 6: a < b, 7: a <= b, 8: a > b, 9: a >= b}[pred]  # fmt: skip
+    if a == b and pred in (0, 3, 5, 7, 9):
+        return True  # the grid the clause defines, compared with itself
+    x, y = _jax(a), _jax(b)
+    if x is None or y is None:
+        return None
     if pred == 0:
-        return f"{a} == {b}"
+        # jax.export takes `A == B` with A one term (a product of variables, mod and
+        # floordiv terms, and a coefficient).
+        if _term(a) and not isinstance(a, int):
+            return f"{x} == {y}"
+        if _term(b) and not isinstance(b, int):
+            return f"{y} == {x}"
+        return None
     if pred not in _GE:
         return None
     big, small, plus = _GE[pred]
-    x, y = (a, b)[big], (a, b)[small]
+    x, y = (x, y)[big], (x, y)[small]
     return f"{x} >= {y} + 1" if plus else f"{x} >= {y}"
 
 
-def _dim_expr(lo: FunctionLowering, v: ir.Value) -> str | int | None:
+# A function of the dimension variables: a constant, a variable, or (op, lhs, rhs) with op
+# one of SHAPE_OPS (integer arithmetic, `/` truncating as `arith.divsi` and StableHLO do).
+Dim = int | str | tuple
+SHAPE_OPS = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divsi": "/",
+             "arith.remsi": "%"}  # fmt: skip
+STABLEHLO = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "%": "remainder"}
+
+
+def _wrap(n: int) -> int:
+    """`n` as the scalar unit holds it: 32-bit two's complement, wrapping."""
+    return (n + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def fold(sign: str, x: int, y: int) -> int:
+    if sign in ("/", "%"):
+        q = abs(x) // abs(y)
+        q = q if (x < 0) == (y < 0) else -q
+        return q if sign == "/" else x - q * y  # the remainder takes the dividend's sign
+    return _wrap({"+": x + y, "-": x - y, "*": x * y}[sign])
+
+
+def _dim_tree(lo: FunctionLowering, v: ir.Value) -> Dim | None:
+    if isinstance(v, ir.BlockArgument):
+        if v.owner.owner == lo.vx and v.arg_number in lo.shape_params:
+            return lo.shape_params[v.arg_number]
+        return None
     op = v.owner
-    if isinstance(v, ir.BlockArgument) or not isinstance(op, ir.OpView | ir.Operation):
+    if not isinstance(op, ir.OpView | ir.Operation):
         return None
     if op.name == "vx.len":
         vec = op.operands[0]
         if isinstance(vec, ir.BlockArgument) and vec.owner.owner == lo.vx:
-            p = lo.inputs[vec.arg_number]
+            p = lo.inputs[lo.tensor_index[vec.arg_number]]
             return p.symbol or p.shape[0]
         return None
     if op.name == "vx.instances":
-        return max(1, lo.instances)
+        return lo.grid_tree if lo.grid_tree is not None else max(1, lo.instances)
     if op.name == "arith.constant":
         return ir.IntegerAttr(op.attributes["value"]).value
     if op.name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
-        return _dim_expr(lo, op.operands[0])
-    if op.name in ("arith.addi", "arith.subi", "arith.muli"):
-        x, y = (_dim_expr(lo, o) for o in op.operands)
+        return _dim_tree(lo, op.operands[0])
+    if op.name in SHAPE_OPS:
+        x, y = (_dim_tree(lo, o) for o in op.operands)
         if x is None or y is None:
             return None
-        sign = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*"}[op.name]
+        sign = SHAPE_OPS[op.name]
+        if sign in ("/", "%") and not (isinstance(y, int) and y > 0):
+            return None  # only a division by a positive constant (no guard needed)
         if isinstance(x, int) and isinstance(y, int):
-            # Folded as the scalar unit computes it: 32-bit two's complement, wrapping.
-            exact = {"+": x + y, "-": x - y, "*": x * y}[sign]
-            return (exact + (1 << 31)) % (1 << 32) - (1 << 31)
-        return f"({x} {sign} {y})"
+            return fold(sign, x, y)
+        return (sign, x, y)
     return None
+
+
+def _render(d: Dim) -> str:
+    """Python's spelling, as `Kernel.grid_expr` holds it (`//`, `%`: the dimensions are
+    non-negative, so floor and truncation agree)."""
+    if not isinstance(d, tuple):
+        return str(d)
+    sign = "//" if d[0] == "/" else d[0]
+    return f"({_render(d[1])} {sign} {_render(d[2])})"
+
+
+def _term(d: Dim) -> bool:
+    """A product of variables, constants, mod and floordiv terms (no sum)."""
+    return not isinstance(d, tuple) or d[0] in "/%" or (d[0] == "*" and _term(d[1]) and _term(d[2]))
+
+
+def _jax(d: Dim) -> str | None:
+    """jax.export's constraint spelling (`floordiv(m, 128)`, `mod(m, 128)`; its parser
+    takes no parentheses, so a sum inside a product or a difference is None)."""
+    if not isinstance(d, tuple):
+        return str(d)
+    op, a, b = d
+    x, y = _jax(a), _jax(b)
+    if x is None or y is None:
+        return None
+    if op in "/%":
+        return f"{'floordiv' if op == '/' else 'mod'}({x}, {y})"
+    if op == "*":
+        return f"{x} * {y}" if _term(a) and _term(b) else None
+    if op == "-" and not _term(b):
+        return None
+    return f"{x} {op} {y}"
+
+
+def _where_grid(lo: FunctionLowering, f: ir.Operation) -> Dim | None:
+    """The grid a top-level `where` clause `instances() == E` fixes, E a function of the
+    shapes (LANGUAGE.md 4.1), or None."""
+    for op in f.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name != "vx.require":
+            continue
+        cmp = op.operands[0].owner
+        if cmp.name != "arith.cmpi" or ir.IntegerAttr(cmp.attributes["predicate"]).value != 0:
+            continue
+        sides = list(cmp.operands)
+        for k in (0, 1):
+            owner = sides[k].owner
+            if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "vx.instances":
+                grid = _dim_tree(lo, sides[1 - k])
+                if grid is not None and not _uses_grid(lo, sides[1 - k]):
+                    return grid
+    return None
+
+
+def _uses_grid(lo: FunctionLowering, v: ir.Value) -> bool:
+    op = v.owner
+    if isinstance(v, ir.BlockArgument) or not isinstance(op, ir.OpView | ir.Operation):
+        return False
+    return op.name == "vx.instances" or any(_uses_grid(lo, o) for o in op.operands)
+
+
+def shape_module(syms: list[str], expr: Dim) -> str:
+    """The StableHLO function of the dimension variables `syms` (its arguments, in order)
+    that XLA evaluates to replace a placeholder with `expr` (Pallas's export convention;
+    the interpreter evaluates the same text)."""
+    params = ", ".join(f"%arg{k}: tensor<i32>" for k in range(len(syms)))
+    lines: list[str] = []
+
+    def emit(d: Dim) -> str:
+        if isinstance(d, str):
+            return f"%arg{syms.index(d)}"
+        if isinstance(d, int):
+            lines.append(f"    %{len(lines)} = stablehlo.constant dense<{d}> : tensor<i32>")
+            return f"%{len(lines) - 1}"
+        x, y = emit(d[1]), emit(d[2])
+        lines.append(f"    %{len(lines)} = stablehlo.{STABLEHLO[d[0]]} {x}, {y} : tensor<i32>")
+        return f"%{len(lines) - 1}"
+
+    out = emit(expr)
+    body = "".join(line + "\n" for line in lines)
+    return (
+        "module @jit_evaluate_shape attributes {jax.uses_shape_polymorphism = false, "
+        "mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"
+        f"  func.func public @main({params}) -> (tensor<i32>) {{\n"
+        f"{body}    return {out} : tensor<i32>\n  }}\n}}\n"
+    )
 
 
 @rule("func.return")

@@ -39,6 +39,10 @@ class TpuKernel:
         self.params: list[dict] = spec["params"]
         self.results: list[dict] = spec["results"]
         self.instances: int = spec["grid"]["instances"]  # the static grid it was built for
+        bound = spec["grid"]["iteration_bounds"][0]
+        # The grid the kernel's `where` clause gives from the shapes (gemm's
+        # `((m // 128) * (n // 128))`), or None: the static grid above.
+        self.grid_expr: str | None = bound if isinstance(bound, str) else None
         self.export_path = directory / spec["files"]["export"]
         self._exported: Any = None
         self._jit: Any = None
@@ -70,8 +74,26 @@ class TpuKernel:
         return self._jit(*args)
 
     def launch(self, instances: int, *args: Any) -> Any:
-        """A Mosaic grid is static: the artifact runs the launch it was built for
-        (`vxc build --tpu-instances N`), results stacked; any other count is refused."""
+        """A kernel whose `where` clause gives the grid from the shapes runs that many
+        instances: another count is refused, naming it (the cpu's VX_ERR_WHERE). Else
+        the artifact runs the launch it was built for (`vxc build --tpu-instances N`),
+        results stacked; any other count is refused."""
+        if self.grid_expr is not None:
+            from vxc.backends.tpu.export import shape_value
+
+            sizes = {
+                d: int(n)
+                for p, a in zip(self.params, args, strict=True)
+                for d, n in zip(p["shape"], a.shape, strict=True)
+                if isinstance(d, str)
+            }
+            grid = shape_value(self.grid_expr, sizes)
+            if instances != grid:
+                raise ValueError(
+                    f"tpu kernel '{self.name}' runs {self.grid_expr} = {grid} instances for "
+                    f"these shapes (its where clause); a launch of {instances} is refused"
+                )
+            return self(*args)
         if instances != self.instances:
             built = f"{self.instances} instances" if self.instances else "a plain call"
             raise ValueError(

@@ -55,12 +55,21 @@ class Artifact:
 
     def interpret(self, args, topo: str = "v5e", specialised: bool = True):
         """Run the kernel in the interpreter: by default the module libtpu compiled for
-        these inputs' Vec length (specialised), else the artifact's own Mosaic text."""
-        from vxc.backends.tpu.aot import specialised_mosaic
+        these inputs' sizes (specialised), else the artifact's own Mosaic text."""
+        from vxc.backends.tpu.aot import compile_export, specialised_mosaic
+        from vxc.backends.tpu.export import shape_value
         from vxc.backends.tpu.interp import run
 
-        text = self.mosaic
-        if specialised and self.kernel.symbols:
-            n = next(a.shape[0] for a, p in zip(args, self.kernel.inputs, strict=True) if p.symbol)
-            (text,) = specialised_mosaic(self.aot(topo, n))
-        return run(text, list(args), [p.name for p in self.kernel.inputs])
+        k = self.kernel
+        text, grid = self.mosaic, None
+        sizes = {
+            s: int(d)
+            for a, p in zip(args, k.inputs, strict=True)
+            for s, d in zip(p.symbols, a.shape, strict=True)
+            if s
+        }
+        if specialised and k.symbols:
+            (text,) = specialised_mosaic(compile_export(self.export, k, topo, sizes))
+            if k.grid_operands:  # the grid bound is then a run-time operand
+                grid = [shape_value(k.grid_expr, sizes)]
+        return run(text, list(args), [p.name for p in k.inputs], k.aliases, grid)
