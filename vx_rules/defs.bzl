@@ -4,13 +4,14 @@
 
     vx_library(name, srcs, deps = [], machine = None)
         Vx sources shared by kernels (their `deps`).
-    vx_kernel(name, srcs, deps = [], machine = None, emit = "artifact", targets = TARGETS)
+    vx_kernel(name, srcs, deps = [], machine = None, consts = {}, emit = "artifact", targets = TARGETS)
         One artifact directory, <name>.<target>/, for the configured target
         (//vx_rules:target, set with --config=cpu|tpu|b200|h100); every file in it
         is named <stem>.<target>.<ext>. Its checked HIR (<name>.vxhir) is built
         once, in a configuration shared by every target. emit = "vx-mlir" or
         "target-ir" produces that IR instead of the artifact, "report" the cost
         report (<stem>.<target>.report.txt and .roofline.svg, as `vxc report`).
+        `consts = {"N": "1024"}` instantiates generic entries (`vxc build --const`).
         `targets` lists the targets the kernel builds for (default all): under
         another --config it is incompatible (target_compatible_with), so
         `bazel build //...` skips it and its dependents instead of failing.
@@ -57,13 +58,14 @@ def vx_targets_only(targets):
     cases["//conditions:default"] = []  # the HIR configuration (never a kernel's own)
     return select(cases)
 
-def vx_kernel(name, srcs, deps = [], machine = None, visibility = None, tags = [], targets = _TARGETS, target_compatible_with = [], **kwargs):
+def vx_kernel(name, srcs, deps = [], machine = None, consts = {}, visibility = None, tags = [], targets = _TARGETS, target_compatible_with = [], **kwargs):
     _vx_hir(
         name = name + "_hir",
         kernel_name = name,
         srcs = srcs,
         deps = deps,
         machine = machine,
+        consts = consts,
         visibility = ["//visibility:private"],
         tags = tags,
     )
@@ -73,6 +75,7 @@ def vx_kernel(name, srcs, deps = [], machine = None, visibility = None, tags = [
         srcs = srcs,
         deps = deps,
         machine = machine,
+        consts = consts,
         visibility = visibility,
         tags = tags,
         target_compatible_with = vx_targets_only(targets) + target_compatible_with,

@@ -137,10 +137,15 @@ class Analysis:
         return serial.dump(self.hir, self.key, compiler_version())
 
     @staticmethod
-    def from_bytes(data: bytes, sources: list[Source], machine: Source | None = None) -> Analysis:
+    def from_bytes(
+        data: bytes,
+        sources: list[Source],
+        machine: Source | None = None,
+        consts: dict[str, int] | None = None,
+    ) -> Analysis:
         from vxc.hir import serial
 
-        key = sources_key(sources, machine)
+        key = sources_key(sources, machine, consts)
         try:
             hir = serial.load(data, key, compiler_version())
         except serial.CacheError as e:

@@ -11,7 +11,16 @@ import os
 import sys
 import traceback
 
-from vxc.targets import EMIT_MEANING, EMITS, TARGET_NAMES, TARGETS, add_option_flags, options_from
+from vxc.targets import (
+    EMIT_MEANING,
+    EMITS,
+    TARGET_NAMES,
+    TARGETS,
+    add_analysis_flags,
+    add_option_flags,
+    analysis_from,
+    options_from,
+)
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -66,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
         default="human",
         help=FORMAT_HELP + " (default: %(default)s)",
     )
-    c.add_argument("--const", action="append", default=[], metavar="NAME=VALUE", help=CONST_HELP)
+    add_analysis_flags(c)
     b = sub.add_parser(
         "build",
         help="build sources for a target",
@@ -98,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
         default="human",
         help=FORMAT_HELP + " (default: %(default)s)",
     )
-    b.add_argument("--const", action="append", default=[], metavar="NAME=VALUE", help=CONST_HELP)
+    add_analysis_flags(b)
     _report_parser(sub)
     e = sub.add_parser("explain", help="explain a diagnostic code")
     e.add_argument("code")
@@ -156,24 +165,12 @@ def _read(path: str):
         raise UsageError(f"cannot read `{path}`: {why}") from e
 
 
-CONST_HELP = (
-    "instantiate the generic kernel entries' const parameter NAME as VALUE (repeatable); "
-    "an entry with const parameters is built once per instantiation"
-)
-
-
-def _consts(pairs: list[str]) -> dict[str, int]:
-    """`--const N=1024` -> {"N": 1024}; anything else is a usage error naming it."""
-    out: dict[str, int] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        try:
-            if not sep or not name.isidentifier():
-                raise ValueError
-            out[name] = int(value)
-        except ValueError:
-            raise UsageError(f"--const takes NAME=INTEGER, found `{pair[:200]}`") from None
-    return out
+def _analysis_args(args) -> dict:
+    """`api.analyze`'s keywords from the flags (`--const`); a malformed one is a usage error."""
+    try:
+        return analysis_from(vars(args))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def _report(diags, sources, machine, fmt: str) -> None:
@@ -187,7 +184,7 @@ def _check(args) -> int:
 
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None
-    checked = api.check(sources, args.target, machine, _consts(args.const))
+    checked = api.check(sources, args.target, machine, **_analysis_args(args))
     _report(checked.diagnostics, sources, machine, args.error_format)
     return EXIT_OK if checked.ok else EXIT_ERRORS
 
@@ -198,7 +195,7 @@ def _build(args) -> int:
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None
     result = api.build(
-        api.analyze(sources, machine, _consts(args.const)),
+        api.analyze(sources, machine, **_analysis_args(args)),
         args.target,
         args.emit,
         **options_from(vars(args)),

@@ -206,6 +206,47 @@ def add_option_flags(parser) -> None:
         parser.add_argument(o.flag, dest=o.name, default=o.default, help=o.help, **o.argparse)
 
 
+# The analysis's inputs besides the sources and the machine model (`api.analyze`'s
+# keywords): `vxc check`, `vxc build` and the worker's `hir` and `build` requests (Bazel's
+# `vx_kernel(consts = ...)`) take these flags, all from this one table.
+ANALYSIS_FLAGS: tuple[OptionField, ...] = (
+    OptionField(
+        "consts",
+        "analysis",
+        "--const",
+        "instantiate the generic kernel entries' const parameter NAME as VALUE "
+        "(repeatable); an entry with const parameters is built once per instantiation",
+        None,
+        {"action": "append", "metavar": "NAME=VALUE"},
+    ),
+)
+
+
+def add_analysis_flags(parser) -> None:
+    """Add the analysis flags (`--const NAME=VALUE`) to an argparse (sub)parser."""
+    for o in ANALYSIS_FLAGS:
+        parser.add_argument(o.flag, dest=o.name, default=o.default, help=o.help, **o.argparse)
+
+
+def analysis_from(values: dict) -> dict:
+    """`api.analyze`'s keywords from parsed flags; ValueError names a malformed one."""
+    return {"consts": parse_consts(values.get("consts") or [])}
+
+
+def parse_consts(pairs: list[str]) -> dict[str, int]:
+    """`--const N=1024` -> {"N": 1024}; anything else is a ValueError naming it."""
+    out: dict[str, int] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        try:
+            if not sep or not name.isidentifier():
+                raise ValueError
+            out[name] = int(value)
+        except ValueError:
+            raise ValueError(f"--const takes NAME=INTEGER, found `{pair[:200]}`") from None
+    return out
+
+
 def options_from(values: dict) -> dict:
     """The build options among `values` (an argparse namespace's vars, or keywords)."""
     return {o.name: values[o.name] for o in option_fields() if o.name in values}

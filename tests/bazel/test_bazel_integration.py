@@ -209,7 +209,14 @@ def test_main_repository_bazel_test_passes(ws):
         p = main.run("test", "//...")
         assert "//kernels:stream_test" in p.stdout + p.stderr
         # C and Python callers link and load the kernel through ordinary deps.
-        for t in ("stream_test", "stream_cc_test", "stream_py_test"):
+        # So do the callers of kernels with outputs (gemm, a generic entry built with consts).
+        for t in (
+            "stream_test",
+            "stream_cc_test",
+            "stream_py_test",
+            "gemm_cc_test",
+            "rows_py_test",
+        ):
             assert (copy / "bazel-testlogs" / "kernels" / t / "test.xml").is_file(), t
     finally:
         main.shutdown()

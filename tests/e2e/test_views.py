@@ -19,7 +19,11 @@ from vxc.ir import parse_module, print_module
 
 ROOT = Path(__file__).resolve().parents[2]
 BF16 = ml_dtypes.bfloat16
-KERNELS = {"gemm": ROOT / "kernels" / "gemm.vx", "gemm3": ROOT / "kernels" / "gemm_3stage.vx"}
+KERNELS = {
+    "gemm": ROOT / "kernels" / "gemm.vx",
+    "gemm3": ROOT / "kernels" / "gemm_3stage.vx",
+    "gemm_async": ROOT / "kernels" / "gemm_async.vx",  # the async store of 4.2
+}
 SHAPES = [(128, 128, 128), (256, 128, 384), (128, 384, 256), (384, 256, 512), (1024, 1024, 1024)]
 
 
@@ -135,8 +139,10 @@ def test_header_documents_outputs_and_shapes(built):
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
-def test_a_c_caller_computes_numpys_answer(built, tmp_path):
-    _, out, _ = built["gemm"]
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_a_c_caller_computes_numpys_answer(built, name, tmp_path):
+    _, out, _ = built[name]
+    stem = KERNELS[name].stem  # the artifact is named after the file, the function after fn
     m, n, k = 256, 384, 256
     a, b, c = _operands(m, n, k, seed=3)
     a.view(np.uint16).tofile(tmp_path / "a.bin")
@@ -144,7 +150,7 @@ def test_a_c_caller_computes_numpys_answer(built, tmp_path):
     (tmp_path / "main.c").write_text(
         f"""#include <stdio.h>
 #include <stdlib.h>
-#include "gemm.cpu.h"
+#include "{stem}.cpu.h"
 static void *load(const char *path, size_t n) {{
   void *p = malloc(n); FILE *f = fopen(path, "rb");
   if (!f || fread(p, 1, n, f) != n) exit(3);
@@ -154,7 +160,7 @@ int main(void) {{
   const int64_t m = {m}, n = {n}, k = {k};
   uint16_t *a = load("a.bin", m * k * 2), *b = load("b.bin", k * n * 2);
   float *c = malloc(m * n * sizeof(float)); /* the caller allocates the output */
-  int32_t s = gemm_launch((m / 128) * (n / 128), 0, m, n, k, a, m, k, b, k, n, c, m, n);
+  int32_t s = {name}_launch((m / 128) * (n / 128), 0, m, n, k, a, m, k, b, k, n, c, m, n);
   if (s != VX_OK) return 10 + s;
   FILE *f = fopen("c.bin", "wb"); fwrite(c, sizeof(float), m * n, f); fclose(f);
   return 0;
@@ -163,7 +169,7 @@ int main(void) {{
     )
     exe = tmp_path / "main"
     subprocess.run(
-        ["cc", "-O1", "-I", str(out), str(tmp_path / "main.c"), str(out / "gemm.cpu.so"),
+        ["cc", "-O1", "-I", str(out), str(tmp_path / "main.c"), str(out / f"{stem}.cpu.so"),
          f"-Wl,-rpath,{out}", "-o", str(exe)],
         check=True,
     )  # fmt: skip
@@ -241,7 +247,7 @@ def test_a_view_moved_within_its_space_is_stored_as_it_is(tmp_path):
     found this one an AttributeError in the cpu backend)."""
     text = b"""\
 fn rows(m: i64, x: &Tensor<f32, [m, 128]>, out: &mut Tensor<f32, [m, 128]>) -> void
-    on Topology::TensorCore where m == 128 * instances() {
+    on Topology::TensorCore where m % 128 == 0, instances() == m / 128 {
   let r = instance() * 128;
   let t = transfer(x[r .. r + 64, 64 .. 128], Memory::HBM);
   transfer(t, out[r + 64 .. r + 128, 0 .. 64]);

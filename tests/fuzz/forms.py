@@ -207,7 +207,8 @@ def tile_word(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
     if not hits:
         return data
     m = rng.choice(hits)
-    return data[: m.start()] + rng.choice(group) + data[m.end() :]
+    # another word of the group: the same one would be a wasted (unchanged) input
+    return data[: m.start()] + rng.choice([w for w in group if w != m.group()]) + data[m.end() :]
 
 
 def store_form(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:

@@ -235,3 +235,35 @@ def test_machine_file_diagnostic_shows_its_source_line(worker, execroot):
         cwd=execroot, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert cli.stderr in r.output  # the same rendering, word for word
+
+
+SCALE = """\
+fn scale<const N: i64>(x: &Tensor<f32, [N, 128]>) -> Tensor<f32, [N, 128]>
+    on Topology::TensorCore {
+  let t = transfer(x, Memory::VMEM);
+  return transfer(t, Memory::HBM);
+}
+"""
+
+
+def test_const_instantiates_a_generic_entry_in_both_requests(worker, execroot):
+    """`--const` (vx_kernel's consts) is the CLI's flag, from the one flag table: the hir
+    request instantiates the entry and the build's HIR key includes the values, so a .vxhir
+    of another instantiation is stale, never silently reused."""
+    (execroot / "k" / "scale.vx").write_text(SCALE)
+    hir = _hir("out/scale.vxhir", "k/scale.vx")
+    r = worker.call(hir)
+    assert r.exit_code == 1 and "E0109" in r.output  # no instantiation: a diagnostic
+    r = worker.call([*hir, "--const", "N=64"])
+    assert r.exit_code == 0, r.output
+    build = _build("cpu", "out/scale.cpu", "out/scale.vxhir", "k/scale.vx", "vx-mlir")
+    r = worker.call([*build, "--const", "N=64"], verbosity=10)
+    assert r.exit_code == 0, r.output
+    assert _stats(r.output)["hir"] == "memory"
+    assert "@scale__64" in (execroot / "out" / "scale.cpu" / "scale.cpu.mlir").read_text()
+    r = worker.call([*build, "--const", "N=32"], verbosity=10)
+    assert r.exit_code == 0, r.output
+    assert _stats(r.output)["hir"] == "recomputed"  # the .vxhir is N=64's
+    assert "@scale__32" in (execroot / "out" / "scale.cpu" / "scale.cpu.mlir").read_text()
+    r = worker.call([*build, "--const", "N"])
+    assert r.exit_code == 2 and "--const takes NAME=INTEGER, found `N`" in r.output

@@ -37,10 +37,14 @@ def _sources(ctx):
                 break
     return srcs, machine
 
-def _src_args(args, srcs, machine):
+def _src_args(args, srcs, machine, consts):
     args.add_all(srcs, before_each = "--src")
     if machine != None:
         args.add("--machine", machine)
+
+    # The analysis flags (vxc/targets.py ANALYSIS_FLAGS): the hir and the build request
+    # both name the instantiation (the HIR's key includes it).
+    args.add_all(["%s=%s" % (k, consts[k]) for k in sorted(consts)], before_each = "--const")
 
 def _run_vxcompile(ctx, tc, args, inputs, outputs, progress):
     args.use_param_file("@%s", use_always = True)
@@ -65,6 +69,11 @@ _COMMON_ATTRS = {
     "machine": attr.label(allow_single_file = [".vx"], doc = "a machine model; default: the target's own"),
 }
 
+# The checked HIR and the build of one instantiation (not vx_library's: sources only).
+_CONSTS_ATTR = {
+    "consts": attr.string_dict(doc = "the generic entries' const parameters, NAME -> integer (`vxc build --const NAME=VALUE`)"),
+}
+
 def _vx_hir_impl(ctx):
     tc = ctx.toolchains[TOOLCHAIN_TYPE].vx
     srcs, machine = _sources(ctx)
@@ -72,7 +81,7 @@ def _vx_hir_impl(ctx):
     args = ctx.actions.args()
     args.add("hir")
     args.add("--out", out)
-    _src_args(args, srcs, machine)
+    _src_args(args, srcs, machine, ctx.attr.consts)
     inputs = srcs.to_list() + ([machine] if machine else [])
     _run_vxcompile(ctx, tc, args, inputs, [out], "VxCompile checking %s (all targets)" % ctx.label)
     return [
@@ -87,7 +96,7 @@ vx_hir = rule(
     implementation = _vx_hir_impl,
     cfg = hir_transition,
     attrs = dict(
-        _COMMON_ATTRS,
+        _COMMON_ATTRS.items() + _CONSTS_ATTR.items(),
         kernel_name = attr.string(mandatory = True),
         _allowlist_function_transition = attr.label(
             default = Label("@bazel_tools//tools/allowlists/function_transition_allowlist"),
@@ -142,7 +151,7 @@ def _vx_kernel_impl(ctx):
     args = ctx.actions.args()
     args.add("build")
     args.add("--hir", hir.hir)
-    _src_args(args, srcs, machine)
+    _src_args(args, srcs, machine, ctx.attr.consts)
     args.add("--target", target)
     args.add("--emit", ctx.attr.emit)
     args.add("--cpu", ctx.attr._cpu[VxCpuInfo].cpu)
@@ -177,7 +186,7 @@ def _vx_kernel_impl(ctx):
 vx_kernel_rule = rule(
     implementation = _vx_kernel_impl,
     attrs = dict(
-        _COMMON_ATTRS.items() + CC_ATTRS.items(),
+        _COMMON_ATTRS.items() + _CONSTS_ATTR.items() + CC_ATTRS.items(),
         hir = attr.label(mandatory = True, providers = [VxHirInfo]),
         emit = attr.string(
             default = "artifact",

@@ -17,6 +17,13 @@ Integer division by a non-literal goes to z3 as it is, with its quotient and rem
 as fresh constants (`a = b*q + r`, `|r| < |b|`, the sign of `a`): z3's nonlinear core
 decides the kernels' index arithmetic that way, where its native `div` often does not.
 An undecided query is the error with "could not be proved", never a pass.
+
+Integer arithmetic wraps (docs/DESIGN.md), and the facts the proofs assume (`where`
+clauses, path conditions, quotients) keep the wrapped model. The index terms a proof
+is about (view bounds, store regions) are read over the mathematical integers instead,
+with the obligation that none of their operations overflows (`Overflow`): where no
+operation of an index overflows, its value is the exact one, so the proof is sound;
+where one may, that is E6041 with the values that overflow it.
 """
 
 from __future__ import annotations
@@ -26,6 +33,26 @@ from dataclasses import dataclass, field
 import z3
 
 INTERNAL = "%"  # prefix of constants that are no program value (quotients, remainders)
+
+
+@dataclass
+class Overflow:
+    """One wrapping `+ - *` in an index: `fits` holds when its exact value (over exact
+    operands) is in its type's range, so the machine computes the exact value."""
+
+    fits: z3.BoolRef
+    text: str  # the operation as the program wrote it
+    ty: str
+
+
+@dataclass
+class Ideal:
+    """An integer term over the mathematical integers (`exact`), and the wrapping
+    operations it is made of (indices into the checker's `Overflow` list)."""
+
+    term: z3.ArithRef  # the wrapped term (kept alive: the table is keyed by its z3 id)
+    exact: z3.ArithRef
+    ops: frozenset[int]
 
 
 @dataclass
@@ -39,6 +66,7 @@ class Store:
     span: object
     mentions_instance: bool
     nid: int = -1  # the store's Transfer node
+    inside: z3.BoolRef | None = None  # the region's bounds in its output (E6041 proves them)
 
 
 @dataclass

@@ -11,15 +11,18 @@ variables by their ranges.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import z3
-from z3.z3 import _to_expr_ref  # what z3.substitute wraps its result with
 
 from vxc.checks.machine import Machine
 from vxc.checks.regions import (
+    Ideal,
+    Overflow,
     Proofs,
     Store,
+    constants,
     named_values,
     trunc_div,
 )
@@ -38,6 +41,7 @@ UNDECIDED = object()  # `SeamChecker._model`'s answer to a query z3 could not de
 # The launch grid (LANGUAGE.md section 4.1): one pair of constants for every function of
 # a compilation, because a helper runs in the instance of the kernel that called it.
 INSTANCE = z3.Int("instance()")
+ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 INSTANCES = z3.Int("instances()")
 
 
@@ -95,9 +99,12 @@ class SeamChecker(StmtVisitor):
         # Constants of one instance's own (loop variables, quotients, unknown values): a
         # second instance has its own copies (E6042); parameters and lengths are shared.
         self.owned: list = [INSTANCE]
-        # (wrapped, exact) of every integer operation: the view and race proofs read the
-        # exact terms (docs/DESIGN.md, "Views": index arithmetic is taken not to overflow).
-        self.wraps: list[tuple] = []
+        # Every wrapping integer operation, and the exact form of every term built from
+        # them (by z3 id): the view and race proofs read index terms exactly, with the
+        # obligation that none of their operations overflows (checks/regions.py).
+        self.wraps: list[Overflow] = []
+        self.ideals: dict[int, Ideal] = {}
+        self.wrapping_clauses: list[z3.BoolRef] = []  # `where` clauses with a wrap in them
         self.per_instance: set[int] = set()  # variables whose value depends on instance()
 
     # ---- entry -------------------------------------------------------------------
@@ -105,7 +112,12 @@ class SeamChecker(StmtVisitor):
         self.assume.extend(launch_facts())
         for p in self.fn.params:
             self._bind_param(p.vid, p.name, p.ty)
-        clauses = [self._bool(w) for w in self.fn.decl.where]
+        clauses = []
+        for w in self.fn.decl.where:
+            before = len(self.wraps)
+            clauses.append(self._bool(w))
+            if len(self.wraps) > before:
+                self.wrapping_clauses.append(clauses[-1])
         self.assume.extend(clauses)
         if clauses and not self.fn.generic_of:
             # (an instance's clauses have its const arguments substituted: a false one is
@@ -325,7 +337,12 @@ class SeamChecker(StmtVisitor):
                 )
         for vid, t in ti.items():
             if vid in self.ints and self.ints[vid] is not t:
-                self.ints[vid] = z3.If(cond, t, self.ints[vid])
+                e = self.ints[vid]
+                self.ints[vid] = self._keep(
+                    z3.If(cond, t, e),
+                    z3.If(cond, self._exact(t), self._exact(e)),
+                    self._ops(t) | self._ops(e),
+                )
         for vid, t in tbo.items():
             if vid in self.bools and self.bools[vid] is not t:
                 self.bools[vid] = z3.If(cond, t, self.bools[vid])
@@ -608,11 +625,13 @@ class SeamChecker(StmtVisitor):
         dims = T.deref(v.obj.ty).dims
         for r, dim in zip(v.ranges, dims, strict=True):
             lo, hi, size = self._int(r.lo), self._int(r.hi), self._dim(dim)
-            for holds, text in (
-                (lo >= 0, f"{_show(r.lo)} >= 0"),
-                (hi <= size, f"{_show(r.hi)} <= {dim}"),
+            for holds, text, term in (
+                (self._exact(lo) >= 0, f"{_show(r.lo)} >= 0", lo),
+                (self._exact(hi) <= size, f"{_show(r.hi)} <= {dim}", hi),
             ):
-                self.bounds.append((v, r, text, holds, pc))
+                ops = sorted(self._ops(term))
+                fails = z3.Or(z3.Not(holds), *(z3.Not(self.wraps[j].fits) for j in ops))
+                self.bounds.append((v, r, text, fails, pc, ops))
         self.proofs.views.add(v.nid)
 
     def _prove_bounds(self) -> None:
@@ -620,25 +639,47 @@ class SeamChecker(StmtVisitor):
         hold); only when some may fail is each asked on its own, for its counterexample."""
         if not self.bounds:
             return
-        some = z3.Or(*(z3.And(pc, z3.Not(holds)) for _, _, _, holds, pc in self.bounds))
-        verdict, _ = self.solver.decide(self._ideal([*self.assume, some]))
+        some = z3.Or(*(z3.And(pc, fails) for _, _, _, fails, pc, _ in self.bounds))
+        verdict, _ = self.solver.decide([*self.assume, some])
         if verdict == "unsat":
             return
-        for v, r, text, holds, pc in self.bounds:
+        for v, r, text, fails, pc, ops in self.bounds:
             key = ("view", v.nid, r.nid, text)
             if key in self.reported:
                 continue
-            verdict, model = self.solver.decide(
-                self._ideal([*self.assume, pc, z3.Not(holds)]), self._program_values()
-            )
+            verdict, model = self.solver.decide([*self.assume, pc, fails], self._program_values())
             if verdict == "unsat":
                 continue
             self.reported.add(key)
-            self._out_of_bounds(v, r, text, verdict, model, [*self._program_values(), pc])
+            over = [
+                self.wraps[j]
+                for j in ops
+                if verdict == "sat" and z3.is_false(model.eval(self.wraps[j].fits, True))
+            ]
+            terms = [*self._program_values(), pc]
+            self._out_of_bounds(v, r, text, verdict, model, terms, over[:1])
 
-    def _out_of_bounds(self, v: H.View, r: H.Range, text: str, verdict, model, terms) -> None:
+    def _out_of_bounds(
+        self, v: H.View, r: H.Range, text: str, verdict, model, terms, over: list[Overflow]
+    ) -> None:
         obj = _show(v.obj)
-        if verdict == "sat":
+        help_ = (
+            f"add a `where` clause that makes it hold (`where {text}`, or a bound on "
+            "the parameters it follows from), or use a different index"
+        )
+        if verdict == "sat" and over:
+            # the exact value may be inside, but the machine computes the wrapped one
+            values = named_values(model, terms, self._order())
+            msg = (
+                f"this view of `{obj}` may lie outside it: `{over[0].text}` may overflow "
+                f"`{over[0].ty}`"
+            )
+            note = f"z3 counterexample: {values} (integer arithmetic wraps)"
+            help_ = (
+                f"bound the parameters with `where` clauses that keep `{over[0].text}` "
+                f"within `{over[0].ty}`, or use a wider integer type"
+            )
+        elif verdict == "sat":
             values = named_values(model, terms, self._order())
             msg = f"this view of `{obj}` may lie outside it: `{text}` does not hold"
             note = f"z3 counterexample: {values}"
@@ -646,14 +687,7 @@ class SeamChecker(StmtVisitor):
             msg = f"this view of `{obj}` could not be proved inside it: `{text}`"
             note = "z3 did not decide the bound within the compilation's solver budget"
         self.proofs.views.discard(v.nid)
-        self.sink.emit(
-            "E6041",
-            msg,
-            r.span,
-            notes=[note],
-            help=f"add a `where` clause that makes it hold (`where {text}`, or a bound on "
-            "the parameters it follows from), or use a different index",
-        )
+        self.sink.emit("E6041", msg, r.span, notes=[note], help=help_)
 
     def _dim(self, dim: int | str) -> z3.ArithRef:
         """A tensor dimension as a z3 term: a literal, or the shape parameter it names."""
@@ -700,9 +734,19 @@ class SeamChecker(StmtVisitor):
         root = _strip(dest.obj)
         if not isinstance(root, H.Name):
             return
-        region = [(self._int(r.lo), self._int(r.hi)) for r in dest.ranges]
+        # Exact terms: the destination is a view, whose bounds query proves that none of
+        # their operations overflows (E6041 otherwise).
+        region = [(self._exact(self._int(r.lo)), self._exact(self._int(r.hi))) for r in dest.ranges]
+        dims = [self._dim(d) for d in T.deref(dest.obj.ty).dims]
+        # The region's bounds, which the race query may assume: `_view_bounds` proves them
+        # (or reports E6041, and nothing is built).
+        inside = z3.And(
+            *(z3.And(lo >= 0, hi <= d) for (lo, hi), d in zip(region, dims, strict=True))
+        )
         uses = any(self._per_instance(b) for r in dest.ranges for b in (r.lo, r.hi))
-        self.stores.append(Store(root.vid, root.name, region, pc, t.span, uses, t.nid))
+        self.stores.append(
+            Store(root.vid, root.name, region, pc, t.span, uses, t.nid, inside=inside)
+        )
 
     def _races(self) -> None:
         """E6042: for instances p != q, every pair of their stores to one output is disjoint."""
@@ -720,19 +764,28 @@ class SeamChecker(StmtVisitor):
         ]
         # The second instance: b's facts, path and region with every owned constant renamed,
         # in one substitution (the element is shared: both instances write it).
-        pairs = [(c, z3.Const(f"{c}'", c.sort())) for c in self.owned]
-        (side_b,) = self._ideal([z3.And(*self.assume, b.pc, *inside_b)])
-        side_b = z3.substitute(side_b, *pairs)
+        pairs = [(c, z3.Const(c.decl().name() + "'", c.sort())) for c in self.owned]
         q = pairs[0][1]
         overlap = [
             x for d, (lo, hi) in enumerate(a.region) for x in (lo <= elems[d], elems[d] < hi)
         ]
-        verdict, model = self.solver.decide(
-            self._ideal([*self.assume, a.pc, side_b, INSTANCE != q, *overlap]),
-            [*self._program_values(), q, *elems],
-        )
-        if verdict == "unsat":
-            return True
+        # First without the `where` clauses that wrap (fewer facts: a proof there holds
+        # with all of them, and z3's nonlinear core is lost in a wrapped product that a
+        # race rarely depends on; the regions' proved bounds stand in for what they said,
+        # `n >= 128` in gemm.vx), then with every fact, for the proof or the counterexample.
+        weak = [x for x in self.assume if not any(x is c for c in self.wrapping_clauses)]
+        weak = _cone(weak, [a.pc, a.inside, b.pc, b.inside, *(t for r in a.region for t in r)])
+        # The weak query is a proof attempt only (equations eliminated first, which z3's
+        # nonlinear core needs here); the full one also finds the counterexample.
+        for facts, eqs in ((weak, True), (weak, False), (self.assume, False)):
+            side_b = z3.substitute(z3.And(*facts, b.pc, b.inside, *inside_b), *pairs)
+            verdict, model = self.solver.decide(
+                [*facts, a.pc, a.inside, side_b, INSTANCE != q, *overlap],
+                [] if eqs else [*self._program_values(), q, *elems],
+                eqs=eqs,
+            )
+            if verdict == "unsat":
+                return True
         at = b.span if b is not a else a.span
         if verdict == "sat":
             p_val = model.eval(INSTANCE, model_completion=True)
@@ -758,23 +811,31 @@ class SeamChecker(StmtVisitor):
         self.sink.emit("E6042", msg, at, notes=notes, help=help_)
         return False
 
-    def _wrapped(self, exact: z3.ArithRef, ty: T.Type | None) -> z3.ArithRef:
-        term = _wrap(exact, ty)
-        if term is not exact:
-            # Kept with its exact value already free of wraps: the wraps inside `exact`
-            # were made before it, and theirs are free of wraps already, so one
-            # substitution here makes `_ideal` one substitution per term (iterating the
-            # raw pairs to a fixed point cost a third of the fuzzer's CPU).
-            ideal = _substitute_all([exact], self.wraps)[0] if self.wraps else exact
-            self.wraps.append((term, ideal))
+    def _arith(self, e: H.Expr, op, *args: z3.ArithRef) -> z3.ArithRef:
+        """`op(*args)` as the machine computes it (wrapped in `e`'s type), with its exact
+        form and the wrapping operations it is made of kept for the index proofs."""
+        value = _wrap(op(*args), e.ty)
+        exact = op(*(self._exact(a) for a in args))
+        ops = frozenset().union(*(self._ops(a) for a in args))
+        if value is not exact and T.is_int(e.ty):
+            lo, hi = T.int_range(e.ty.name)
+            ops |= {len(self.wraps)}
+            self.wraps.append(Overflow(z3.And(lo <= exact, exact <= hi), _show(e), e.ty.name))
+        return self._keep(value, exact, ops)
+
+    def _keep(self, term: z3.ArithRef, exact: z3.ArithRef, ops: frozenset[int]):
+        if ops:
+            self.ideals[term.get_id()] = Ideal(term, exact, ops)
         return term
 
-    def _ideal(self, terms: list) -> list:
-        """`terms` over the mathematical integers: every wrapped operation as its exact
-        value (z3 replaces the outermost match, and each pair's value has no wrap left)."""
-        if not self.wraps:
-            return terms
-        return _substitute_all(terms, self.wraps)
+    def _exact(self, term: z3.ArithRef) -> z3.ArithRef:
+        """`term` over the mathematical integers (the same term where nothing wraps)."""
+        known = self.ideals.get(term.get_id())
+        return known.exact if known is not None else term
+
+    def _ops(self, term: z3.ArithRef) -> frozenset[int]:
+        known = self.ideals.get(term.get_id())
+        return known.ops if known is not None else frozenset()
 
     def _own(self, c):
         self.owned.append(c)
@@ -877,11 +938,9 @@ class SeamChecker(StmtVisitor):
             case H.Name() if e.vid in self.ints:
                 return self.ints[e.vid]
             case H.Unary(op="-"):
-                return self._wrapped(-self._int(e.operand), e.ty)
+                return self._arith(e, operator.neg, self._int(e.operand))
             case H.Binary(op="+" | "-" | "*"):
-                lhs, rhs = self._int(e.lhs), self._int(e.rhs)
-                exact = lhs + rhs if e.op == "+" else lhs - rhs if e.op == "-" else lhs * rhs
-                return self._wrapped(exact, e.ty)
+                return self._arith(e, ARITH[e.op], self._int(e.lhs), self._int(e.rhs))
             case H.Binary(op="/" | "%"):
                 # Vx's truncating division, its quotient and remainder as fresh constants
                 # (checks/regions.py): linear for a literal divisor, and the form z3's
@@ -941,22 +1000,6 @@ class SeamChecker(StmtVisitor):
 
 
 # ---- helpers ------------------------------------------------------------------------------
-def _substitute_all(terms: list, pairs: list[tuple]) -> list:
-    """`z3.substitute(t, *pairs)` for each of `terms`, the pairs' arrays built once: z3's
-    Python wrapper re-checks every pair's sorts on each call, which made substituting a
-    function's wraps into each of its obligations quadratic (every pair here is an Int
-    for an Int, made by `_wrap`)."""
-    n = len(pairs)
-    src, dst = (z3.Ast * n)(), (z3.Ast * n)()
-    for k, (a, b) in enumerate(pairs):
-        src[k], dst[k] = a.as_ast(), b.as_ast()
-    out = []
-    for t in terms:
-        ctx = t.ctx
-        out.append(_to_expr_ref(z3.Z3_substitute(ctx.ref(), t.as_ast(), n, src, dst), ctx))
-    return out
-
-
 def _wrap(exact: z3.ArithRef, ty: T.Type | None) -> z3.ArithRef:
     """The value of `exact` in `ty`: Vx integer arithmetic wraps (two's complement, modulo
     2^bits, on every target: docs/DESIGN.md), so the model wraps too, or a proof about
@@ -969,6 +1012,38 @@ def _wrap(exact: z3.ArithRef, ty: T.Type | None) -> z3.ArithRef:
     # kernel) the modulo never enters the proof; gemm.vx's nonlinear view bounds were
     # undecided with the modulo alone.
     return z3.If(z3.And(lo <= exact, exact <= hi), exact, lo + (exact - lo) % (hi - lo + 1))
+
+
+def _cone(facts: list[z3.BoolRef], about: list) -> list[z3.BoolRef]:
+    """The facts that constrain the constants of `about`, directly or through other such
+    facts (a sound weakening: the rest says nothing of them, and only slows z3 down)."""
+    names = set().union(*(_constant_ids(t) for t in about))
+    mine = [(f, _constant_ids(f)) for f in facts]
+    kept: list[z3.BoolRef] = []
+    grew = True
+    while grew:
+        grew = False
+        for f, cs in mine:
+            if cs & names and not any(f is k for k in kept):
+                kept.append(f)
+                names |= cs
+                grew = True
+    return [f for f in facts if any(f is k for k in kept)]
+
+
+_CONSTANT_IDS: dict[int, tuple[z3.ExprRef, frozenset[int]]] = {}
+
+
+def _constant_ids(term: z3.ExprRef) -> frozenset[int]:
+    """The ids of `term`'s constants, remembered by the term's z3 id (terms are hash-consed
+    and the entry keeps the term, so the id stays its own): a warm check asks again."""
+    known = _CONSTANT_IDS.get(term.get_id())
+    if known is None:
+        if len(_CONSTANT_IDS) >= 8192:
+            _CONSTANT_IDS.clear()
+        known = (term, frozenset(c.get_id() for c in constants([term])))
+        _CONSTANT_IDS[term.get_id()] = known
+    return known[1]
 
 
 def _strip(e: H.Expr) -> H.Expr:

@@ -34,6 +34,10 @@ SMALL_BOUNDS = (256, 4096)  # tried in turn for a counterexample's values
 DECIDED_MAX = 4096
 SAT_KEPT_MAX = 64
 _DECIDED: dict[str, tuple] = {}
+# The same answers by the z3 ids of the query's terms, which skips printing them: z3
+# hash-conses the terms of a context (building `m + 1` again gives the same term, the
+# same id), and the entry holds its terms so an id is never reused for another term.
+_BY_IDS: dict[tuple[int, ...], tuple[tuple, str]] = {}
 _SAT_KEPT: dict[str, tuple] = {}
 
 BOT, CONST, TOP = 0b00, 0b01, 0b11  # the buffer tags of LANGUAGE.md section 6
@@ -76,11 +80,13 @@ class Solver:
         return f"{base}!{self._fresh}"
 
     def decide(
-        self, constraints: list[z3.BoolRef], small: list[z3.ArithRef] = ()
+        self, constraints: list[z3.BoolRef], small: list[z3.ArithRef] = (), eqs: bool = False
     ) -> tuple[str, z3.ModelRef | None]:
         """Whether `constraints` (an obligation's negation) can hold: ("sat", model) — the
         obligation fails —, ("unsat", None) — proved —, or ("unknown", None) when z3 did
-        not decide within the budget (reported as not proved)."""
+        not decide within the budget (reported as not proved). `eqs`: eliminate the
+        equations first (`simplify; solve-eqs; smt`), which z3's default strategy leaves to
+        its nonlinear core: gemm.vx's race query takes 0.2 M units so, 3.3 M without."""
         import z3
 
         # A solver of its own, not a scope of the shared one: z3 runs a pushed solver in
@@ -89,33 +95,19 @@ class Solver:
         # In a context of its own too: z3's search (and so the model it returns) depends on
         # the terms its context has seen, so the counterexamples of one program would
         # differ between a CLI run and a worker that checked other programs before.
+        def solve() -> tuple:
+            ctx = z3.Context()
+            one = _eqs_solver(ctx) if eqs else z3.Solver(ctx=ctx)
+            one.set("rlimit", DECIDE_RLIMIT)
+            one.add(*(c.translate(ctx) for c in constraints))
+            result = one.check()
+            model = one.model() if result == z3.sat else None
+            if model is not None and small:
+                model = _smaller(one, [t.translate(ctx) for t in small]) or model
+            return (str(result), _Model(model) if model is not None else None)
+
         start = time.perf_counter()
-        key = hashlib.sha256(
-            "\n".join(
-                [*(c.sexpr() for c in constraints), "small", *(t.sexpr() for t in small)]
-            ).encode()
-        ).hexdigest()
-        kept = _DECIDED.get(key) or _SAT_KEPT.get(key)
-        if kept is not None:  # the same query in an earlier compilation (a worker, the LSP)
-            self._count(time.perf_counter() - start)
-            return kept
-        ctx = z3.Context()
-        one = z3.Solver(ctx=ctx)
-        one.set("rlimit", DECIDE_RLIMIT)
-        one.add(*(c.translate(ctx) for c in constraints))
-        result = one.check()
-        model = one.model() if result == z3.sat else None
-        if model is not None and small:
-            model = _smaller(one, [t.translate(ctx) for t in small]) or model
-        answer = (str(result), _Model(model) if model is not None else None)
-        # `unknown` is kept too: under a resource limit (not a timeout) z3 gives a query
-        # in a fresh context the same answer every time, so asking again only spends the
-        # budget again (the fuzzer's stream_grid inputs spent 13 s of CPU re-asking two
-        # undecided index proofs for four targets' checks and builds).
-        table, bound = (_SAT_KEPT, SAT_KEPT_MAX) if model is not None else (_DECIDED, DECIDED_MAX)
-        if len(table) >= bound:
-            table.pop(next(iter(table)))
-        table[key] = answer
+        answer = _answer(f"decide {eqs}", constraints, small, solve)
         self._count(time.perf_counter() - start)
         return answer
 
@@ -133,19 +125,63 @@ class Solver:
         # depends on the terms its context has seen, so a query asked after other
         # programs' (the fuzzer, a worker, the LSP) could come out `unknown` in one
         # process and decided in another, and a clean check disagree with its build.
+        def solve() -> tuple:
+            ctx = z3.Context()
+            one = z3.Solver(ctx=ctx)
+            one.set("rlimit", self.rlimit)
+            one.add(*(c.translate(ctx) for c in constraints))
+            result = one.check()
+            why = one.reason_unknown() if result == z3.unknown else ""
+            return (str(result), _Model(one.model()) if result == z3.sat else None, why)
+
         start = time.perf_counter()
-        ctx = z3.Context()
-        one = z3.Solver(ctx=ctx)
-        one.set("rlimit", self.rlimit)
-        one.add(*(c.translate(ctx) for c in constraints))
-        result = one.check()
-        if result == z3.unknown:
-            why = one.reason_unknown()
-            self._count(time.perf_counter() - start)
-            raise Undecided("resource limit reached" if why == "canceled" else why)
-        model = _Model(one.model()) if result == z3.sat else None
+        result, model, why = _answer(f"model {self.rlimit}", constraints, (), solve)
         self._count(time.perf_counter() - start)
+        if result == "unknown":
+            raise Undecided("resource limit reached" if why == "canceled" else why)
         return model
+
+
+def _eqs_solver(ctx):
+    import z3
+
+    steps = [z3.Tactic(t, ctx=ctx) for t in ("simplify", "solve-eqs", "smt")]
+    return z3.Then(*steps).solver()
+
+
+def _answer(kind: str, constraints, small, solve) -> tuple:
+    """The answer to a query: remembered (the same query in this compilation or an earlier
+    one: a worker, the LSP, a warm check), or `solve()`d. `unknown` is kept too: the
+    budget is a resource limit, so a query gets the same answer however often it is asked
+    (and it stays an error)."""
+    ids, key = _keys(kind, constraints, small)
+    answer = _DECIDED.get(key) or _SAT_KEPT.get(key) or solve()
+    _remember(ids, [*constraints, *small], key, answer)
+    return answer
+
+
+def _keys(kind: str, constraints, small) -> tuple[tuple[int, ...], str]:
+    """A query's id key and its SHA-256 key: the ids first (no printing), the text where
+    the ids are not known (another compilation's terms, freed since)."""
+    ids = (hash(kind), len(constraints), *(c.get_id() for c in constraints))
+    ids += tuple(t.get_id() for t in small)
+    known = _BY_IDS.get(ids)
+    if known is not None:
+        return ids, known[1]
+    text = "\n".join(
+        [kind, *(c.sexpr() for c in constraints), "small", *(t.sexpr() for t in small)]
+    )
+    return ids, hashlib.sha256(text.encode()).hexdigest()
+
+
+def _remember(ids: tuple[int, ...], terms: list, key: str, answer: tuple) -> None:
+    # A model keeps its whole z3 context: satisfiable answers are few and kept apart.
+    answers, bound = (_SAT_KEPT, SAT_KEPT_MAX) if answer[1] is not None else (_DECIDED, DECIDED_MAX)
+    for table, k, most in ((answers, key, bound), (_BY_IDS, ids, DECIDED_MAX)):
+        if k not in table and len(table) >= most:
+            table.pop(next(iter(table)))
+    answers[key] = answer
+    _BY_IDS[ids] = (tuple(terms), key)
 
 
 def _smaller(one, terms) -> object | None:

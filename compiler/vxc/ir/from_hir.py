@@ -556,7 +556,8 @@ def _borrow(lo: Lowering, ctx: _Ctx, e: H.Borrow) -> ir.Value:
 @_rule(EXPR_RULES, H.Index)
 def _index(lo: Lowering, ctx: _Ctx, e: H.Index) -> ir.Value:
     vec = lo.expr(ctx, e.obj)
-    return B.element(vec, lo.index(lo.expr(ctx, e.index))).result
+    proved = int(e.nid in ctx.placement.proved)  # in bounds for every allowed value
+    return B.element(vec, lo.index(lo.expr(ctx, e.index)), proved=proved).result
 
 
 @_rule(EXPR_RULES, H.MethodCall)

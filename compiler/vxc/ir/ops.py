@@ -298,7 +298,7 @@ def _verify_element(op: ir.Operation) -> list[str]:
         or T.space_of(vec) != T.space_of(res)
     ):
         return [f"result {res} must be one tile of the Vec {vec} (same tile shape, element, space)"]
-    return []
+    return _check_proof(op, "proved")
 
 
 def _infer_element(ts: list[ir.Type], attrs: dict[str, object]) -> list[ir.Type]:
@@ -578,7 +578,15 @@ OPS: dict[str, OpDef] = {
             "A view of tile `i` of a Vec (no copy).",
             (Operand("vec", VEC, "the Vec"), Operand("i", INDEX, "tile index")),
             (Result("tile", PLACED, "view of tile i, in the Vec's space"),),
-            (),
+            (
+                Attr(
+                    "proved",
+                    "i64",
+                    "1: the checker proved 0 <= i < len for every allowed value (E6041), so "
+                    "no run-time check is made; 0: not proved, the backend checks it at run time",
+                    0,
+                ),
+            ),
             _verify_element,
             _infer_element,
             "result = the Vec type without its leading dimension (same element and space).",

@@ -36,7 +36,7 @@ from collections import OrderedDict
 from types import ModuleType
 
 from vxc.outputs import OutputError, write_atomic, write_set
-from vxc.targets import EMITS, add_option_flags, options_from
+from vxc.targets import EMITS, add_analysis_flags, add_option_flags, analysis_from, options_from
 from vxc.worker.sandbox import PathRefused
 from vxc.worker.server import RequestContext, RequestError, excerpt, refusal
 
@@ -58,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("--out", required=True)
     h.add_argument("--src", action="append", required=True)
     h.add_argument("--machine")
+    add_analysis_flags(h)  # `--const`, as the CLI has it (vx_kernel's consts)
     b = sub.add_parser("build", add_help=False)
     b.add_argument("--hir", required=True)
     b.add_argument("--src", action="append", required=True)
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--target", required=True)
     b.add_argument("--out-dir", required=True)
     b.add_argument("--emit", default="artifact", choices=EMITS)
+    add_analysis_flags(b)  # the HIR's key includes them
     add_option_flags(b)  # the build options of vxc/targets.py, as the CLI has them
     return p
 
@@ -135,16 +137,16 @@ class VxCompile:
         m = self.api.Source(machine, _read(ctx, machine, "machine model")) if machine else None
         return srcs, m
 
-    def _keys(self, srcs, machine, hir: bytes | None = None) -> str:
+    def _keys(self, srcs, machine, consts, hir: bytes | None = None) -> str:
         """The cache key of a `hir` request (no .vxhir) or of a `build` from `hir`."""
-        skey = self.api.sources_key(srcs, machine)
+        skey = self.api.sources_key(srcs, machine, consts)
         if hir is None:
             return "src:" + skey
         return f"hir:{hashlib.sha256(hir).hexdigest()}:{skey}"
 
-    def _analyze(self, ctx, srcs, machine):
+    def _analyze(self, ctx, srcs, machine, consts):
         t0 = time.perf_counter()
-        analysis = self.api.analyze(srcs, machine=machine)
+        analysis = self.api.analyze(srcs, machine=machine, consts=consts)
         ctx.stats["check_ms"] = _ms(t0)
         ctx.stats["checked_sources"] = len(srcs)
         return analysis
@@ -161,13 +163,17 @@ class VxCompile:
         except UsageError as e:
             shown = [excerpt(a, 80) for a in args[:20]] + (["..."] if len(args) > 20 else [])
             return 2, f"vxc-worker: bad arguments: {excerpt(e)}\nargs: {shown!r}\n"
+        try:
+            consts = analysis_from(vars(opts))["consts"]
+        except ValueError as e:
+            return 2, f"vxc-worker: bad arguments: {excerpt(e)}\n"
         ctx.stats["mode"] = opts.mode
         ctx.stats["checked_sources"] = 0
         srcs, machine = self._load(ctx, opts.src, opts.machine)
         try:
             if opts.mode == "hir":
-                return self._hir(opts, ctx, srcs, machine)
-            return self._build(opts, ctx, srcs, machine)
+                return self._hir(opts, ctx, srcs, machine, consts)
+            return self._build(opts, ctx, srcs, machine, consts)
         except Exception as e:
             # A request this compiler version cannot serve yet is the user's to read,
             # not a crash (the CLI answers it the same way, exit 2).
@@ -175,21 +181,21 @@ class VxCompile:
                 return 2, f"vxc: error: {excerpt(e, 2000)}\n"
             raise
 
-    def _hir(self, opts, ctx, srcs, machine) -> tuple[int, str]:
+    def _hir(self, opts, ctx, srcs, machine, consts) -> tuple[int, str]:
         out = _output(ctx, opts.out, folder=False)  # refused before any work
-        skey = self._keys(srcs, machine)
+        skey = self._keys(srcs, machine, consts)
         hit = self.cache.get(skey)
         if hit is not None:
             analysis, data = hit
             ctx.stats["hir"] = "memory"
         else:
-            analysis = self._analyze(ctx, srcs, machine)
+            analysis = self._analyze(ctx, srcs, machine, consts)
             ctx.stats["hir"] = "checked"
             if not analysis.ok:
                 return self._fail(analysis.diagnostics, srcs, machine)
             data = analysis.to_bytes()
             self.cache.put(skey, (analysis, data))
-            self.cache.put(self._keys(srcs, machine, data), analysis)
+            self.cache.put(self._keys(srcs, machine, consts, data), analysis)
         ctx.check_cancelled()
         try:
             write_atomic(out, data)
@@ -197,21 +203,21 @@ class VxCompile:
             raise UsageError(excerpt(e, 400)) from None
         return 0, self._warnings(analysis.diagnostics, srcs, machine)
 
-    def _build(self, opts, ctx, srcs, machine) -> tuple[int, str]:
+    def _build(self, opts, ctx, srcs, machine, consts) -> tuple[int, str]:
         out_dir = _output(ctx, opts.out_dir, folder=True)  # refused before any work
         data = _read(ctx, opts.hir, "HIR cache")
-        hkey = self._keys(srcs, machine, data)
+        hkey = self._keys(srcs, machine, consts, data)
         analysis = self.cache.get(hkey)
         if analysis is not None:
             ctx.stats["hir"] = "memory"
         else:
             try:
-                analysis = self.api.Analysis.from_bytes(data, srcs, machine)
+                analysis = self.api.Analysis.from_bytes(data, srcs, machine, consts)
                 ctx.stats["hir"] = "artifact"
             except self.api.StaleCache as e:
                 ctx.stats["hir"] = "recomputed"
                 ctx.stats["stale"] = "_".join(str(e).split())[:120]
-                analysis = self._analyze(ctx, srcs, machine)
+                analysis = self._analyze(ctx, srcs, machine, consts)
             # Either way an analysis of these very sources: the key says which.
             self.cache.put(hkey, analysis)
         if not analysis.ok:

@@ -23,6 +23,7 @@ NO_TPU_ARTIFACT = {
     "seed.vx",
     "gemm.vx",
     "gemm_3stage.vx",
+    "gemm_async.vx",
     "gemm_epilogue.vx",
     "softmax.vx",
     "attention.vx",

@@ -6,11 +6,11 @@ module attributes {vx.target = "cpu"} {
     %acc = "vx.zeros"() {space = "VMEM", offset = 196608 : i64, slots = 1 : i64, slot_bytes = 65536 : i64, ring = 2 : i64} : () -> memref<128x128xf32, "VMEM">
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
-    %t0 = "vx.element"(%tiles, %c0) : (memref<?x128x128xf32, "HBM">, index) -> memref<128x128xf32, "HBM">
+    %t0 = "vx.element"(%tiles, %c0) {proved = 0 : i64} : (memref<?x128x128xf32, "HBM">, index) -> memref<128x128xf32, "HBM">
     %tok0 = "vx.transfer_async"(%t0) {space = "VMEM", from = "HBM", within = "HBM", capacity = 2097152 : i64, granule = 4096 : i64, offset = 0 : i64, slots = 2 : i64, slot_bytes = 65536 : i64, ring = 0 : i64, scope = "device", edge_cost = 50 : i64} : (memref<128x128xf32, "HBM">) -> !vx.token<memref<128x128xf32, "VMEM">>
     %n = "vx.len"(%tiles) : (memref<?x128x128xf32, "HBM">) -> index
     %last = scf.for %i = %c1 to %n step %c1 iter_args(%inflight = %tok0) -> (!vx.token<memref<128x128xf32, "VMEM">>) {
-      %ti = "vx.element"(%tiles, %i) : (memref<?x128x128xf32, "HBM">, index) -> memref<128x128xf32, "HBM">
+      %ti = "vx.element"(%tiles, %i) {proved = 0 : i64} : (memref<?x128x128xf32, "HBM">, index) -> memref<128x128xf32, "HBM">
       %next = "vx.transfer_async"(%ti) {space = "VMEM", from = "HBM", within = "HBM", capacity = 2097152 : i64, granule = 4096 : i64, offset = 0 : i64, slots = 2 : i64, slot_bytes = 65536 : i64, ring = 0 : i64, scope = "device", edge_cost = 50 : i64} : (memref<128x128xf32, "HBM">) -> !vx.token<memref<128x128xf32, "VMEM">>
       %cur = "vx.wait"(%inflight) : (!vx.token<memref<128x128xf32, "VMEM">>) -> memref<128x128xf32, "VMEM">
       "vx.matmul_acc"(%acc, %cur, %wv) : (memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">) -> ()
