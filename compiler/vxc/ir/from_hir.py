@@ -319,10 +319,7 @@ class Lowering:
         form = tile_form(e, ctx.program.functions)
         operands = []
         for a in tile_operands(e):
-            v = self.expr(ctx, a)
-            if isinstance(a, H.IntLit) and T.is_float(a.ty):  # `max(a, 0)`: a float zero
-                v = arith.ConstantOp(self.ty(a.ty), float(a.value)).result
-            operands.append(v)
+            operands.append(self.expr(ctx, a))  # `max(a, 0)`: `_number` makes a float zero
         (attrs,) = self._ops(ctx, e)
         result = self.ty(e.ty)
         if not ir.MemRefType(result).has_static_shape:
@@ -535,7 +532,11 @@ def _if(lo: Lowering, ctx: _Ctx, s: H.If) -> None:
 # ---- expression rules --------------------------------------------------------------------
 @_rule(EXPR_RULES, H.IntLit, H.ConstArg, H.SizeLit, H.FloatLit)
 def _number(lo: Lowering, ctx: _Ctx, e: H.Expr) -> ir.Value:
-    return arith.ConstantOp(lo.ty(e.ty), e.value).result
+    # An integer literal typed float (`min(a, 1)`) is given as a float: an int for an
+    # arith.constant of float type becomes an IntegerAttr of that type, which jaxlib's
+    # bindings accept (one such build never returned, in a long test run).
+    value = float(e.value) if T.is_float(e.ty) else e.value
+    return arith.ConstantOp(lo.ty(e.ty), value).result
 
 
 @_rule(EXPR_RULES, H.BoolLit)
