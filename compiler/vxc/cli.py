@@ -51,6 +51,15 @@ MACHINE_HELP = "a machine model that adds to or replaces the target's declaratio
 FORMAT_HELP = "diagnostics as rustc-style text (human) or one JSON object per line (json)"
 
 
+def _add_error_format(p) -> None:
+    p.add_argument(
+        "--error-format",
+        choices=("human", "json"),
+        default="human",
+        help=FORMAT_HELP + " (default: %(default)s)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vxc", description="The Vx kernel compiler.")
     p.add_argument("--version", action=_Version)
@@ -69,12 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         help=TARGET_HELP + " (default: %(default)s)",
     )
     c.add_argument("--machine", metavar="MODEL.vx", help=MACHINE_HELP)
-    c.add_argument(
-        "--error-format",
-        choices=("human", "json"),
-        default="human",
-        help=FORMAT_HELP + " (default: %(default)s)",
-    )
+    _add_error_format(c)
     add_analysis_flags(c)
     b = sub.add_parser(
         "build",
@@ -101,12 +105,7 @@ def _parser() -> argparse.ArgumentParser:
         + " (default: %(default)s)",
     )
     add_option_flags(b)  # --cpu, --link, --tpu-aot, --tpu-instances: vxc/targets.py
-    b.add_argument(
-        "--error-format",
-        choices=("human", "json"),
-        default="human",
-        help=FORMAT_HELP + " (default: %(default)s)",
-    )
+    _add_error_format(b)
     add_analysis_flags(b)
     _report_parser(sub)
     e = sub.add_parser("explain", help="explain a diagnostic code")
