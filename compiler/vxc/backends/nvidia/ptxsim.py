@@ -37,6 +37,7 @@ are the fields `cuTensorMapEncodeTiled` is given), which tools/gpu_check.sh does
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 from collections import deque
@@ -62,6 +63,55 @@ class StatusError(SimError):
 
 def _bf16_to_f32(bits: np.ndarray) -> np.ndarray:
     return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _f32_bits(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def _bits_f32(b: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", b & 0xFFFFFFFF))[0]
+
+
+def to_half(x: float, dtype: str) -> int:
+    """`cvt.rn.{bf16,f16}.f32`: round to nearest even, NaN stays NaN."""
+    if dtype == "f16":
+        with np.errstate(all="ignore"):
+            return int(np.array(x, np.float32).astype(np.float16).view(np.uint16))
+    b = _f32_bits(x)
+    if (b & 0x7FFFFFFF) > 0x7F800000:
+        return 0x7FC0
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def from_half(h: int, dtype: str) -> float:
+    """`cvt.f32.{bf16,f16}`: exact."""
+    if dtype == "f16":
+        return float(np.array(h & 0xFFFF, np.uint16).view(np.float16).astype(np.float32))
+    return _bits_f32((h & 0xFFFF) << 16)
+
+
+EX2_ULP = 2  # ex2.approx.f32's error bound (CUDA's exp2f / __expf: 2 ulp)
+
+
+def ex2_approx(x: float) -> float:
+    """`ex2.approx.f32`: 2^x rounded to f32, then moved by up to EX2_ULP ulp, a fixed
+    function of x's bits: the hardware's approximation is not correctly rounded, so a
+    result that depends on an exact exp does not pass here either."""
+    with np.errstate(all="ignore"):
+        r = float(np.float32(np.exp2(np.float64(x))))
+    if not math.isfinite(r) or r == 0.0:
+        return r
+    b = _f32_bits(x)
+    delta = ((b * 2654435761) >> 13) % (2 * EX2_ULP + 1) - EX2_ULP
+    return _bits_f32(_f32_bits(r) + delta)
+
+
+def fminmax(x: float, y: float, base: str) -> float:
+    """`max.NaN.f32` / `min.NaN.f32`: NaN if either operand is NaN (numpy's maximum)."""
+    if math.isnan(x) or math.isnan(y):
+        return math.nan
+    return max(x, y) if base == "max" else min(x, y)
 
 
 @dataclass
@@ -376,6 +426,12 @@ class Cta:
         self.params = params
         self.smem = bytearray([POISON]) * (SMEM_BASE + smem_bytes)
         self.asmem = bytearray(self.smem)
+        # Generic shared-memory races between threads: who last wrote / read each byte
+        # in which barrier epoch (bar.sync starts the next); -1 none, -2 several readers.
+        self.epoch = 0
+        size = len(self.smem)
+        self.w_tid, self.w_epoch = np.full(size, -1, np.int32), np.full(size, -1, np.int32)
+        self.r_tid, self.r_epoch = np.full(size, -1, np.int32), np.full(size, -1, np.int32)
         self.tmem = np.full((TMEM_LANES, TMEM_COLUMNS), 0xFFFFFFFF, dtype=np.uint32)
         self.tmem_free = [True] * TMEM_COLUMNS
         self.tmem_blocks: dict[int, int] = {}  # first column -> columns
@@ -417,6 +473,18 @@ class Cta:
         if base == "neg":
             t.regs[a[0]] = float(-x)
             return
+        if base == "sqrt":
+            with np.errstate(all="ignore"):
+                t.regs[a[0]] = float(np.sqrt(x))
+            return
+        if base == "ex2":
+            t.regs[a[0]] = ex2_approx(float(x))
+            return
+        if base in ("max", "min"):
+            if ".NaN." not in op:
+                raise SimError(f"no model for {op} (the lowering emits max.NaN / min.NaN)")
+            t.regs[a[0]] = fminmax(float(x), float(np.float32(self.val(t, a[2]))), base)
+            return
         y = np.float32(self.val(t, a[2]))
         if base == "setp":
             cmp = op.split(".")[1]
@@ -452,20 +520,45 @@ class Cta:
         if off < 0 or off + n > len(self.smem):
             raise SimError(f"shared {what} out of bounds at {off}")
 
+    def _race(self, t: Thread, off: int, tids: np.ndarray, epochs: np.ndarray, what: str):
+        other = (epochs == self.epoch) & (tids != t.tid) & (tids != -1)
+        if other.any():
+            i = int(np.argmax(other))
+            who = "several threads" if tids[i] == -2 else f"thread {tids[i]}"
+            raise SimError(
+                f"thread {t.tid} {what} shared byte {off + i - SMEM_BASE} that {who} "
+                f"accessed since the last bar.sync (a race between threads)"
+            )
+
     def st(self, t: Thread, off: int, data: bytes) -> None:
-        """A generic store: the async proxy sees it after the thread's fence.proxy.async."""
-        self._bounds(off, len(data), "store")
-        self.smem[off : off + len(data)] = data
-        t.unfenced.append((off, len(data)))
+        """A generic store: the async proxy sees it after the thread's fence.proxy.async.
+        Another thread's read or write of the bytes since the last bar.sync is a race."""
+        n = len(data)
+        self._bounds(off, n, "store")
+        sl = slice(off, off + n)
+        self._race(t, off, self.r_tid[sl], self.r_epoch[sl], "writes")
+        self._race(t, off, self.w_tid[sl], self.w_epoch[sl], "writes")
+        self.w_tid[sl], self.w_epoch[sl] = t.tid, self.epoch
+        self.smem[off : off + n] = data
+        t.unfenced.append((off, n))
 
     def st_async(self, off: int, data: bytes) -> None:
-        """An async-proxy write (a TMA load, tcgen05.alloc's address): both views."""
+        """An async-proxy write (a TMA load, tcgen05.alloc's address): both views; its
+        readers are ordered by its mbarrier, not by bar.sync."""
         self._bounds(off, len(data), "store")
+        self.w_tid[off : off + len(data)] = -1
         self.smem[off : off + len(data)] = data
         self.asmem[off : off + len(data)] = data
 
-    def ld(self, off: int, n: int) -> bytes:
+    def ld(self, t: Thread, off: int, n: int) -> bytes:
+        """A generic load: another thread's write since the last bar.sync is a race."""
         self._bounds(off, n, "load")
+        sl = slice(off, off + n)
+        self._race(t, off, self.w_tid[sl], self.w_epoch[sl], "reads")
+        fresh = self.r_epoch[sl] != self.epoch
+        mine = self.r_tid[sl] == t.tid
+        self.r_tid[sl] = np.where(fresh, t.tid, np.where(mine, t.tid, -2))
+        self.r_epoch[sl] = self.epoch
         return bytes(self.smem[off : off + n])
 
     def ld_async(self, off: int, n: int) -> bytes:
@@ -680,7 +773,39 @@ class Cta:
             self.tmem[lane, col : col + len(vals)] = vals
         t.tc_st.clear()
 
+    def _release_shfl(self) -> bool:
+        """`shfl.sync` is a warp collective: it executes when every lane of the warp has
+        reached it, at the same instruction, all named in the member mask."""
+        for w in range(0, THREADS, 32):
+            warp = self.threads[w : w + 32]
+            waiting = [t for t in warp if t.waiting == "shfl"]
+            if not waiting or len(waiting) != len([t for t in warp if not t.done]):
+                continue
+            if len(waiting) != 32:
+                raise SimError(f"shfl.sync in warp {w // 32} with exited lanes")
+            if len({t.pc for t in waiting}) != 1:
+                raise SimError(f"warp {w // 32}'s lanes reach different shfl.sync points")
+            ins = self.prog[waiting[0].pc]
+            mode = ins.op.split(".")[2]
+            if mode not in ("bfly", "idx"):
+                raise SimError(f"no model for {ins.op}")
+            dst, src, b, c, mask = ins.args
+            if self.val(waiting[0], mask) & 0xFFFFFFFF != 0xFFFFFFFF:
+                raise SimError("shfl.sync with a member mask other than the full warp")
+            vals = [self.val(t, src) for t in waiting]
+            for t in waiting:
+                lane, bv = t.tid % 32, self.val(t, b)
+                j = lane ^ bv if mode == "bfly" else bv
+                ok = 0 <= j <= (self.val(t, c) & 31)  # c = 31: no segments, max lane 31
+                t.regs[dst] = vals[j] if ok else vals[lane]
+                t.waiting = None
+                t.pc += 1
+            return True
+        return False
+
     def _release_collectives(self) -> bool:
+        if self._release_shfl():
+            return True
         live = [t for t in self.threads if not t.done]
         for kind in ("bar", "wgmma"):
             if live and all(t.waiting == kind for t in live):
@@ -693,6 +818,7 @@ class Cta:
                     carried = set().union(*(t.tc_releasable for t in live))
                     for t in live:
                         t.tc_acquired |= carried
+                    self.epoch += 1
                 for t in live:
                     t.waiting = None
                     t.pc += 1
@@ -715,6 +841,9 @@ class Cta:
                 return True
             if ins.op.startswith("wgmma.mma_async"):
                 t.waiting = "wgmma"
+                return True
+            if ins.op.startswith("shfl.sync"):
+                t.waiting = "shfl"
                 return True
             nxt = self.exec(t, ins)
             if nxt == "spin":
@@ -780,7 +909,9 @@ class Cta:
         if op.startswith("cp.async.bulk.wait_group"):
             self.retire_bulk(t, V(a[0]), writes=not op.endswith(".read"))
             return None
-        if op.endswith(".f32") and base in ("add", "sub", "mul", "div", "neg", "setp"):
+        if op.endswith(".f32") and base in (
+            "add", "sub", "mul", "div", "neg", "setp", "sqrt", "ex2", "max", "min"
+        ):  # fmt: skip
             return self.float_scalar(t, op, base, a)
         if op == "mov.b32" and a[0].startswith("%f"):  # bits into an f32 register
             R[a[0]] = struct.unpack("<f", struct.pack("<I", V(a[1]) & 0xFFFFFFFF))[0]
@@ -840,6 +971,16 @@ class Cta:
         if base == "bfe":
             R[a[0]] = (V(a[1]) >> V(a[2])) & ((1 << V(a[3])) - 1)
             return None
+        if op in ("cvt.f32.bf16", "cvt.f32.f16"):
+            R[a[0]] = from_half(V(a[1]), op.split(".")[2])
+            return None
+        if op in ("cvt.rn.bf16.f32", "cvt.rn.f16.f32"):
+            R[a[0]] = to_half(V(a[1]), op.split(".")[2])
+            return None
+        if op in ("cvt.rn.bf16x2.f32", "cvt.rn.f16x2.f32"):  # d = {a: upper, b: lower}
+            ty = op.split(".")[2][:-2]
+            R[a[0]] = (to_half(V(a[1]), ty) << 16) | to_half(V(a[2]), ty)
+            return None
         if base == "cvt":
             v = V(a[1])
             if op == "cvt.s64.s32":
@@ -868,6 +1009,8 @@ class Cta:
             p, off = self.addr(t, a[0])
             if op.endswith(("v2.f32",)):
                 data = struct.pack("<2f", *self.vec(t, a[1]))
+            elif op == "st.shared.f32":
+                data = struct.pack("<f", V(a[1]))
             elif op.endswith("v4.b32"):
                 data = struct.pack("<4I", *[x & 0xFFFFFFFF for x in self.vec(t, a[1])])
             elif op.endswith("b32"):
@@ -880,7 +1023,15 @@ class Cta:
             return None
         if op == "ld.shared.b32":
             p, off = self.addr(t, a[1])
-            R[a[0]] = struct.unpack("<I", self.ld(p + off, 4))[0]
+            R[a[0]] = struct.unpack("<I", self.ld(t, p + off, 4))[0]
+            return None
+        if op == "ld.shared.f32":
+            p, off = self.addr(t, a[1])
+            R[a[0]] = struct.unpack("<f", self.ld(t, p + off, 4))[0]
+            return None
+        if op == "ld.shared.b16":
+            p, off = self.addr(t, a[1])
+            R[a[0]] = struct.unpack("<H", self.ld(t, p + off, 2))[0]
             return None
         if op.startswith("ld.global"):
             p, off = self.addr(t, a[1])
