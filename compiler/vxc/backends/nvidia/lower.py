@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from jaxlib.mlir import ir
 
 from vxc.backends import RefusalEntry
-from vxc.backends.nvidia import tma
+from vxc.backends.nvidia import tiles, tma
 from vxc.backends.nvidia.encoders import (
     MMA_TYPES,
     SWIZZLE_BYTES,
@@ -47,12 +47,14 @@ from vxc.backends.walk import Walk
 from vxc.errors import Refusal
 from vxc.ir import types as T
 from vxc.ir.loc import inlined_notes, span_of
-from vxc.ir.ops import TILE_OPS, RequireOp, ZerosOp, ring_layout, view
+from vxc.ir.ops import RequireOp, ZerosOp, ring_layout, view
 from vxc.rules import registrar
 from vxc.status import STATUS as CODES
 from vxc.targets import NvidiaArch, Target
 
 BARRIER_BYTES = 8
+# The comment before each bar.sync of tile arithmetic (tests find the barrier by it).
+BARRIER_NOTE = "tile barrier"
 ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows x 128 B
 
 # The status word a kernel with `where` clauses writes (vxc/status.py's codes).
@@ -167,6 +169,25 @@ class Output:
     index: int
 
 
+@dataclass
+class Transposed:
+    """`transpose(t)` of a shared-memory tile, read by matmul_acc as its B operand."""
+
+    smem: Smem
+
+
+@dataclass
+class Lazy:
+    """A tile-arithmetic value not stored anywhere (tiles.py): an intermediate, or a
+    result in the accumulator's space, computed where it is read. `reads` holds the
+    version (FunctionLowering.versions) of each ring and accumulator it reads at
+    creation: a write to one of them before the read is refused, never a stale value."""
+
+    node: tiles.Node
+    space: str
+    reads: dict = field(default_factory=dict)
+
+
 # -- the plan: what the whole function needs before the first instruction --------------
 
 
@@ -220,6 +241,22 @@ def _is_view(v: ir.Value) -> bool:
     return isinstance(v, ir.OpResult) and v.owner.name == "vx.view"
 
 
+def _is_acc_vector(op: ir.Operation, arch: NvidiaArch) -> bool:
+    """A VMEM -> ACC transfer of a tile other than a new one: a broadcast row or column
+    (a bias) the epilogue reads, which gets a private shared-memory copy."""
+    t = view(op)
+    return (t.from_, t.space) == ("VMEM", arch.acc_space) and not (
+        isinstance(op.operands[0], ir.OpResult) and op.operands[0].owner.name == "vx.zeros"
+    )
+
+
+def _transposed(v: ir.Value) -> ir.Value | None:
+    """The operand of `v` when `v` is a `vx.transpose` result (None otherwise)."""
+    if isinstance(v, ir.OpResult) and v.owner.name == "vx.transpose":
+        return v.owner.operands[0]
+    return None
+
+
 def _tile_type(op: ir.Operation, t: ir.Type) -> ir.MemRefType:
     """`t` as a tile the backends move (2-D, static, an element type TMA copies), or a
     refusal naming `op`: every tile goes through here before its shape is read."""
@@ -261,6 +298,11 @@ class FunctionLowering(Walk):
         self.counters: dict[int, Reg] = {}
         self.tmap_addr: dict[str, Reg] = {}
         self.store_groups: list[int] = []  # outputs of the TMA stores issued (the exit waits)
+        # Private shared-memory buffers (after the tiles): reductions' f32 results and
+        # broadcast vectors moved to the accumulator's space; op result -> (offset, bytes).
+        self.private: dict[ir.Value, int] = {}
+        self.private_bytes = 0
+        self.versions: dict[tuple[str, int], int] = {}  # ("ring"|"acc", key) -> writes
 
     # -- planning ---------------------------------------------------------------------
 
@@ -299,12 +341,20 @@ class FunctionLowering(Walk):
                         self.origin[op.results[i]] = self.origin[init]
             if name == "vx.require":
                 self.requires.append(RequireOp(op).clause)
+            if name == "vx.reduce" or (name == "vx.transfer" and _is_acc_vector(op, self.arch)):
+                m = T.placed(op.results[0].type)
+                elem = 4 if name == "vx.reduce" else elem_bytes(_dtype(m))
+                self.private[op.results[0]] = self.private_bytes
+                self.private_bytes += -(-m.shape[0] * m.shape[1] * elem // 16) * 16
             if name == "func.return" and op.parent.operation == self.func:
                 for i, v in enumerate(op.operands):
                     self.results[v] = i
         for op in ops:
             if op.name == "vx.matmul_acc":
                 for v, role in ((op.operands[1], "A"), (op.operands[2], "B")):
+                    if role == "B" and _transposed(v) in self.origin:
+                        # B = transpose(t): t [N, K] is B^T, which the MMA reads K-major.
+                        v, role = _transposed(v), "Bt"
                     if v in self.origin:
                         self.roles.setdefault(self.origin[v], set()).add(role)
             if op.name == "vx.transfer" and op.operands[0] in self.origin:
@@ -312,7 +362,8 @@ class FunctionLowering(Walk):
                 role = "store" if dst == "HBM" else "acc" if dst == self.arch.acc_space else "other"
                 self.roles.setdefault(self.origin[op.operands[0]], set()).add(role)
         for ring, roles in sorted(self.roles.items()):
-            if {"A", "B"} <= roles or ({"A", "B"} & roles and roles & {"store", "other"}):
+            mma = {"A", "B", "Bt"} & roles
+            if ("B" in roles and roles & {"A", "Bt"}) or (mma and roles - mma - {"acc"}):
                 raise refuse(
                     "E7005",
                     self.func,
@@ -366,7 +417,7 @@ class FunctionLowering(Walk):
 
     def layout(self, ring: int, dtype: str) -> str:
         roles = self.roles.get(ring, set())
-        if "A" in roles:
+        if roles & {"A", "Bt"}:  # K-major: an A operand, or a B operand's transpose
             return "sw128"
         if "B" in roles:
             return "sw128MN" if elem_bytes(dtype) == 2 else "sw128T"
@@ -553,7 +604,8 @@ class FunctionLowering(Walk):
 
     def smem_layout(self) -> dict[str, int]:
         tiles_end = max((lay.end for lay in self.rings.values()), default=0)
-        cursor = -(-tiles_end // 8) * 8
+        self.private_at = -(-tiles_end // 16) * 16
+        cursor = self.private_at + self.private_bytes
         self.bar_index: dict[int, int] = {}
         nbar = 0
         for ring in self.tma_rings:
@@ -564,6 +616,8 @@ class FunctionLowering(Walk):
         self.mma_bar = nbar if tmem else None
         nbar += 1 if tmem else 0
         layout = {"tiles": tiles_end, "barriers": cursor, "barrier_count": nbar}
+        if self.private_bytes:
+            layout["private"] = self.private_at
         cursor += nbar * BARRIER_BYTES
         layout["tmem_slot"] = cursor if tmem else -1
         cursor += 4 if tmem else 0
@@ -575,7 +629,8 @@ class FunctionLowering(Walk):
                 "E7008",
                 self.func,
                 f"{self.name}: needs {layout['dynamic_smem']} bytes of shared memory "
-                f"(tiles {tiles_end}, barriers, alignment); the limit per CTA is {limit}",
+                f"(tiles {tiles_end}, private {self.private_bytes}, barriers, alignment); "
+                f"the limit per CTA is {limit}",
             )
         self.layout_info = layout
         return layout
@@ -592,6 +647,7 @@ class FunctionLowering(Walk):
         k.ins("add.u32", base, raw, Imm(ALIGN - 1))
         k.ins("and.b32", base, base, Imm(-ALIGN & 0xFFFFFFFF))
         self.c = Common(tid, warp, leader, base)
+        self.em = tiles.Emitter(k, tid, warp, THREADS)
         self.mma = MMA[self.arch.mma](k, self.c)
         for p in self.tmaps.values():
             self.tmap_addr[p.name] = tma.tensormap_address(k, p.sym)
@@ -724,6 +780,7 @@ class FunctionLowering(Walk):
 
     def next_count(self, ring: int) -> Reg:
         """This issue's counter value (a copy), and the ring's counter advanced."""
+        self.bump(("ring", ring))
         k = self.k
         count = k.mov("b32", self.counters[ring])
         k.ins("add.u32", self.counters[ring], self.counters[ring], Imm(1))
@@ -786,6 +843,9 @@ class FunctionLowering(Walk):
         tma.mbarrier_wait(k, bar, parity)
         return Smem(dst, tok.tile)
 
+    def bump(self, key: tuple[str, int]) -> None:
+        self.versions[key] = self.versions.get(key, 0) + 1
+
     def as_smem(self, v: object, op: ir.Operation) -> Smem:
         if isinstance(v, Smem):
             return v
@@ -794,13 +854,146 @@ class FunctionLowering(Walk):
             dst, _ = self.slot_address(v.tile, count)
             tma.fill_zero(self.k, self.c.tid, THREADS, dst, v.tile.nbytes)
             return Smem(dst, v.tile)
+        if isinstance(v, Lazy):
+            raise refuse(
+                "E7001",
+                op,
+                f"{op.name}: a tile-arithmetic intermediate used as a tile; bind it with "
+                f"`let` so it gets a shared-memory slot",
+            )
         raise refuse("E7005", op, f"{op.name}: expected a shared-memory tile")
+
+    # -- tile arithmetic (tiles.py) ---------------------------------------------------------
+
+    def node(self, v: ir.Value, op: ir.Operation, reads: dict) -> tiles.Node:
+        """Operand `v` of a tile form as an expression node; what it reads into `reads`."""
+        lv = self.get(v)
+        if isinstance(lv, Lazy):
+            reads.update(lv.reads)
+            return lv.node
+        if isinstance(lv, Scalar):
+            if lv.reg.cls != "f32":
+                raise refuse("E7011", op, f"{op.name}: a {v.type} scalar in tile arithmetic")
+            return tiles.Const(1, 1, "f32", lv.reg)
+        m = T.placed(v.type)
+        rows, cols = (list(m.shape) + [1, 1])[:2] if m is not None else (1, 1)
+        if isinstance(lv, Zero):
+            return tiles.Const(rows, cols, _dtype(m), Imm(0.0))
+        if isinstance(lv, AccVal):
+            key = ("acc", id(lv.acc))
+            reads[key] = self.versions.get(key, 0)
+            return tiles.AccLeaf(rows, cols, "f32", lv.acc)
+        if isinstance(lv, Smem):
+            if lv.tile.layout != "rowmajor":
+                raise refuse(
+                    "E7001",
+                    op,
+                    f"{op.name} on a tile that is also a matmul_acc operand (its shared-memory "
+                    f"layout is swizzled for the MMA); the NVIDIA backends compute on "
+                    f"row-major tiles: copy it first",
+                )
+            key = ("ring", lv.tile.ring)
+            reads[key] = self.versions.get(key, 0)
+            return tiles.Load(rows, cols, lv.tile.dtype, lv.addr)
+        raise refuse("E7005", op, f"{op.name}: an operand that is not a tile ({_describe(lv)})")
+
+    def check_reads(self, lv: Lazy, op: ir.Operation) -> None:
+        for key, version in lv.reads.items():
+            if self.versions.get(key, 0) != version:
+                raise refuse(
+                    "E7001",
+                    op,
+                    f"{op.name}: an unstored tile expression read after one of its operands "
+                    f"changed (an accumulator or a ring slot); bind it with `let` in shared "
+                    f"memory before the change",
+                )
+
+    def resolve(self, n: tiles.Node, op: ir.Operation) -> tiles.Node:
+        """`n` with every reduction computed into its scratch buffer (innermost first)
+        and replaced by a load of it."""
+        if isinstance(n, tiles.Red):
+            x = self.resolve(n.x, op)
+            dst = tiles.Load(n.rows, n.cols, "f32", n.scratch)
+            k = self.k
+            # Every earlier tile's elements are written and the scratch's readers done.
+            k.comment(BARRIER_NOTE)
+            k.ins("bar.sync", Imm(0))
+            red = dataclasses.replace(n, x=x)
+            try:
+                acc = tiles.accs(x)
+                if acc and n.axis == 1:
+                    (spread,) = self.mma.spreads(acc[0], whole=True)
+                    self.em.acc_reduce_rows(red, dst, spread, self.mma.lanes_per_row)
+                elif acc:
+                    raise tiles.TileError("a reduction over the rows of an accumulator")
+                elif n.axis == 1:
+                    self.em.reduce_rows(red, dst)
+                else:
+                    self.em.reduce_cols(red, dst)
+            except tiles.TileError as e:
+                raise refuse("E7001", op, f"vx.reduce: {e}") from None
+            return dst  # read after the next tile barrier (evaluate's)
+        for f in ("x", "y"):
+            c = getattr(n, f, None)
+            if c is not None:
+                r = self.resolve(c, op)
+                if r is not c:
+                    n = dataclasses.replace(n, **{f: r})
+        return n
+
+    def evaluate(self, lv: Lazy, op: ir.Operation, tile: Tile) -> Smem:
+        """`lv` stored into the next slot of `tile`'s ring (row-major): in the
+        accumulator's spread when it reads the accumulator, else in the tile's."""
+        if tile.layout != "rowmajor":
+            raise refuse(
+                "E7001",
+                op,
+                f"{op.name}: a tile-arithmetic result used as a matmul_acc operand (a "
+                f"swizzled layout) is not lowered on {self.target} yet",
+            )
+        self.check_reads(lv, op)
+        node = self.resolve(lv.node, op)
+        count = self.next_count(tile.ring)
+        addr, _ = self.slot_address(tile, count)
+        dst = tiles.Load(tile.rows, tile.cols, tile.dtype, addr)
+        k, em = self.k, self.em
+        k.comment(BARRIER_NOTE)  # operands written, the slot's last readers done
+        k.ins("bar.sync", Imm(0))
+        acc = tiles.accs(node)
+        try:
+            if len(acc) > 1:
+                raise tiles.TileError("an expression over two accumulators")
+            if acc and (acc[0].m, acc[0].n) != (tile.rows, tile.cols):
+                raise tiles.TileError("an accumulator broadcast to a larger tile")
+            if acc:
+                for s in self.mma.spreads(acc[0]):
+                    em.evaluate_into(node, dst, s)
+            else:
+                s = em.tile_spread(tile.rows, tile.cols)
+                em.guarded(s, lambda: em.evaluate_into(node, dst, s))
+        except tiles.TileError as e:
+            raise refuse("E7001", op, f"{op.name}: {e}") from None
+        # No barrier after: every reader of a tile starts with one (a tile form's,
+        # a reduction's, or a TMA store's fence and bar.sync).
+        return Smem(addr, tile)
 
     # -- values through loops and ifs ------------------------------------------------------
 
-    def carry(self, v: object) -> object:
-        """A copy of `v` in fresh registers (a loop-carried or if-joined value)."""
+    def carry(self, v: object, op: ir.Operation | None = None) -> object:
+        """A copy of `v` in fresh registers (a loop-carried or if-joined value). A new
+        tile (`Tensor<f32>([8, 1])`) is zero-filled into its slot first, so it joins the
+        tiles the body yields; an unstored tile expression cannot be carried."""
         k = self.k
+        if isinstance(v, Zero) and op is not None:
+            v = self.as_smem(v, op)
+        if isinstance(v, Lazy):
+            raise refuse(
+                "E7006",
+                op,
+                "a tile expression in the accumulator's space carried through a loop or "
+                "an if: the NVIDIA backends carry shared-memory tiles; transfer it to "
+                "Memory::VMEM",
+            )
         if isinstance(v, Scalar):
             r = k.reg(v.reg.cls)
             k.ins(f"mov.{_movty(r)}", r, v.reg)
@@ -833,7 +1026,7 @@ class FunctionLowering(Walk):
             k.ins(f"mov.{_movty(d)}", d, s)
 
     def parallel_assign(self, dsts: list[object], srcs: list[object], op: ir.Operation) -> None:
-        temps = [self.carry(s) for s in srcs]
+        temps = [self.carry(s, op) for s in srcs]
         for d, t in zip(dsts, temps, strict=True):
             self.assign(d, t, op)
 
@@ -1140,14 +1333,9 @@ def _transfer(fl: FunctionLowering, op: ir.Operation) -> None:
     v = fl.get(op.operands[0])
     if (src, dst) == ("HBM", "VMEM"):
         fl.set(op.results[0], fl.wait(fl.issue_load(op)))
+    elif (src, dst) == ("VMEM", acc_space) and not isinstance(v, Zero):
+        fl.set(op.results[0], _acc_vector(fl, op, v))
     elif (src, dst) == ("VMEM", acc_space):
-        if not isinstance(v, Zero):
-            raise refuse(
-                "E7005",
-                op,
-                "loading an accumulator from shared memory: the NVIDIA backends "
-                "start accumulators from a new (zero) tensor only",
-            )
         m = T.placed(op.results[0].type)
         if _dtype(m) != "f32" or len(m.shape) != 2:
             raise refuse("E7007", op, "accumulators are 2-D f32 tiles")
@@ -1155,6 +1343,8 @@ def _transfer(fl: FunctionLowering, op: ir.Operation) -> None:
         acc = fl.mma.new_acc(m.shape[0], m.shape[1], column)
         fl.mma.zero(acc)
         fl.set(op.results[0], AccVal(acc))
+    elif (src, dst) == (acc_space, "VMEM") and isinstance(v, Lazy):
+        fl.set(op.results[0], fl.evaluate(v, op, fl.tile(op, op.results[0].type)))
     elif (src, dst) == (acc_space, "VMEM"):
         if not isinstance(v, AccVal):
             raise refuse("E7007", op, "expected an accumulator")
@@ -1187,9 +1377,14 @@ def _matmul_acc(fl: FunctionLowering, op: ir.Operation) -> None:
             f"matmul_acc accumulates into Memory::ACC on {fl.target} "
             f"({fl.arch.acc_space}); transfer the accumulator there first",
         )
-    a, b = fl.as_smem(fl.get(op.operands[1]), op), fl.as_smem(fl.get(op.operands[2]), op)
-    if a.tile.layout != "sw128" or b.tile.layout not in ("sw128T", "sw128MN"):
+    bv = fl.get(op.operands[2])
+    a = fl.as_smem(fl.get(op.operands[1]), op)
+    b = fl.as_smem(bv.smem if isinstance(bv, Transposed) else bv, op)
+    b_layouts = ("sw128",) if isinstance(bv, Transposed) else ("sw128T", "sw128MN")
+    if a.tile.layout != "sw128" or b.tile.layout not in b_layouts:
         raise refuse("E7007", op, "matmul_acc operands are not in their MMA layouts")
+    if isinstance(bv, Transposed):  # B^T [N, K] as loaded: K-major, no transpose bit
+        b = Smem(b.addr, dataclasses.replace(b.tile, rows=b.tile.cols, cols=b.tile.rows))
     if a.tile.dtype != b.tile.dtype:
         raise refuse("E7007", op, f"matmul_acc operands of types {a.tile.dtype} and {b.tile.dtype}")
     if a.tile.dtype not in MMA_TYPES:
@@ -1197,6 +1392,7 @@ def _matmul_acc(fl: FunctionLowering, op: ir.Operation) -> None:
     if (acc.acc.m, acc.acc.n) != (a.tile.rows, b.tile.cols) or a.tile.cols != b.tile.rows:
         raise refuse("E7007", op, "matmul_acc shapes do not agree")
     kbytes = a.tile.cols * a.tile.elem
+    fl.bump(("acc", id(acc.acc)))
     try:
         fl.mma.matmul(
             acc.acc,
@@ -1206,6 +1402,110 @@ def _matmul_acc(fl: FunctionLowering, op: ir.Operation) -> None:
         )
     except MmaError as e:
         raise refuse("E7007", op, f"{e}") from None
+
+
+def _acc_vector(fl: FunctionLowering, op: ir.Operation, v: object) -> Lazy:
+    """A row or column moved to the accumulator's space (a bias): copied into its private
+    shared-memory buffer (its VMEM slot may be reused at once), read from there by the
+    epilogue in the accumulator's spread."""
+    m = T.placed(op.results[0].type)
+    if not isinstance(v, Smem) or 1 not in m.shape[:2]:
+        raise refuse(
+            "E7005",
+            op,
+            "loading an accumulator from shared memory: the NVIDIA backends start "
+            "accumulators from a new (zero) tensor, and move rows or columns (a bias) to "
+            "Memory::ACC only",
+        )
+    reads: dict = {}
+    src = fl.node(op.operands[0], op, reads)
+    addr = fl.k.reg("b32")
+    fl.k.ins("add.u32", addr, fl.c.base, Imm(fl.private_at + fl.private[op.results[0]]))
+    dst = tiles.Load(src.rows, src.cols, src.dtype, addr)
+    fl.k.comment(BARRIER_NOTE)
+    fl.k.ins("bar.sync", Imm(0))
+    s = fl.em.tile_spread(src.rows, src.cols)
+    try:
+        fl.em.guarded(s, lambda: fl.em.evaluate_into(src, dst, s))
+    except tiles.TileError as e:
+        raise refuse("E7001", op, f"{op.name}: {e}") from None
+    return Lazy(dst, view(op).space)  # its readers start with a tile barrier
+
+
+def _tile_value(fl: FunctionLowering, op: ir.Operation, make) -> None:
+    """A tile form's value: stored into its ring slot when it is a placed shared-memory
+    tile, else an expression (`Lazy`) computed where it is read."""
+    res = op.results[0]
+    m = T.placed(res.type)
+    rows, cols = m.shape[0], m.shape[1]
+    reads: dict = {}
+    node = make(rows, cols, _dtype(m), [fl.node(v, op, reads) for v in op.operands])
+    lay = ring_layout(op)
+    lv = Lazy(node, lay.space, reads)
+    if lay.space == "VMEM" and lay.shared:
+        fl.set(res, fl.evaluate(lv, op, fl.tile(op, res.type)))
+    else:
+        fl.set(res, lv)
+
+
+def _tile_check(op: ir.Operation) -> None:
+    m = T.placed(op.results[0].type)
+    if m is None or len(m.shape) != 2 or not m.has_static_shape:
+        raise refuse("E7001", op, f"{op.name}: the NVIDIA backends compute on 2-D static tiles")
+    if _dtype(m) not in tiles.FLOATS:
+        raise refuse("E7001", op, f"{op.name} on {_dtype(m)} tiles")
+
+
+@rule("vx.binary")
+def _tile_binary(fl: FunctionLowering, op: ir.Operation) -> None:
+    _tile_check(op)
+    fn = ir.StringAttr(op.attributes["fn"]).value
+    _tile_value(fl, op, lambda r, c, d, xs: tiles.Bin(r, c, d, fn, xs[0], xs[1]))
+
+
+@rule("vx.unary")
+def _tile_unary(fl: FunctionLowering, op: ir.Operation) -> None:
+    _tile_check(op)
+    fn = ir.StringAttr(op.attributes["fn"]).value
+    _tile_value(fl, op, lambda r, c, d, xs: tiles.Un(r, c, d, fn, xs[0]))
+
+
+@rule("vx.cast")
+def _tile_cast(fl: FunctionLowering, op: ir.Operation) -> None:
+    _tile_check(op)
+    _tile_value(fl, op, lambda r, c, d, xs: tiles.Cast(r, c, d, xs[0]))
+
+
+@rule("vx.reduce")
+def _tile_reduce(fl: FunctionLowering, op: ir.Operation) -> None:
+    _tile_check(op)
+    fn = ir.StringAttr(op.attributes["fn"]).value
+    axis = ir.IntegerAttr(op.attributes["axis"]).value
+    scratch = fl.k.reg("b32")
+    fl.k.ins("add.u32", scratch, fl.c.base, Imm(fl.private_at + fl.private[op.results[0]]))
+    _tile_value(fl, op, lambda r, c, d, xs: tiles.Red(r, c, d, fn, axis, xs[0], scratch))
+
+
+@rule("vx.transpose")
+def _transpose(fl: FunctionLowering, op: ir.Operation) -> None:
+    """Only as matmul_acc's B operand: the tile [N, K] is B^T, which the MMA reads
+    K-major (the plan gave its ring the A operands' layout); no data moves."""
+    v = fl.get(op.operands[0])
+    users = [u.owner for u in op.results[0].uses]
+    as_b = all(
+        u.name == "vx.matmul_acc"
+        and u.operands[2] == op.results[0]
+        and u.operands[1] != op.results[0]
+        for u in users
+    )
+    if not (as_b and users and isinstance(v, Smem) and v.tile.layout == "sw128"):
+        raise refuse(
+            "E7001",
+            op,
+            "the NVIDIA backends lower `vx.transpose` only as matmul_acc's B operand (folded "
+            "into the MMA's operand layout); other transposes are not lowered yet",
+        )
+    fl.set(op.results[0], Transposed(v))
 
 
 @rule("scf.for")
@@ -1218,7 +1518,7 @@ def _for(fl: FunctionLowering, op: ir.Operation) -> None:
     bits = cls[1:]
     iv = k.reg(cls)
     k.ins(f"mov.{cls}", iv, lb.reg)
-    carried = [fl.carry(v) for v in inits]
+    carried = [fl.carry(v, op) for v in inits]
     fl.set(body.arguments[0], Scalar(iv))
     for a, c in zip(list(body.arguments)[1:], carried, strict=True):
         fl.set(a, c)
@@ -1241,7 +1541,7 @@ def _if(fl: FunctionLowering, op: ir.Operation) -> None:
     joined: list[object] = []
 
     k.bra(els, pred=cond.reg, negate=True)
-    joined.extend(fl.carry(y) for y in fl.region_values(op.regions[0].blocks[0]))
+    joined.extend(fl.carry(y, op) for y in fl.region_values(op.regions[0].blocks[0]))
     k.bra(end)
     k.place(els)
     if len(op.regions) > 1 and op.regions[1].blocks:
@@ -1316,14 +1616,12 @@ FunctionLowering.rule_surface = frozenset(
     {"get", "set", "region_values", "parallel_assign", "carry", "k", "c", "mma", "arch",
      "target", "func", "tile", "issue_load", "wait", "as_smem", "next_count",
      "slot_address", "tmaps", "tmap_addr", "results", "lens",
-     "instance", "status", "exit", "store_groups"}
+     "instance", "status", "exit", "store_groups", "node", "evaluate", "em", "private",
+     "private_at", "bump"}
 )  # fmt: skip
 FunctionLowering.no_rule = "the NVIDIA backends have no lowering for `{name}`"
-# Views and stores are TMA boxes at the view's coordinates and TMA stores (what a rule
-# cannot lower it refuses itself); tile arithmetic (LANGUAGE.md 4.3) on registers / TMEM
-# is not written yet: refused with the op's line.
-REFUSALS: dict[str, RefusalEntry] = {
-    name: RefusalEntry("E7001", f"the NVIDIA backends do not lower `{name}` (tile arithmetic) yet")
-    for name in TILE_OPS
-}
+# Views and stores are TMA boxes at the view's coordinates and TMA stores; tile
+# arithmetic is tiles.py's expressions and a transpose folds into matmul_acc's B operand
+# (what a rule cannot lower it refuses itself, coded, at the op).
+REFUSALS: dict[str, RefusalEntry] = {}
 FunctionLowering.refusals = REFUSALS

@@ -29,6 +29,7 @@ from vxc.backends.nvidia.encoders import (
     tcgen05_idesc,
 )
 from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Reg, Vec
+from vxc.backends.nvidia.tiles import Spread
 from vxc.targets import BLACKWELL, HOPPER, NVIDIA_ARCHES
 
 THREADS = 128  # one warpgroup: wgmma's issuing unit, and the 4 warps that cover TMEM's 128 lanes
@@ -200,6 +201,28 @@ class Hopper:
                     pair = (regs[4 * j + 2 * down], regs[4 * j + 2 * down + 1])
                     k.ins("st.shared.v2.f32", Addr(a, off), Vec(pair))
 
+    # The threads that share an accumulator row: a fragment row is 4 lanes (lane % 4).
+    lanes_per_row = 4
+
+    def spreads(self, acc: Acc, whole: bool = False):
+        """The D fragment as one spread (tiles.py): row 16 w + l / 4, column 2 (l % 4),
+        then for each m64 half, 8-column group and 8-row step, the pair's two columns."""
+        k, c = self.k, self.c
+        lane, row, col = k.reg("b32"), k.reg("b32"), k.reg("b32")
+        k.ins("and.b32", lane, c.tid, Imm(31))
+        k.ins("shr.u32", row, lane, Imm(2))
+        k.ins("mad.lo.u32", row, c.warp, Imm(16), row)
+        k.ins("and.b32", col, lane, Imm(3))
+        k.ins("shl.b32", col, col, Imm(1))
+        elems, regs = [], []
+        for h, half in enumerate(acc.regs):
+            for j in range(acc.n // 8):
+                for down in (0, 1):
+                    for e in (0, 1):
+                        elems.append((h * 64 + down * 8, 8 * j + e))
+                        regs.append(half[4 * j + 2 * down + e])
+        yield Spread(row, col, elems, acc_regs=regs, even_col=True)  # col = 2 (l % 4)
+
     def teardown(self) -> None:
         pass
 
@@ -303,19 +326,44 @@ class Blackwell:
         row = k.reg("b32")
         k.ins("mad.lo.u32", row, c.tid, Imm(acc.n * 4), dst)
         for chunk in range(0, acc.n, 32):
-            vals = k.regs("b32", 32)
-            k.ins(
-                "tcgen05.ld.sync.aligned.32x32b.x32.b32",
-                Vec(tuple(vals)),
-                Addr(self.lane_base, acc.column + chunk),
-            )
-            k.ins("tcgen05.wait::ld.sync.aligned")
+            vals = self._ld(acc, chunk)
             for j in range(8):
                 k.ins(
                     "st.shared.v4.b32",
                     Addr(row, chunk * 4 + 16 * j),
                     Vec(tuple(vals[4 * j : 4 * j + 4])),
                 )
+
+    def _ld(self, acc: Acc, chunk: int) -> list[Reg]:
+        """This warp's 32 lanes x 32 columns of `acc` from `chunk` on, waited."""
+        k = self.k
+        vals = k.regs("b32", 32)
+        k.ins(
+            "tcgen05.ld.sync.aligned.32x32b.x32.b32",
+            Vec(tuple(vals)),
+            Addr(self.lane_base, acc.column + chunk),
+        )
+        k.ins("tcgen05.wait::ld.sync.aligned")
+        return vals
+
+    lanes_per_row = 1  # TMEM lane t is thread t's row
+
+    def spreads(self, acc: Acc, whole: bool = False):
+        """Thread t's row (TMEM lane t), 32 columns per tcgen05.ld: one spread per chunk,
+        loaded just before it is used, or (`whole`) every column in one spread."""
+        k, c = self.k, self.c
+        elems, regs = [], []
+        for chunk in range(0, acc.n, 32):
+            for j, v in enumerate(self._ld(acc, chunk)):
+                f = k.reg("f32")
+                k.ins("mov.b32", f, v)
+                elems.append((0, chunk + j))
+                regs.append(f)
+            if not whole:
+                yield Spread(c.tid, None, elems, acc_regs=regs, even_col=True)
+                elems, regs = [], []
+        if whole:
+            yield Spread(c.tid, None, elems, acc_regs=regs, even_col=True)
 
     def teardown(self) -> None:
         k, c = self.k, self.c

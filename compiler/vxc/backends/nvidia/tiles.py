@@ -1,0 +1,411 @@
+"""Tile arithmetic (LANGUAGE.md 4.3) on sm_90a / sm_100a: expression trees evaluated
+per element in registers.
+
+A tile-arithmetic op does not emit code by itself: its lowered value is a `Lazy`
+expression over its operands (shared-memory tiles, the accumulator, scalars,
+constants). Code is emitted where a tile must exist — a placed result in shared
+memory (the allocator's ring slot), an accumulator-space expression copied to shared
+memory (`transfer(y, Memory::VMEM)`), a reduction — so an intermediate (`ring = -1`,
+`exp(s - m)`) is never written anywhere: the language does not count intermediates in
+the working set, and this lowering needs no room for them.
+
+Where each element is computed (a `Spread`: a per-thread row and column register plus
+static offsets per element, so every load is one `ld.shared` at an immediate offset):
+
+- a shared-memory result `[R, C]` (row-major): thread t takes columns t + 128 j when
+  128 divides C, else rows t / C + i (128 / C) of column t % C when C divides 128;
+- the accumulator, where it lives: on sm_100a thread t holds TMEM lane t (its row),
+  read 32 columns per `tcgen05.ld`; on sm_90a wgmma's D fragment (warp w, lane l: rows
+  16 w + l / 4 (+ 8, + 64), columns 8 j + 2 (l % 4) + {0, 1});
+- a reduction over the last axis: warp w takes rows w + 4 i, lane l columns l + 32 j,
+  then a `shfl.sync.bfly` butterfly combines the 32 lanes; on the accumulator, each
+  thread combines its own columns of a row, and on sm_90a the 4 lanes that share a row
+  combine with `shfl.sync.bfly` 1 and 2. Over axis 0, thread t walks column t's rows.
+
+Arithmetic is f32 (`.rn`, IEEE): bf16/f16 operands widen exactly and a bf16/f16 result
+rounds to nearest even after each op (numpy's answer on bf16 arrays). `max`/`min` are
+`max.NaN`/`min.NaN` (NaN propagates, numpy's `maximum`). `exp(x)` is `ex2.approx.f32`
+of `x * log2(e)`: CUDA's `__expf`, whose documented error is 2 + floor(|1.173 x|) ulp
+(the product's rounding grows with |x|; ex2.approx itself is within 2 ulp). `sqrt` is
+`sqrt.rn.f32`, `/` is `div.rn.f32`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from vxc.backends.nvidia.encoders import elem_bytes
+from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Operand, Reg
+
+LOG2E = math.log2(math.e)
+FLOATS = ("f32", "bf16", "f16")
+NARROW = ("bf16", "f16")  # 16-bit floats: cvt to and from f32
+
+BINARY = {
+    "add": "add.rn.f32",
+    "sub": "sub.rn.f32",
+    "mul": "mul.rn.f32",
+    "div": "div.rn.f32",
+    "max": "max.NaN.f32",
+    "min": "min.NaN.f32",
+}
+REDUCE = {"sum": "add.rn.f32", "max": "max.NaN.f32"}
+
+
+class TileError(ValueError):
+    """A tile form this lowering does not take; the message says why."""
+
+
+# -- expressions ----------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Node:
+    rows: int
+    cols: int
+    dtype: str
+
+
+@dataclass(eq=False)
+class Load(Node):
+    """A row-major shared-memory tile at `addr`."""
+
+    addr: Reg = None
+
+
+@dataclass(eq=False)
+class AccLeaf(Node):
+    """The accumulator, where it lives (`acc` is mma.Acc)."""
+
+    acc: object = None
+
+
+@dataclass(eq=False)
+class Const(Node):
+    value: Operand = None  # an f32 register or immediate
+
+
+@dataclass(eq=False)
+class Un(Node):
+    fn: str = ""
+    x: Node = None
+
+
+@dataclass(eq=False)
+class Bin(Node):
+    fn: str = ""
+    x: Node = None
+    y: Node = None
+
+
+@dataclass(eq=False)
+class Cast(Node):
+    x: Node = None
+
+
+@dataclass(eq=False)
+class Red(Node):
+    """A reduction keeping its axis; computed into `scratch` (a private f32 [rows, cols]
+    shared-memory buffer) before any expression reads it."""
+
+    fn: str = ""
+    axis: int = 1
+    x: Node = None
+    scratch: Reg = None
+
+
+def children(n: Node) -> list[Node]:
+    return [c for c in (getattr(n, "x", None), getattr(n, "y", None)) if c is not None]
+
+
+def walk(n: Node) -> list[Node]:
+    out, stack = [], [n]
+    while stack:
+        m = stack.pop()
+        out.append(m)
+        stack.extend(children(m))
+    return out
+
+
+def accs(n: Node) -> list[object]:
+    return list({id(m.acc): m.acc for m in walk(n) if isinstance(m, AccLeaf)}.values())
+
+
+# -- where elements are computed --------------------------------------------------------
+
+
+@dataclass
+class Spread:
+    """Per-thread row/column registers (None: 0) and each element's static offsets;
+    `guard`: a predicate for threads that hold no element (None: all do)."""
+
+    row: Reg | None
+    col: Reg | None
+    elems: list[tuple[int, int]]
+    guard: Reg | None = None
+    acc_regs: list[Reg] = field(default_factory=list)  # per element, accumulator spreads
+    even_col: bool = False  # the column register is even (or absent): pairs may pack
+
+
+class Emitter:
+    """Evaluates expressions for one kernel (`tid`, `warp` from the prologue)."""
+
+    def __init__(self, k: Kernel, tid: Reg, warp: Reg, threads: int) -> None:
+        self.k, self.tid, self.warp, self.threads = k, tid, warp, threads
+
+    @property
+    def lane(self) -> Reg:
+        """tid % 32, computed where it is used (an Emitter emits nothing until asked, so
+        kernels without tile arithmetic keep their PTX)."""
+        r = self.k.reg("b32")
+        self.k.ins("and.b32", r, self.tid, Imm(31))
+        return r
+
+    # Spreads -----------------------------------------------------------------------
+
+    def tile_spread(self, rows: int, cols: int) -> Spread:
+        k, n = self.k, self.threads
+        if cols % n == 0:
+            return Spread(None, self.tid, [(r, c) for r in range(rows) for c in range(0, cols, n)])
+        if n % cols:
+            raise TileError(f"a [{rows}, {cols}] tile: columns must divide or be a multiple of {n}")
+        per = n // cols
+        if rows % per and rows * cols > n:
+            raise TileError(f"a [{rows}, {cols}] tile: rows must be a multiple of {per}")
+        row, col = k.reg("b32"), None
+        k.ins("shr.u32", row, self.tid, Imm(cols.bit_length() - 1))
+        if cols > 1:
+            col = k.reg("b32")
+            k.ins("and.b32", col, self.tid, Imm(cols - 1))
+        guard = k.setp("lt", "u32", self.tid, Imm(rows * cols)) if rows * cols < n else None
+        return Spread(row, col, [(i * per, 0) for i in range(-(-rows // per))], guard)
+
+    # Evaluation ----------------------------------------------------------------------
+
+    def pointer(self, leaf: Load, s: Spread, memo: dict) -> Reg:
+        """The leaf's address for this thread's (row, col), broadcast dims at 0."""
+        key = id(leaf)
+        if key in memo:
+            return memo[key]
+        k, p = self.k, leaf.addr
+        eb = elem_bytes(leaf.dtype)
+        if leaf.rows > 1 and s.row is not None:
+            q = k.reg("b32")
+            k.ins("mad.lo.u32", q, s.row, Imm(leaf.cols * eb), p)
+            p = q
+        if leaf.cols > 1 and s.col is not None:
+            q = k.reg("b32")
+            k.ins("mad.lo.u32", q, s.col, Imm(eb), p)
+            p = q
+        memo[key] = p
+        return p
+
+    def offset(self, leaf: Node, r: int, c: int) -> int:
+        eb = elem_bytes(leaf.dtype)
+        return (r if leaf.rows > 1 else 0) * leaf.cols * eb + (c if leaf.cols > 1 else 0) * eb
+
+    def load(self, leaf: Load, s: Spread, r: int, c: int, memo: dict) -> Reg:
+        k = self.k
+        a = Addr(self.pointer(leaf, s, memo), self.offset(leaf, r, c))
+        f = k.reg("f32")
+        if leaf.dtype == "f32":
+            k.ins("ld.shared.f32", f, a)
+        else:
+            h = k.reg("b16")
+            k.ins("ld.shared.b16", h, a)
+            k.ins(f"cvt.f32.{leaf.dtype}", f, h)
+        return f
+
+    def round(self, f: Reg, dtype: str) -> Reg:
+        """`f` rounded to `dtype` (nearest even) and widened back: bf16/f16 results."""
+        if dtype not in NARROW:
+            return f
+        k = self.k
+        h, g = k.reg("b16"), k.reg("f32")
+        k.ins(f"cvt.rn.{dtype}.f32", h, f)
+        k.ins(f"cvt.f32.{dtype}", g, h)
+        return g
+
+    def value(self, n: Node, s: Spread, i: int, memo: dict, elem: dict) -> Operand:
+        """Node `n` at element i of the spread (memoised per element in `elem`)."""
+        if id(n) in elem:
+            return elem[id(n)]
+        k = self.k
+        r, c = s.elems[i]
+        if isinstance(n, Load):
+            v = self.load(n, s, r, c, memo)
+        elif isinstance(n, AccLeaf):
+            v = s.acc_regs[i]
+        elif isinstance(n, Const):
+            v = n.value
+        elif isinstance(n, Cast):
+            v = self.round(self._reg(self.value(n.x, s, i, memo, elem)), n.dtype)
+        elif isinstance(n, Un):
+            x = self.value(n.x, s, i, memo, elem)
+            v = k.reg("f32")
+            if n.fn == "neg":
+                k.ins("neg.f32", v, x)
+            elif n.fn == "sqrt":
+                k.ins("sqrt.rn.f32", v, x)
+            elif n.fn == "exp":
+                t = k.reg("f32")
+                k.ins("mul.rn.f32", t, x, Imm(LOG2E))
+                k.ins("ex2.approx.f32", v, t)
+            else:
+                raise TileError(f"no lowering for `{n.fn}`")
+            v = self.round(v, n.dtype)
+        elif isinstance(n, Bin):
+            x, y = self.value(n.x, s, i, memo, elem), self.value(n.y, s, i, memo, elem)
+            v = k.reg("f32")
+            k.ins(BINARY[n.fn], v, x, y)
+            v = self.round(v, n.dtype)
+        else:  # a Red is computed before the expression that reads it (`resolve`)
+            raise TileError(f"an unresolved {type(n).__name__}")
+        elem[id(n)] = v
+        return v
+
+    def _reg(self, v: Operand) -> Reg:
+        if isinstance(v, Reg):
+            return v
+        return self.k.mov("f32", v)
+
+    def store(self, dst: Load, s: Spread, i: int, v: Operand, memo: dict) -> None:
+        k = self.k
+        a = Addr(self.pointer(dst, s, memo), self.offset(dst, *s.elems[i]))
+        if dst.dtype == "f32":
+            k.ins("st.shared.f32", a, v)
+            return
+        h = k.reg("b16")
+        k.ins(f"cvt.rn.{dst.dtype}.f32", h, self._reg(v))
+        k.ins("st.shared.b16", a, h)
+
+    def evaluate_into(self, n: Node, dst: Load, s: Spread) -> None:
+        """Every element of the spread of `n`, stored into the tile `dst`; two 16-bit
+        neighbours in a row (an even column and the next, both this thread's) as one
+        `cvt.rn.{bf16,f16}x2.f32` and one 32-bit store."""
+        memo: dict = {}
+        i = 0
+        while i < len(s.elems):
+            v = self.value(n, s, i, memo, {})
+            if self.pairs(dst, s, i):
+                hi = self._reg(self.value(n, s, i + 1, memo, {}))
+                packed = self.k.reg("b32")
+                self.k.ins(f"cvt.rn.{dst.dtype}x2.f32", packed, hi, self._reg(v))
+                a = Addr(self.pointer(dst, s, memo), self.offset(dst, *s.elems[i]))
+                self.k.ins("st.shared.b32", a, packed)
+                i += 2
+                continue
+            self.store(dst, s, i, v, memo)
+            i += 1
+
+    def pairs(self, dst: Load, s: Spread, i: int) -> bool:
+        """Elements i and i + 1 are the 4-byte-aligned halves of one word of `dst`: the
+        column register (if any) is even (tile spreads: none or t % C with C >= 2 only
+        when... so only spreads without a column register, or the wgmma fragment's
+        2 (l % 4))."""
+        if dst.dtype not in NARROW or i + 1 >= len(s.elems) or dst.cols < 2:
+            return False
+        (r0, c0), (r1, c1) = s.elems[i], s.elems[i + 1]
+        return r0 == r1 and c1 == c0 + 1 and c0 % 2 == 0 and s.even_col
+
+    def guarded(self, s: Spread, body) -> None:
+        k = self.k
+        if s.guard is None:
+            body()
+            return
+        skip = k.label("tile_idle")
+        k.bra(skip, pred=s.guard, negate=True)
+        body()
+        k.place(skip)
+
+    # Reductions --------------------------------------------------------------------
+
+    def reduce_rows(self, n: Red, dst: Load) -> None:
+        """`n` over the last axis of a shared-memory expression: warp w rows w + 4 i, lane
+        l columns l + 32 j, a 32-lane butterfly, lane 0 writes dst[row]."""
+        k, x = self.k, n.x
+        if x.cols % 32:
+            raise TileError(f"a reduction over {x.cols} columns: a multiple of 32 is reduced")
+        warps = self.threads // 32
+        elems = [(r, c) for r in range(0, x.rows, warps) for c in range(0, x.cols, 32)]
+        lane = self.lane
+        s = Spread(self.warp, lane, elems)
+        memo: dict = {}
+        per_row = x.cols // 32
+        lane0 = k.setp("eq", "u32", lane, Imm(0))
+        for g in range(0, len(elems), per_row):
+            r0 = elems[g][0]
+            idle = k.label("rows_idle")
+            if x.rows % warps:  # warp-uniform: the whole warp skips, shfl stays full
+                k.bra(idle, pred=k.setp("ge", "u32", self.warp, Imm(x.rows - r0)))
+            acc = self._reg(self.value(x, s, g, memo, {}))
+            for j in range(1, per_row):
+                v = self.value(x, s, g + j, memo, {})
+                nxt = k.reg("f32")
+                k.ins(REDUCE[n.fn], nxt, acc, v)
+                acc = nxt
+            acc = self.butterfly(acc, n.fn, 16)
+            acc = self.round(acc, n.dtype)
+            self.store_row(dst, s, r0, acc, lane0, memo)
+            k.place(idle)
+
+    def butterfly(self, acc: Reg, fn: str, width: int) -> Reg:
+        """Combine `acc` across lanes xor 1 .. width (shfl.sync.bfly, the full warp)."""
+        k = self.k
+        step = width
+        while step >= 1:
+            o, nxt = k.reg("f32"), k.reg("f32")
+            k.ins("shfl.sync.bfly.b32", o, acc, Imm(step), Imm(31), Imm(0xFFFFFFFF))
+            k.ins(REDUCE[fn], nxt, acc, o)
+            acc, step = nxt, step // 2
+        return acc
+
+    def store_row(self, dst: Load, s: Spread, r: int, v: Reg, pred: Reg, memo: dict) -> None:
+        a = Addr(self.pointer(dst, Spread(s.row, None, []), memo), r * 4)
+        self.k.ins("st.shared.f32", a, v, pred=pred)
+
+    def reduce_cols(self, n: Red, dst: Load) -> None:
+        """`n` over axis 0: thread t walks column t (+ 128 j) down the rows."""
+        x = n.x
+        s = self.tile_spread(1, x.cols)
+        memo: dict = {}
+
+        def body() -> None:
+            for c0 in range(len(s.elems)):
+                _, c = s.elems[c0]
+                col = Spread(s.row, s.col, [(r, c) for r in range(x.rows)])
+                acc = self._reg(self.value(x, col, 0, memo, {}))
+                for r in range(1, x.rows):
+                    nxt = self.k.reg("f32")
+                    self.k.ins(REDUCE[n.fn], nxt, acc, self.value(x, col, r, memo, {}))
+                    acc = nxt
+                out = Spread(s.row, s.col, [(0, c)])
+                self.store(dst, out, 0, self.round(acc, n.dtype), memo)
+
+        self.guarded(s, body)
+
+    def acc_reduce_rows(self, n: Red, dst: Load, spread: Spread, lanes_per_row: int) -> None:
+        """`n` over the columns of an accumulator expression, in its own spread: each
+        thread combines its elements of each row, the `lanes_per_row` lanes sharing a row
+        combine by shfl, and the first of them writes dst[row]."""
+        k = self.k
+        rows: dict[int, list[int]] = {}
+        for i, (r, _) in enumerate(spread.elems):
+            rows.setdefault(r, []).append(i)
+        memo: dict = {}
+        first = None
+        if lanes_per_row > 1:
+            q = k.reg("b32")
+            k.ins("and.b32", q, self.lane, Imm(lanes_per_row - 1))
+            first = k.setp("eq", "u32", q, Imm(0))
+        for r, idx in rows.items():
+            acc = self._reg(self.value(n.x, spread, idx[0], memo, {}))
+            for i in idx[1:]:
+                nxt = k.reg("f32")
+                k.ins(REDUCE[n.fn], nxt, acc, self.value(n.x, spread, i, memo, {}))
+                acc = nxt
+            if lanes_per_row > 1:
+                acc = self.butterfly(acc, n.fn, lanes_per_row // 2)
+            acc = self.round(acc, n.dtype)
+            self.store_row(dst, spread, r, acc, first, memo)
