@@ -17,11 +17,16 @@ artifact of the GPU's architecture it runs, in order:
   the `&mut` output in place) on their own ladder of (m, n, k): one instance and two K
   tiles, five K tiles (the ring's parity wraps), a 3 x 7 grid, then 4096^3; the first
   wrong row/col (and the instance owning it) is reported;
+- the tile-arithmetic kernels on ladders of their own: kernels/gemm_epilogue.vx
+  (relu(A @ B + bias) in bf16; small-integer inputs, so the result is exact and must
+  equal numpy's bf16 rounding of it) and kernels/softmax.vx (normal inputs, within
+  the simulator test's tolerance: ex2.approx is 2 ulp, see docs/NVIDIA.md);
 - medians of repeated timed launches at the full size (CUDA events), in TB/s of tiles read
   (stream kernels) or TFLOP/s (GEMMs);
 - same-GPU baselines in the same process where the image has them: a torch device copy of
   the same bytes, the Triton three-stage stream kernel (benchmarks/nvidia/triton_stream.py)
-  and, for the GEMMs, cuBLAS through `torch.mm` on the same bf16 operands;
+  and, for the GEMMs, cuBLAS through `torch.mm` on the same bf16 operands (with the
+  bias and ReLU for gemm_epilogue), `torch.softmax` for softmax;
 - compute-sanitizer memcheck and synccheck on a small launch (a child run of this script).
 A JSON log goes to --out/gpu_check.json. Exit status: 0 all match, 1 a mismatch or fault,
 2 no usable GPU, 3 a hang. The whole run is sized for under 5 minutes.
@@ -73,6 +78,15 @@ SOURCES = {"gemm3": "gemm_3stage"}
 # wraps twice); a 3 x 7 grid of instances; then the full size.
 GEMM_LADDER = ((128, 128, 256), (128, 256, 640), (384, 896, 384))
 GEMM_FULL = (4096, 4096, 4096)
+
+# The tile-arithmetic kernels: name -> (ladder, full size). gemm_epilogue's shapes are
+# the GEMMs'; softmax's are (m, n): one instance, two column tiles, a row of 1024, then
+# 8192 instances of 8 rows.
+TILE_KERNELS = {
+    "gemm_epilogue": (GEMM_LADDER, GEMM_FULL),
+    "softmax": (((8, 128), (8, 256), (24, 1024)), (65536, 1024)),
+}
+SOFTMAX_TOL = {"rtol": 1e-5, "atol": 1e-7}  # tests/backends/nvidia/test_ptxsim_tiles.py
 
 
 def say(msg: str) -> None:
@@ -159,12 +173,19 @@ def gemm_inputs(m: int, n: int, k: int, rng) -> list:
     return [m, n, k, a, b, np.zeros((m, n), np.float32)]
 
 
-def gemm_first_bad(c: np.ndarray, ref: np.ndarray) -> dict | None:
-    bad = np.argwhere(c != ref)  # NaN (a tile never stored) is never equal
+def gemm_first_bad(c: np.ndarray, ref: np.ndarray, close=None, instance_of=None) -> dict | None:
+    """The first element of the 2-D result `c` that is not `ref` (exactly, or `close`),
+    and the instance owning it (`instance_of(row, col)`; a GEMM's 128 x 128 tiles, row
+    of tiles by row of tiles, by default)."""
+    ok = (c == ref) if close is None else close(c, ref)
+    bad = np.argwhere(~ok)  # NaN (a tile never stored) is never equal or close
     if not len(bad):
         return None
     r, col = (int(x) for x in bad[0])
-    instance = (r // 128) * (c.shape[1] // 128) + col // 128
+    if instance_of is None:
+        instance = (r // 128) * (c.shape[1] // 128) + col // 128
+    else:
+        instance = instance_of(r, col)
     return {"instance": instance, "row": r, "col": col, "got": float(c[r, col]),
             "want": float(ref[r, col]), "wrong": int(len(bad))}  # fmt: skip
 
@@ -181,6 +202,107 @@ def check_gemm(kernel, shapes, rng, timeout: float, log: list) -> bool:
         if not rung(kernel, f"{name} {m}x{n}x{k}", entry, instances, args, judge, timeout, log):
             return False
     return True
+
+
+def epilogue_inputs(m: int, n: int, k: int, rng) -> list:
+    """gemm's inputs and a small-integer bias: relu(A @ B + bias) is an exact integer
+    in f32, so its bf16 rounding is numpy's, exactly."""
+    m_, n_, k_, a, b, _ = gemm_inputs(m, n, k, rng)
+    bias = rng.integers(-20, 21, (1, n)).astype(np.float32)
+    return [m_, n_, k_, a, b, bias, np.zeros((m, n), _dtype("bf16"))]
+
+
+def epilogue_reference(args: list) -> np.ndarray:
+    exact = np.maximum(args[3].astype(np.float32) @ args[4].astype(np.float32) + args[5], 0)
+    return exact.astype(_dtype("bf16")).astype(np.float32)
+
+
+def softmax_inputs(m: int, n: int, rng) -> list:
+    x = (rng.standard_normal((m, n)) * 8).astype(np.float32)
+    return [m, n, x, np.zeros((m, n), np.float32)]
+
+
+def softmax_reference(args: list) -> np.ndarray:
+    x = args[2].astype(np.float64)
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def _softmax_close(y: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    return np.isclose(y, ref, equal_nan=False, **SOFTMAX_TOL)
+
+
+# name -> (inputs(shape, rng), instances(shape), reference(args), output index, close)
+TILE_CHECKS = {
+    "gemm_epilogue": (
+        lambda s, rng: epilogue_inputs(*s, rng),
+        lambda s: (s[0] // 128) * (s[1] // 128),
+        epilogue_reference,
+        6,
+        None,
+    ),
+    "softmax": (
+        lambda s, rng: softmax_inputs(*s, rng),
+        lambda s: s[0] // 8,
+        softmax_reference,
+        3,
+        _softmax_close,
+    ),
+}
+
+
+def check_tile_kernel(kernel, shapes, rng, timeout: float, log: list) -> bool:
+    """The ladder of a tile-arithmetic kernel; False at the first mismatch or fault."""
+    name = kernel.meta["name"]
+    make, count, ref_of, out, close = TILE_CHECKS[name]
+    instance_of = (lambda r, _: r // 8) if name == "softmax" else None  # 8 rows each
+    for shape in shapes:
+        args = make(shape, rng)
+        entry = {"kernel": name, "instances": count(shape), "shape": list(shape)}
+        ref = ref_of(args)
+        judge = lambda _, c=args[out], ref=ref: gemm_first_bad(  # noqa: E731 - in place
+            c.astype(np.float64), ref, close, instance_of
+        )
+        label = f"{name} {'x'.join(map(str, shape))}"
+        if not rung(kernel, label, entry, count(shape), args, judge, timeout, log):
+            return False
+    return True
+
+
+def timed_tile_kernel(kernel, rng, repeat: int) -> dict:
+    name = kernel.meta["name"]
+    shape = TILE_KERNELS[name][1]
+    make, count, _, _, _ = TILE_CHECKS[name]
+    args = make(shape, rng)
+    ts = kernel.times(count(shape), *args, repeat=repeat)
+    med = statistics.median(ts)
+    t = {"kernel": name, "shape": list(shape), "median_s": med, "min_s": min(ts),
+         "repeat": repeat}  # fmt: skip
+    if name == "softmax":  # two passes read x, one writes y
+        t["tb_s"] = 3 * args[2].nbytes / med / 1e12
+    else:
+        t["tflop_s"] = 2.0 * shape[0] * shape[1] * shape[2] / med / 1e12
+    return t
+
+
+def torch_tile_baselines(repeat: int) -> dict:
+    """torch on the tile kernels' full sizes: cuBLAS's addmm + relu in bf16 for
+    gemm_epilogue, torch.softmax (f32) for softmax."""
+    try:
+        import torch
+    except ImportError as e:
+        return {"skipped": f"no torch ({e})"}
+    m, n, k = TILE_KERNELS["gemm_epilogue"][1]
+    a = torch.randint(-3, 4, (m, k), device="cuda").to(torch.bfloat16)
+    b = torch.randint(-3, 4, (k, n), device="cuda").to(torch.bfloat16)
+    bias = torch.randint(-20, 21, (n,), device="cuda").to(torch.bfloat16)
+    med = torch_median(torch, lambda: torch.relu(torch.addmm(bias, a, b)), repeat)
+    out = {"torch_addmm_relu_bf16": {"median_s": med, "tflop_s": 2.0 * m * n * k / med / 1e12}}
+    sm, sn = TILE_KERNELS["softmax"][1]
+    x = torch.randn(sm, sn, device="cuda")
+    med = torch_median(torch, lambda: torch.softmax(x, dim=1), repeat)
+    out["torch_softmax_f32"] = {"median_s": med, "tb_s": 2 * x.numel() * 4 / med / 1e12}
+    return out
 
 
 def timed_gemm(kernel, rng, repeat: int) -> dict:
@@ -318,7 +440,13 @@ def main(argv: list[str] | None = None) -> int:
         for name, kernel in art.kernels.items():
             if args.only and name not in args.only:
                 continue
-            kind = "gemm" if name in GEMMS else REFERENCES.get(name)
+            kind = (
+                "gemm"
+                if name in GEMMS
+                else "tile"
+                if name in TILE_KERNELS
+                else REFERENCES.get(name)
+            )
             if Path(entry["manifest"]).name.split(".")[0] != SOURCES.get(name, name):
                 kind = None
             if kind is None:
@@ -329,6 +457,10 @@ def main(argv: list[str] | None = None) -> int:
                 if kind == "gemm":
                     ladder = GEMM_LADDER if args.small else (*GEMM_LADDER, GEMM_FULL)
                     good = check_gemm(kernel, ladder, rng, args.timeout, log["runs"])
+                elif kind == "tile":
+                    lad, full = TILE_KERNELS[name]
+                    ladder = lad if args.small else (*lad, full)
+                    good = check_tile_kernel(kernel, ladder, rng, args.timeout, log["runs"])
                 else:
                     good = check_kernel(kernel, kind, shapes, rng, args.timeout, log["runs"])
                 # Timed: the GEMMs, and the stream kernels whose instances read disjoint
@@ -338,6 +470,10 @@ def main(argv: list[str] | None = None) -> int:
                     log["timings"].append(t)
                     say(f"{name} {'x'.join(map(str, GEMM_FULL))}: {t['median_s'] * 1e3:.3f} "
                         f"ms median, {t['tflop_s']:.1f} TFLOP/s")  # fmt: skip
+                elif good and not args.small and kind == "tile":
+                    t = timed_tile_kernel(kernel, rng, args.repeat)
+                    log["timings"].append(t)
+                    say(f"{name}: {json.dumps(t)}")
                 elif good and not args.small and kind == "share":
                     t = timed(kernel, rng, args.repeat)
                     log["timings"].append(t)
@@ -353,6 +489,7 @@ def main(argv: list[str] | None = None) -> int:
         nbytes = FULL[0] * FULL[1] * 128 * 128 * 2
         log["baselines"] = baselines(nbytes, args.repeat)
         log["baselines"]["cublas_bf16_gemm"] = cublas_gemm(args.repeat)
+        log["baselines"]["tile_kernels"] = torch_tile_baselines(args.repeat)
         say(f"baselines: {json.dumps(log['baselines'], default=str)[:400]}")
     if not args.no_sanitizer:
         log["sanitizer"] = sanitizer(artifacts, args.timeout)

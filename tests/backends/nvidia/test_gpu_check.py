@@ -71,7 +71,7 @@ def test_gpu_build_writes_an_index_of_every_artifact(artifacts):
     index = json.loads((artifacts / "index.json").read_text())
     built = {(e["source"], e["target"]) for e in index["artifacts"] if "manifest" in e}
     for k in ("stream", "stream_grid", "stream_triple", "stream_blocking", "stream_grid_blocking",
-              "gemm", "gemm_3stage"):  # fmt: skip
+              "gemm", "gemm_3stage", "gemm_epilogue", "softmax"):  # fmt: skip
         assert {(k, "h100"), (k, "b200")} <= built
     for e in index["artifacts"]:
         if "manifest" in e:
@@ -199,3 +199,41 @@ def test_a_wrong_gemm_is_reported_with_its_first_bad_row_and_col(artifacts, fake
     art.gemm.run(2, m, n, k, a, b, c, poison=True)
     bad = gpu_check.gemm_first_bad(c, a.astype("float32") @ b.astype("float32"))
     assert bad is not None and bad["wrong"] > 0 and bad["row"] == 0
+
+
+@pytest.mark.parametrize(("target", "cap"), [("h100", (9, 0)), ("b200", (10, 0))])
+@pytest.mark.parametrize(
+    ("name", "shape"), [("softmax", (8, 256)), ("gemm_epilogue", (128, 128, 128))]
+)
+def test_the_tile_kernels_check_on_the_fake_layer(artifacts, fake, target, cap, name, shape):
+    # One rung of each tile kernel's ladder through the device script's own check (the
+    # runtime's packing of the f32 bias and the bf16 output, the fatbin run by ptxsim).
+    fake(capability=cap)
+    art = runtime.load(artifacts / target / f"{name}.{target}.json")
+    log: list = []
+    rng = __import__("numpy").random.default_rng(0)
+    assert gpu_check.check_tile_kernel(getattr(art, name), [shape], rng, 10.0, log), log
+    assert log[0]["ok"] and log[0]["first_bad"] is None
+
+
+def test_a_wrong_softmax_is_reported_with_its_first_bad_row(artifacts, fake):
+    # exp as 2^x (the log2(e) scale dropped): every row's values are off.
+    fake(capability=(9, 0), ptx_filter=lambda p: p.replace("0f3FB8AA3B", "0f3F800000"))
+    art = runtime.load(artifacts / "h100" / "softmax.h100.json")
+    log: list = []
+    rng = __import__("numpy").random.default_rng(0)
+    assert not gpu_check.check_tile_kernel(art.softmax, [(8, 128)], rng, 10.0, log)
+    bad = log[0]["first_bad"]
+    assert bad["row"] == 0 and bad["instance"] == 0 and bad["wrong"] > 0
+
+
+@pytest.mark.slow
+def test_the_device_check_runs_the_tile_kernel_ladders_on_the_fake_layer(artifacts, fake, tmp_path):
+    fake(capability=(9, 0))
+    rc = gpu_check.main(["--artifacts", str(artifacts), "--out", str(tmp_path), "--small",
+                         "--only", "softmax", "--only", "gemm_epilogue", "--no-sanitizer",
+                         "--no-baselines"])  # fmt: skip
+    log = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert rc == 0 and log["status"] == 0, log
+    shapes = [(r["kernel"], tuple(r["shape"])) for r in log["runs"]]
+    assert ("softmax", (24, 1024)) in shapes and ("gemm_epilogue", (384, 896, 384)) in shapes
