@@ -12,6 +12,7 @@ variables by their ranges.
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass
 
 import z3
@@ -440,13 +441,7 @@ class SeamChecker(StmtVisitor):
         base = _strip(e)
         if not isinstance(base, H.Name | H.Wait | H.Transfer):
             return  # a fresh element or call result: published, nothing crossed a seam
-        name = (
-            base.name
-            if isinstance(base, H.Name)
-            else "transfer_async(...)"
-            if isinstance(base, H.Transfer) and base.is_async
-            else "tmp"
-        )
+        name = _shown_value(base)
         # One report per read (a reassigned token is a new transfer; each stale read counts);
         # the loop's second pass re-walks the same reads, and reports them once.
         key = (e.span, base.vid if isinstance(base, H.Name) else base.nid)
@@ -463,7 +458,7 @@ class SeamChecker(StmtVisitor):
             contract = state.const
         if not self.emit or key in self.reported:
             return
-        zname = name.removesuffix("(...)")
+        zname = re.sub(r"\W+", "_", name).strip("_")  # a z3 constant's name, as SMT-LIB prints it
         tag, val = z3.BitVec(f"tag_{zname}", TAG_BITS), z3.BitVec(f"val_{zname}", VAL_BITS)
         if contract is None:
             violated = tag == TOP
@@ -1144,3 +1139,16 @@ def check_seams(
     if fn.is_extern or not fn.ok:
         return
     SeamChecker(fn, machine, functions, placement, solver, sink).run()
+
+
+def _shown_value(base: H.Name | H.Wait | H.Transfer) -> str:
+    """How a read value is named in E6004: a variable by its name, an unnamed transfer or
+    wait by the expression the user wrote (never an internal temporary)."""
+    if isinstance(base, H.Name):
+        return base.name
+    if isinstance(base, H.Wait):
+        inner = base.token
+        return f"wait({inner.name})" if isinstance(inner, H.Name) else "wait(...)"
+    src = _strip(base.src)
+    shown = src.name if isinstance(src, H.Name) else "..."
+    return f"{'transfer_async' if base.is_async else 'transfer'}({shown}, ...)"
