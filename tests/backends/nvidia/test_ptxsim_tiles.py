@@ -250,3 +250,12 @@ def test_a_transposed_b_operand_is_read_k_major(target):
     want = a.astype(np.float64) @ b.astype(np.float64).T
     assert not np.array_equal(want, a.astype(np.float64) @ b.astype(np.float64))
     np.testing.assert_array_equal(c, want)
+
+
+def test_f16_conversion_is_numpys():
+    xs = np.random.default_rng(1).standard_normal(2048).astype(np.float32) * 1000
+    want = xs.astype(np.float16)
+    got = np.array([ptxsim.to_half(float(x), "f16") for x in xs], np.uint16)
+    np.testing.assert_array_equal(got, want.view(np.uint16))
+    back = np.array([ptxsim.from_half(int(h), "f16") for h in got], np.float32)
+    np.testing.assert_array_equal(back, want.astype(np.float32))
