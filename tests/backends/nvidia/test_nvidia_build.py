@@ -402,3 +402,31 @@ def test_gemm_builds_with_tma_views_and_a_tma_store(target, name):
     )
     assert (c["box"], c["swizzle"], c["dtype"]) == ([128, 128], "none", "f32")
     assert k["results"] == [] and 0 < k["registers"] <= 255
+
+
+# The tile-arithmetic kernels (backends/nvidia/tiles.py): what their SASS must hold.
+# gemm_epilogue: gemm's loads (8) plus the bias row's; the epilogue straight from the
+# accumulator (TMEM / fragment registers), bf16 pairs packed into 32-bit stores.
+# softmax: two TMA loads (one per pass), a TMA store, ex2 on the MUFU, shfl butterflies.
+TILE_SASS = {
+    "gemm_epilogue": {"UTMALDG.2D": 9, "UTMASTG.2D": 1, "STS.U16": 0, "LDG": 0, "MUFU.EX2": 0},
+    "softmax": {"UTMALDG.2D": 2, "UTMASTG.2D": 1, "SHFL.BFLY": 20, "LDG": 0},
+}
+
+
+@pytest.mark.parametrize("target", ARCH)
+@pytest.mark.parametrize("name", sorted(TILE_SASS))
+def test_tile_kernels_build_with_their_sass(target, name):
+    files = _build(target, ROOT / "kernels" / f"{name}.vx")
+    sass = toolchain.sass(files[f"{name}.{target}.fatbin"])
+    count = lambda op: len(re.findall(rf"\b{re.escape(op)}\b", sass))  # noqa: E731
+    assert {op: count(op) for op in TILE_SASS[name]} == TILE_SASS[name]
+    if name == "softmax":
+        assert count("MUFU.EX2") > 0 and count("HGMMA") + count("UTCHMMA") == 0
+    else:
+        assert toolchain.missing_sass(sass, ARCH[target]) == []
+        mma = "UTCHMMA" if target == "b200" else "HGMMA.64x128x16.F32.BF16"
+        assert count(mma) == (16 if target == "b200" else 32)
+    (k,) = Manifest.from_bytes(files[f"{name}.{target}.json"]).kernels
+    assert 0 < k["registers"] <= 255  # ptxas -v: the build refuses any spill
+    assert k["dynamic_smem"] <= TARGETS[target].arch.smem_limit
