@@ -259,3 +259,34 @@ def test_f16_conversion_is_numpys():
     np.testing.assert_array_equal(got, want.view(np.uint16))
     back = np.array([ptxsim.from_half(int(h), "f16") for h in got], np.float32)
     np.testing.assert_array_equal(back, want.astype(np.float32))
+
+
+# A tile that tile arithmetic reads, in a ring a TMA load refills next iteration: thread
+# 0 issued the next copy while the other threads were still reading the slot (a
+# write-after-read race on hardware; the simulator saw it once it tracked TMA loads in
+# flight). The lowering now holds the copy at a bar.sync until every thread has read.
+RING_REREAD = """
+fn acc_rows(n: i64, x: &Tensor<f32, [8, n]>, y: &mut Tensor<f32, [8, 128]>) -> void
+    on Topology::TensorCore where n % 128 == 0, n >= 128, n <= 1024, instances() == 1 {
+  let mut s = Tensor<f32>([8, 128]);
+  for c in 0 .. n / 128 {
+    let t = transfer(x[0 .. 8, c * 128 .. c * 128 + 128], Memory::VMEM);
+    s = s + t;
+  }
+  transfer(s, y[0 .. 8, 0 .. 128]);
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_tma_load_waits_for_the_threads_reading_its_slot(target):
+    ptx, kern = _build(target, RING_REREAD)
+    x = np.random.default_rng(0).standard_normal((8, 384)).astype(np.float32)
+    y = np.full((8, 128), np.nan, np.float32)
+    ptxsim.run_kernel(ptx, kern, [384, x, y], 1)
+    np.testing.assert_allclose(y, x.reshape(8, 3, 128).sum(1), rtol=1e-6)
+    # Without that barrier (the one right before the copy's expect_tx) it is a race.
+    racy = re.sub(r"\tbar\.sync 0;\n(\t@!%p\d+ bra \$L_tma_issued_\d+;\n\tmbarrier)", r"\1", ptx)
+    assert racy != ptx
+    with pytest.raises(ptxsim.SimError, match="race between threads"):
+        ptxsim.run_kernel(racy, kern, [384, x, np.full((8, 128), np.nan, np.float32)], 1)

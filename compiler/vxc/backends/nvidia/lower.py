@@ -233,6 +233,9 @@ def _dtype(m: ir.MemRefType) -> str:
 
 
 _REGION_OPS = ("vx.view", "vx.store", "vx.store_async")
+# Ops whose tile operands every thread reads with ld.shared (tiles.py): a TMA load into
+# such a ring waits at a bar.sync until each thread has read the slot's old tile.
+_GENERIC_READERS = ("vx.binary", "vx.unary", "vx.reduce", "vx.cast")
 # A tensor map parameter's name: the argument's, then its layout's suffix.
 _TMAP_SUFFIX = {"sw128": "", "sw128MN": "_mn", "rowmajor": "_rm"}
 
@@ -303,6 +306,7 @@ class FunctionLowering(Walk):
         self.private: dict[ir.Value, int] = {}
         self.private_bytes = 0
         self.versions: dict[tuple[str, int], int] = {}  # ("ring"|"acc", key) -> writes
+        self.generic_read: set[int] = set()  # rings whose tiles the threads read (tiles.py)
 
     # -- planning ---------------------------------------------------------------------
 
@@ -357,6 +361,10 @@ class FunctionLowering(Walk):
                         v, role = _transposed(v), "Bt"
                     if v in self.origin:
                         self.roles.setdefault(self.origin[v], set()).add(role)
+            if op.name in _GENERIC_READERS or (
+                op.name == "vx.transfer" and _is_acc_vector(op, self.arch)
+            ):
+                self.generic_read.update(self.origin[v] for v in op.operands if v in self.origin)
             if op.name == "vx.transfer" and op.operands[0] in self.origin:
                 dst = view(op).space
                 role = "store" if dst == "HBM" else "acc" if dst == self.arch.acc_space else "other"
@@ -821,6 +829,8 @@ class FunctionLowering(Walk):
         row = src.row if src.row is not None else self.k.mov("b32", Imm(0))
         col = src.col if isinstance(src, View) else None
         bar = self.barrier(tile, slot)
+        if tile.ring in self.generic_read:  # the slot's old tile read by every thread
+            self.k.ins("bar.sync", Imm(0))
         tma.tma_load(
             self.k, self.c.leader, bar, dst, self.tmap_addr[p.name], boxes, row, tile.nbytes, col
         )

@@ -432,6 +432,8 @@ class Cta:
         size = len(self.smem)
         self.w_tid, self.w_epoch = np.full(size, -1, np.int32), np.full(size, -1, np.int32)
         self.r_tid, self.r_epoch = np.full(size, -1, np.int32), np.full(size, -1, np.int32)
+        # TMA loads in flight: the issuing thread and its epoch, until the copy lands.
+        self.tma_tid, self.tma_epoch = np.full(size, -1, np.int32), np.full(size, -1, np.int32)
         self.tmem = np.full((TMEM_LANES, TMEM_COLUMNS), 0xFFFFFFFF, dtype=np.uint32)
         self.tmem_free = [True] * TMEM_COLUMNS
         self.tmem_blocks: dict[int, int] = {}  # first column -> columns
@@ -555,6 +557,7 @@ class Cta:
         self._bounds(off, n, "load")
         sl = slice(off, off + n)
         self._race(t, off, self.w_tid[sl], self.w_epoch[sl], "reads")
+        self._race(t, off, self.tma_tid[sl], self.tma_epoch[sl], "reads (a TMA load in flight)")
         fresh = self.r_epoch[sl] != self.epoch
         mine = self.r_tid[sl] == t.tid
         self.r_tid[sl] = np.where(fresh, t.tid, np.where(mine, t.tid, -2))
@@ -622,6 +625,7 @@ class Cta:
                 off = dst + r * tmap.box[0] * e + (x - c0) * e
                 self.st_async(self.swz(off) if tmap.swizzle == "128B" else off, src)
         nbytes = tmap.box[0] * tmap.box[1] * e
+        self.tma_tid[dst : dst + nbytes] = -1  # landed: readers are ordered by its mbarrier
         b = self.bars[bar]
         b["tx"] -= nbytes
         self._bar_check(bar)
@@ -1076,7 +1080,13 @@ class Cta:
             bar, boff = self.addr(t, a[2])
             tm = self.params[name]
             lo = dst + doff
-            self.check_no_reader(lo, lo + tm.box[0] * tm.box[1] * tm.elem, "a TMA load")
+            hi = lo + tm.box[0] * tm.box[1] * tm.elem
+            self.check_no_reader(lo, hi, "a TMA load")
+            # Generic reads of the slot by other threads since the last bar.sync may not
+            # have happened yet on hardware (write-after-read), and later ones in this
+            # epoch read before the copy lands.
+            self._race(t, lo, self.r_tid[lo:hi], self.r_epoch[lo:hi], "TMA-loads over")
+            self.tma_tid[lo:hi], self.tma_epoch[lo:hi] = t.tid, self.epoch
             self.pending.append((lo, tm, cs[0], cs[1], bar + boff))
             return None
         if op.startswith("cp.async.bulk.tensor.2d.global.shared"):
