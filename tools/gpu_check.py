@@ -376,15 +376,16 @@ def baselines(nbytes: int, repeat: int) -> dict:
 
 
 def sanitizer(artifacts: Path, timeout: float) -> dict:
-    """compute-sanitizer memcheck and synccheck on small launches of `stream` and of
-    `gemm` (its TMA loads at the views' coordinates and its TMA store into C)."""
+    """compute-sanitizer memcheck and synccheck on small launches of `stream`, of
+    `gemm` (its TMA loads at the views' coordinates and its TMA store into C) and of
+    `softmax` (tile arithmetic's barriers and shfl butterflies)."""
     exe = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if not Path(exe).exists():
         return {"skipped": "no compute-sanitizer on this machine"}
     res = {}
     for tool in ("memcheck", "synccheck"):
         cmd = [exe, "--tool", tool, "--error-exitcode", "9", sys.executable, __file__,
-               "--artifacts", str(artifacts), "--only", "stream", "--only", "gemm", "--small",
+               "--artifacts", str(artifacts), "--only", "stream", "--only", "gemm", "--only", "softmax", "--small",
                "--no-sanitizer",
                "--no-baselines", "--timeout", str(timeout)]  # fmt: skip
         try:
