@@ -106,6 +106,10 @@ class SeamChecker(StmtVisitor):
         self.wraps: list[Overflow] = []
         self.ideals: dict[int, Ideal] = {}
         self.wrapping_clauses: list[z3.BoolRef] = []  # `where` clauses with a wrap in them
+        # Those clauses over the mathematical integers, where z3 proves from the other
+        # facts that none of their operations overflows (`n == h * s` under `h <= 4096`,
+        # `s <= 16777216`): the race proofs read these, not the wrapped form.
+        self.exact_clauses: list[z3.BoolRef] = []
         self.per_instance: set[int] = set()  # variables whose value depends on instance()
 
     # ---- entry -------------------------------------------------------------------
@@ -120,6 +124,7 @@ class SeamChecker(StmtVisitor):
             if len(self.wraps) > before:
                 self.wrapping_clauses.append(clauses[-1])
         self.assume.extend(clauses)
+        self._exact_where()
         if clauses and not self.fn.generic_of:
             # (an instance's clauses have its const arguments substituted: a false one is
             # its caller's E6005, at the call that chose them)
@@ -128,6 +133,37 @@ class SeamChecker(StmtVisitor):
         self._prove_bounds()
         self._races()
         self.placement.proved |= self.proofs.all()
+
+    def _exact_where(self) -> None:
+        """`exact_clauses`: each wrapping `where` clause in its exact form, kept only when
+        the facts without the wrapping clauses prove that none of its operations overflows
+        (then the exact and the wrapped clause say the same). An undecided or failed proof
+        keeps the clause out: fewer facts, never a wrong one."""
+        if not self.wrapping_clauses:
+            return
+        facts = [x for x in self.assume if not any(x is c for c in self.wrapping_clauses)]
+        for clause in self.wrapping_clauses:
+            exact, ops = self._exact_bool(clause)
+            if not ops:
+                continue
+            fits = z3.And(*(self.wraps[i].fits for i in sorted(ops)))
+            verdict, _ = self.solver.decide([*facts, z3.Not(fits)])
+            if verdict == "unsat":
+                self.exact_clauses.append(exact)
+        self.assume.extend(self.exact_clauses)  # implied by the facts: every proof reads them
+
+    def _exact_bool(self, b: z3.BoolRef) -> tuple[z3.BoolRef, frozenset[int]]:
+        """A clause with every wrapped integer operand replaced by its exact form, and the
+        wrapping operations that were replaced."""
+        if z3.is_and(b) or z3.is_or(b) or z3.is_not(b):
+            parts = [self._exact_bool(c) for c in b.children()]
+            rebuilt = b.decl()(*(p for p, _ in parts))
+            return rebuilt, frozenset().union(*(o for _, o in parts))
+        if b.num_args() == 2 and z3.is_arith(b.arg(0)):
+            lhs, rhs = b.arg(0), b.arg(1)
+            ops = self._ops(lhs) | self._ops(rhs)
+            return b.decl()(self._exact(lhs), self._exact(rhs)), ops
+        return b, frozenset()
 
     def _satisfiable_where(self, clauses: list[z3.BoolRef]) -> None:
         """E0403: `where` clauses no launch satisfies. Under them every obligation of the
@@ -1152,3 +1188,4 @@ def _shown_value(base: H.Name | H.Wait | H.Transfer) -> str:
     src = _strip(base.src)
     shown = src.name if isinstance(src, H.Name) else "..."
     return f"{'transfer_async' if base.is_async else 'transfer'}({shown}, ...)"
+
