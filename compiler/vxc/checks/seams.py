@@ -1189,3 +1189,68 @@ def _shown_value(base: H.Name | H.Wait | H.Transfer) -> str:
     shown = src.name if isinstance(src, H.Name) else "..."
     return f"{'transfer_async' if base.is_async else 'transfer'}({shown}, ...)"
 
+
+@dataclass(frozen=True)
+class LaunchSizes:
+    """Runtime sizes of one launch that satisfy a kernel's `where` clauses (vxc report)."""
+
+    sizes: dict[str, int]  # by the report's names: `n`, `tiles.len()`, a dimension
+    instances: int
+
+
+RLIMIT_SIZES = 1_000_000  # a few satisfiability queries per report, not one per obligation
+
+
+def where_sizes(
+    fn: Function,
+    machine: Machine,
+    functions: dict[str, Function],
+    given: dict[str, int],
+    default: int,
+    instances: int | None,
+) -> LaunchSizes | None:
+    """Sizes for a launch of `fn` that its `where` clauses allow: the given ones as given,
+    each other size `default` where the clauses let it be (in parameter order), what the
+    clauses then determine solved for (`n == h * s`; the grid of `instances() == m / 128`),
+    and one instance unless given or determined. None when the given values contradict
+    the clauses; `Undecided` when z3 cannot tell within its budget."""
+    checker = SeamChecker(fn, machine, functions, FnPlacement(fn.name), Solver(), DiagnosticSink())
+    checker.assume.extend(launch_facts())
+    for p in fn.params:
+        checker._bind_param(p.vid, p.name, p.ty)
+    checker.assume.extend(checker._bool(w) for w in fn.decl.where)
+    terms: dict[str, z3.ArithRef] = {}
+    for p in fn.params:
+        if p.vid in checker.ints:
+            terms[p.name] = checker.ints[p.vid]
+        elif ("len", p.vid) in checker.lens:
+            terms[f"{p.name}.len()"] = checker.lens[("len", p.vid)]
+    facts = [*checker.assume, *(terms[n] == v for n, v in given.items() if n in terms)]
+    if instances is not None:
+        facts.append(INSTANCES == instances)
+    for term, value in [
+        *((t, default) for n, t in terms.items() if n not in given),
+        (INSTANCES, 1),
+    ]:
+        try:
+            if _model_of([*facts, term == value]) is not None:
+                facts.append(term == value)
+        except Undecided:
+            pass  # left to the clauses: the final model chooses it
+    model = _model_of(facts)
+    if model is None:
+        return None
+    chosen = {n: model.eval(t, model_completion=True).as_long() for n, t in terms.items()}
+    return LaunchSizes({**given, **chosen}, model.eval(INSTANCES, model_completion=True).as_long())
+
+
+def _model_of(facts: list[z3.BoolRef]) -> z3.ModelRef | None:
+    """A model of the facts, None when there is none (a solver of its own each time: z3's
+    incremental mode loses the preprocessing its nonlinear core needs)."""
+    one = z3.Solver()
+    one.set("rlimit", RLIMIT_SIZES)
+    one.add(*facts)
+    answer = one.check()
+    if answer == z3.unknown:
+        raise Undecided(one.reason_unknown())
+    return one.model() if answer == z3.sat else None
