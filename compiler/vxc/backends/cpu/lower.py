@@ -216,10 +216,11 @@ def folded_transposes(func: ir.Operation) -> set[ir.Operation]:
     out: set[ir.Operation] = set()
 
     def folds(t: ir.Operation, mm: ir.Operation) -> bool:
+        if t.name != "vx.transpose":  # (an op before the matmul may have no result)
+            return False
         uses = list(t.results[0].uses)
         return (
-            t.name == "vx.transpose"
-            and len(uses) == 1
+            len(uses) == 1
             and uses[0].owner == mm
             and uses[0].operand_number in (1, 2)
             and _root(mm.operands[0]) != _root(t.operands[0])
