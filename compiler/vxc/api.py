@@ -355,7 +355,10 @@ class ReportResult:
 
 
 def report(
-    analysis: Analysis, target: str, sizes: dict[str, int] | None = None, instances: int = 1
+    analysis: Analysis,
+    target: str,
+    sizes: dict[str, int] | None = None,
+    instances: int | None = None,
 ) -> ReportResult:
     """Check for `target` and report each kernel's cost from the target plan (vxc.report):
     bytes per edge, FLOPs, intensity, rings, and the roofline bound of the model."""

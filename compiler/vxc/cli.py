@@ -134,10 +134,14 @@ def _report_parser(sub) -> None:
         default=[],
         metavar="NAME=N",
         help="a runtime size: a Vec's length (`tiles.len()=64`), a dimension or a scalar "
-        "parameter (`n=512`); every size not given is 1024",
+        "parameter (`n=512`); every size not given is 1024 where the kernel's `where` clauses allow it, else what they imply",
     )
     r.add_argument(
-        "--instances", type=int, default=1, metavar="N", help="the launch grid (default 1)"
+        "--instances",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the launch grid (default: what the `where` clauses give, else 1)",
     )
     r.add_argument("-o", "--out", metavar="DIR", help="write the roofline SVG and the table here")
     r.add_argument("--error-format", choices=("human", "json"), default="human")
@@ -220,7 +224,7 @@ def _build(args) -> int:
 def _cost_report(args) -> int:
     from vxc import api
 
-    if args.instances < 1:
+    if args.instances is not None and args.instances < 1:
         raise UsageError(f"--instances must be at least 1, not {args.instances}")
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None

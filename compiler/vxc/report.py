@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vxc.checks.machine import Machine
+from vxc.checks.seams import LaunchSizes, where_sizes
+from vxc.checks.solver import Undecided
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
@@ -392,15 +394,20 @@ def _device_memory(machine: Machine) -> tuple[str, int]:
 
 
 def kernel_reports(
-    plan: TargetPlan, functions: dict[str, Function], given: dict[str, int], instances: int = 1
+    plan: TargetPlan,
+    functions: dict[str, Function],
+    given: dict[str, int],
+    instances: int | None = None,
 ) -> list[KernelReport]:
-    """One report per kernel entry, in declaration order."""
+    """One report per kernel entry, in declaration order. Sizes not given, and the grid
+    when `instances` is None, are chosen to satisfy the kernel's `where` clauses."""
     memory, bandwidth = _device_memory(plan.machine)
     topo_peaks = {t.name: t.peak_gflops for t in plan.machine.topologies.values()}
     out = []
     for name in entries(functions):
-        sizes = Sizes(dict(given))
-        walk = _Walk(plan, functions, sizes, instances)
+        launch = _launch(plan, functions, name, given, instances)
+        sizes = Sizes(dict(launch.sizes))
+        walk = _Walk(plan, functions, sizes, launch.instances)
         cost = walk.entry(name)
         fn = functions[name]
         peak = topo_peaks.get(fn.topology or "", 0) or max(topo_peaks.values(), default=0)
@@ -414,7 +421,7 @@ def kernel_reports(
             KernelReport(
                 name,
                 plan.target,
-                instances,
+                launch.instances,
                 cost,
                 rings,
                 dict(sorted(sizes.used.items())),
@@ -426,6 +433,34 @@ def kernel_reports(
             )
         )
     return out
+
+
+def _launch(
+    plan: TargetPlan,
+    functions: dict[str, Function],
+    name: str,
+    given: dict[str, int],
+    instances: int | None,
+) -> LaunchSizes:
+    """The sizes and grid the report counts for kernel `name`: a launch its `where`
+    clauses allow (a default of 1024 for every size would break `n == h * s`)."""
+    try:
+        launch = where_sizes(
+            functions[name], plan.machine, functions, given, DEFAULT_SIZE, instances
+        )
+    except Undecided as u:
+        raise ReportError(
+            f"`{name}`: z3 could not choose sizes its `where` clauses allow ({u.reason}); "
+            "give them with --size NAME=N"
+        ) from None
+    if launch is None:
+        shown = ", ".join(f"{k}={v}" for k, v in given.items())
+        grid = f" and --instances {instances}" if instances is not None else ""
+        raise ReportError(
+            f"`{name}`: its `where` clauses rule out the launch given ({shown or 'no sizes'}"
+            f"{grid}): no instance of it could run"
+        )
+    return launch
 
 
 def flop_rate(x: float) -> str:

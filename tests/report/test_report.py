@@ -258,3 +258,20 @@ def test_a_helper_whose_loop_depends_on_the_callers_loop_variable_is_counted_per
 def test_a_loop_too_long_to_walk_one_by_one_is_a_plain_error():
     with pytest.raises(Unsupported, match=r"runs 2000000 times"):
         _report("tri.vx", "cpu", TRIANGLE, sizes={"tiles.len()": 2_000_000})
+
+
+def test_sizes_not_given_are_chosen_to_satisfy_the_where_clauses():
+    """attention's `n == h * s` and `instances() == h * (s / 128)`: 1024 for every size
+    would launch a kernel its clauses refuse; the report solves for n and the grid."""
+    (r,) = _report(ROOT / "kernels" / "attention.vx", "cpu").reports
+    assert r.sizes == {"h": 1024, "n": 1024 * 1024, "s": 1024}
+    assert r.instances == 1024 * (1024 // 128)
+    (g,) = _report(ROOT / "kernels" / "gemm.vx", "cpu", sizes={"m": 256, "n": 384}).reports
+    assert (g.sizes["m"], g.sizes["n"], g.instances) == (256, 384, 2 * 3)
+
+
+def test_given_sizes_the_where_clauses_rule_out_are_an_error():
+    with pytest.raises(Unsupported, match=r"rule out the launch given \(m=100\)"):
+        _report(ROOT / "kernels" / "gemm.vx", "cpu", sizes={"m": 100})
+    with pytest.raises(Unsupported, match="--instances 5"):
+        _report(ROOT / "kernels" / "gemm.vx", "cpu", sizes={"m": 256, "n": 256}, instances=5)

@@ -12,6 +12,7 @@ variables by their ranges.
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass
 
 import z3
@@ -105,6 +106,10 @@ class SeamChecker(StmtVisitor):
         self.wraps: list[Overflow] = []
         self.ideals: dict[int, Ideal] = {}
         self.wrapping_clauses: list[z3.BoolRef] = []  # `where` clauses with a wrap in them
+        # Those clauses over the mathematical integers, where z3 proves from the other
+        # facts that none of their operations overflows (`n == h * s` under `h <= 4096`,
+        # `s <= 16777216`): the race proofs read these, not the wrapped form.
+        self.exact_clauses: list[z3.BoolRef] = []
         self.per_instance: set[int] = set()  # variables whose value depends on instance()
 
     # ---- entry -------------------------------------------------------------------
@@ -119,6 +124,7 @@ class SeamChecker(StmtVisitor):
             if len(self.wraps) > before:
                 self.wrapping_clauses.append(clauses[-1])
         self.assume.extend(clauses)
+        self._exact_where()
         if clauses and not self.fn.generic_of:
             # (an instance's clauses have its const arguments substituted: a false one is
             # its caller's E6005, at the call that chose them)
@@ -127,6 +133,37 @@ class SeamChecker(StmtVisitor):
         self._prove_bounds()
         self._races()
         self.placement.proved |= self.proofs.all()
+
+    def _exact_where(self) -> None:
+        """`exact_clauses`: each wrapping `where` clause in its exact form, kept only when
+        the facts without the wrapping clauses prove that none of its operations overflows
+        (then the exact and the wrapped clause say the same). An undecided or failed proof
+        keeps the clause out: fewer facts, never a wrong one."""
+        if not self.wrapping_clauses:
+            return
+        facts = [x for x in self.assume if not any(x is c for c in self.wrapping_clauses)]
+        for clause in self.wrapping_clauses:
+            exact, ops = self._exact_bool(clause)
+            if not ops:
+                continue
+            fits = z3.And(*(self.wraps[i].fits for i in sorted(ops)))
+            verdict, _ = self.solver.decide([*facts, z3.Not(fits)])
+            if verdict == "unsat":
+                self.exact_clauses.append(exact)
+        self.assume.extend(self.exact_clauses)  # implied by the facts: every proof reads them
+
+    def _exact_bool(self, b: z3.BoolRef) -> tuple[z3.BoolRef, frozenset[int]]:
+        """A clause with every wrapped integer operand replaced by its exact form, and the
+        wrapping operations that were replaced."""
+        if z3.is_and(b) or z3.is_or(b) or z3.is_not(b):
+            parts = [self._exact_bool(c) for c in b.children()]
+            rebuilt = b.decl()(*(p for p, _ in parts))
+            return rebuilt, frozenset().union(*(o for _, o in parts))
+        if b.num_args() == 2 and z3.is_arith(b.arg(0)):
+            lhs, rhs = b.arg(0), b.arg(1)
+            ops = self._ops(lhs) | self._ops(rhs)
+            return b.decl()(self._exact(lhs), self._exact(rhs)), ops
+        return b, frozenset()
 
     def _satisfiable_where(self, clauses: list[z3.BoolRef]) -> None:
         """E0403: `where` clauses no launch satisfies. Under them every obligation of the
@@ -440,13 +477,7 @@ class SeamChecker(StmtVisitor):
         base = _strip(e)
         if not isinstance(base, H.Name | H.Wait | H.Transfer):
             return  # a fresh element or call result: published, nothing crossed a seam
-        name = (
-            base.name
-            if isinstance(base, H.Name)
-            else "transfer_async(...)"
-            if isinstance(base, H.Transfer) and base.is_async
-            else "tmp"
-        )
+        name = _shown_value(base)
         # One report per read (a reassigned token is a new transfer; each stale read counts);
         # the loop's second pass re-walks the same reads, and reports them once.
         key = (e.span, base.vid if isinstance(base, H.Name) else base.nid)
@@ -463,7 +494,7 @@ class SeamChecker(StmtVisitor):
             contract = state.const
         if not self.emit or key in self.reported:
             return
-        zname = name.removesuffix("(...)")
+        zname = re.sub(r"\W+", "_", name).strip("_")  # a z3 constant's name, as SMT-LIB prints it
         tag, val = z3.BitVec(f"tag_{zname}", TAG_BITS), z3.BitVec(f"val_{zname}", VAL_BITS)
         if contract is None:
             violated = tag == TOP
@@ -1144,3 +1175,82 @@ def check_seams(
     if fn.is_extern or not fn.ok:
         return
     SeamChecker(fn, machine, functions, placement, solver, sink).run()
+
+
+def _shown_value(base: H.Name | H.Wait | H.Transfer) -> str:
+    """How a read value is named in E6004: a variable by its name, an unnamed transfer or
+    wait by the expression the user wrote (never an internal temporary)."""
+    if isinstance(base, H.Name):
+        return base.name
+    if isinstance(base, H.Wait):
+        inner = base.token
+        return f"wait({inner.name})" if isinstance(inner, H.Name) else "wait(...)"
+    src = _strip(base.src)
+    shown = src.name if isinstance(src, H.Name) else "..."
+    return f"{'transfer_async' if base.is_async else 'transfer'}({shown}, ...)"
+
+
+@dataclass(frozen=True)
+class LaunchSizes:
+    """Runtime sizes of one launch that satisfy a kernel's `where` clauses (vxc report)."""
+
+    sizes: dict[str, int]  # by the report's names: `n`, `tiles.len()`, a dimension
+    instances: int
+
+
+RLIMIT_SIZES = 1_000_000  # a few satisfiability queries per report, not one per obligation
+
+
+def where_sizes(
+    fn: Function,
+    machine: Machine,
+    functions: dict[str, Function],
+    given: dict[str, int],
+    default: int,
+    instances: int | None,
+) -> LaunchSizes | None:
+    """Sizes for a launch of `fn` that its `where` clauses allow: the given ones as given,
+    each other size `default` where the clauses let it be (in parameter order), what the
+    clauses then determine solved for (`n == h * s`; the grid of `instances() == m / 128`),
+    and one instance unless given or determined. None when the given values contradict
+    the clauses; `Undecided` when z3 cannot tell within its budget."""
+    checker = SeamChecker(fn, machine, functions, FnPlacement(fn.name), Solver(), DiagnosticSink())
+    checker.assume.extend(launch_facts())
+    for p in fn.params:
+        checker._bind_param(p.vid, p.name, p.ty)
+    checker.assume.extend(checker._bool(w) for w in fn.decl.where)
+    terms: dict[str, z3.ArithRef] = {}
+    for p in fn.params:
+        if p.vid in checker.ints:
+            terms[p.name] = checker.ints[p.vid]
+        elif ("len", p.vid) in checker.lens:
+            terms[f"{p.name}.len()"] = checker.lens[("len", p.vid)]
+    facts = [*checker.assume, *(terms[n] == v for n, v in given.items() if n in terms)]
+    if instances is not None:
+        facts.append(INSTANCES == instances)
+    for term, value in [
+        *((t, default) for n, t in terms.items() if n not in given),
+        (INSTANCES, 1),
+    ]:
+        try:
+            if _model_of([*facts, term == value]) is not None:
+                facts.append(term == value)
+        except Undecided:
+            pass  # left to the clauses: the final model chooses it
+    model = _model_of(facts)
+    if model is None:
+        return None
+    chosen = {n: model.eval(t, model_completion=True).as_long() for n, t in terms.items()}
+    return LaunchSizes({**given, **chosen}, model.eval(INSTANCES, model_completion=True).as_long())
+
+
+def _model_of(facts: list[z3.BoolRef]) -> z3.ModelRef | None:
+    """A model of the facts, None when there is none (a solver of its own each time: z3's
+    incremental mode loses the preprocessing its nonlinear core needs)."""
+    one = z3.Solver()
+    one.set("rlimit", RLIMIT_SIZES)
+    one.add(*facts)
+    answer = one.check()
+    if answer == z3.unknown:
+        raise Undecided(one.reason_unknown())
+    return one.model() if answer == z3.sat else None

@@ -300,10 +300,21 @@ class Ownership(StmtVisitor):
                     f"`{e.name}` was {what} at line {line}"
                     + (" on some path" if LIVE in statuses else "")
                 ],
-                help="a token is consumed by its one `wait`; use the tensor it returned",
+                help=_moved_help(e),
             )
         if consume:
             state[e.vid] = frozenset({f"moved@{e.span.line}:{how}"})
+
+
+def _moved_help(e: H.Name) -> str:
+    """What to write instead, for the kind of value that was moved: a token is spent by its
+    `wait`; a tensor by a transfer or a by-value argument, where a borrow would only read it."""
+    if isinstance(e.ty, T.TokenT):
+        return "a token is consumed by its one `wait`; use the tensor it returned"
+    return (
+        f"a transfer or a by-value argument moves `{e.name}`: use the value it was moved "
+        f"into, or let a callee that only reads it take `&Tensor` and pass `&{e.name}`"
+    )
 
 
 def _reads_token(want: T.Type, value: H.Expr) -> bool:
