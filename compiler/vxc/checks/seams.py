@@ -27,7 +27,16 @@ from vxc.checks.regions import (
     named_values,
     trunc_div,
 )
-from vxc.checks.solver import CONST, TAG_BITS, TOP, VAL_BITS, Solver, Undecided, format_model
+from vxc.checks.solver import (
+    CONST,
+    SHORTCUT_RLIMIT,
+    TAG_BITS,
+    TOP,
+    VAL_BITS,
+    Solver,
+    Undecided,
+    format_model,
+)
 from vxc.diagnostics import DiagnosticSink, Span
 from vxc.hir import nodes as H
 from vxc.hir import types as T
@@ -671,7 +680,7 @@ class SeamChecker(StmtVisitor):
         if not self.bounds:
             return
         some = z3.Or(*(z3.And(pc, fails) for _, _, _, fails, pc, _ in self.bounds))
-        verdict, _ = self.solver.decide([*self.assume, some])
+        verdict, _ = self.solver.decide([*self.assume, some], rlimit=SHORTCUT_RLIMIT)
         if verdict == "unsat":
             return
         for v, r, text, fails, pc, ops in self.bounds:
@@ -740,7 +749,10 @@ class SeamChecker(StmtVisitor):
             return
         i, n = self._int(e.index), self._int(H.MethodCall(e.span, e.obj, "len", [], nid=-1))
         inside = z3.And(i >= 0, i < n)
-        verdict, _ = self.solver.decide([*self.assume, pc, z3.Not(inside)])
+        # Only drops the run-time check: the short budget, so that a proof z3 finds in
+        # some processes and not in others (stream_grid's `tiles[i]`: 3.3 M units once,
+        # undecided at 5 M another time) is never found, and the artifact never differs.
+        verdict, _ = self.solver.decide([*self.assume, pc, z3.Not(inside)], rlimit=SHORTCUT_RLIMIT)
         if verdict == "unsat":
             self.proofs.index.add(e.nid)
             return
@@ -748,8 +760,10 @@ class SeamChecker(StmtVisitor):
         key = ("index", e.nid)
         if key in self.reported:
             return
-        reachable, _ = self.solver.decide([*self.assume, pc])
-        verdict, _ = self.solver.decide([*self.assume, pc, inside])
+        # E6041 only where z3 shows it quickly; otherwise the run-time check stays and
+        # reports the index that is out of bounds when it runs.
+        reachable, _ = self.solver.decide([*self.assume, pc], rlimit=SHORTCUT_RLIMIT)
+        verdict, _ = self.solver.decide([*self.assume, pc, inside], rlimit=SHORTCUT_RLIMIT)
         if reachable == "sat" and verdict == "unsat":
             self.reported.add(key)
             self.sink.emit(
