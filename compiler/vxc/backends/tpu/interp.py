@@ -16,6 +16,10 @@ Semantics (what a TensorCore guarantees, made strict):
   one-pass default); `scf.for` runs its body; a Vec's placeholder length (the
   `tpu.dynamic_dimension_mapping_*` attributes) becomes the actual input's length, as XLA
   does when it specialises the export.
+- Vector arithmetic (the tile ops, backends/tpu/vregs.py) is numpy's f32: one rounding
+  per op, `arith.truncf` to bf16/f16 nearest even, `vector.multi_reduction` in f32,
+  `tpu.matmul` honouring its dimension numbers (a folded transpose); `scf.if` runs the
+  branch its condition picks; a `tpu.assume_multiple` that does not hold is reported.
 - `trace` records DMA starts/waits and matmuls with the HBM tile each one moved or read,
   so a test can check that tile i+1's DMA is issued before tile i's matmul.
 - The grid (`iteration_bounds`) runs one instance after another with its program id,
