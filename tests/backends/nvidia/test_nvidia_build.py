@@ -402,3 +402,27 @@ def test_gemm_builds_with_tma_views_and_a_tma_store(target, name):
     )
     assert (c["box"], c["swizzle"], c["dtype"]) == ([128, 128], "none", "f32")
     assert k["results"] == [] and 0 < k["registers"] <= 255
+
+
+# A fuzz finding (check clean, build failed): ptxas 13.5 aborts with "double free or
+# corruption" on this module of two entries, a b200 GEMM followed by a kernel without
+# tcgen05, though each assembles alone. The toolchain assembles the entries one by one then
+# and links them into one cubin (toolchain._ptxas_apart).
+COPY_AFTER_GEMM = """
+fn k(x: &Tensor<f32, [8, 128]>) -> Tensor<f32, [8, 128]> on Topology::TensorCore {
+  let v = transfer(x, Memory::VMEM);
+  for i in 0..4 { }
+  return transfer(v, Memory::HBM);
+}
+"""
+
+
+@pytest.mark.parametrize("target", ARCH)
+def test_a_module_ptxas_aborts_on_is_assembled_entry_by_entry(target):
+    text = (ROOT / "kernels" / "gemm_3stage.vx").read_text() + COPY_AFTER_GEMM
+    outputs = _build(target, "two.vx", text)
+    fatbin = outputs[f"two.{target}.fatbin"]
+    functions = re.findall(r"Function : (\w+)", toolchain.sass(fatbin))
+    assert {"gemm3", "k"} <= set(functions), functions
+    assert not toolchain.missing_sass(toolchain.sass(fatbin), ARCH[target])
+    assert _build(target, "two.vx", text) == outputs  # byte-identical on the second path

@@ -82,10 +82,49 @@ def ptxas(ptx: str, arch: str, kernels: list[str]) -> tuple[bytes, dict[str, Ptx
     with tempfile.TemporaryDirectory(prefix="vxc-ptxas-") as d:
         Path(d, "kernel.ptx").write_text(ptx)
         p = _run([str(tool("ptxas")), f"-arch={arch}", "-v", "kernel.ptx", "-o", "kernel.cubin"], d)
+        if p.returncode < 0 or p.returncode == ABORTED:
+            if len(kernels) < 2:
+                raise ToolchainError(f"ptxas -arch={arch} crashed:\n{p.stderr.strip()}")
+            return _ptxas_apart(ptx, arch, kernels)
         if p.returncode:
             raise ToolchainError(f"ptxas -arch={arch} rejected the PTX:\n{p.stderr.strip()}")
         cubin = Path(d, "kernel.cubin").read_bytes()
-    reports = {k: _report(p.stderr, k) for k in kernels}
+    return cubin, _checked({k: _report(p.stderr, k) for k in kernels})
+
+
+# ptxas's exit status when it aborts (SIGABRT through the shell convention: 128 + 6).
+ABORTED = 134
+
+
+def _ptxas_apart(ptx: str, arch: str, kernels: list[str]) -> tuple[bytes, dict[str, PtxasReport]]:
+    """The module's entries assembled one by one (`ptxas -c`) and linked by nvlink into one
+    cubin: ptxas 13.5 aborts ("double free or corruption") on some modules of several
+    entries that each assemble alone (a b200 GEMM followed by a kernel without tcgen05,
+    found by the fuzzer). Each entry keeps its own registers and code; the shared-memory
+    symbol is `.extern` in every part, so the parts link as one module."""
+    head, *entries = ptx.split(ENTRY)
+    reports: dict[str, PtxasReport] = {}
+    with tempfile.TemporaryDirectory(prefix="vxc-ptxas-") as d:
+        objects = []
+        for n, entry in enumerate(entries):
+            Path(d, f"part{n}.ptx").write_text(head + ENTRY + entry)
+            args = [f"-arch={arch}", "-v", "-c", f"part{n}.ptx", "-o", f"part{n}.o"]
+            p = _run([str(tool("ptxas")), *args], d)
+            if p.returncode:
+                raise ToolchainError(f"ptxas -arch={arch} rejected the PTX:\n{p.stderr.strip()}")
+            reports |= {k: _report(p.stderr, k) for k in kernels if f"'{k}'" in p.stderr}
+            objects.append(f"part{n}.o")
+        p = _run([str(tool("nvlink")), f"-arch={arch}", *objects, "-o", "kernel.cubin"], d)
+        if p.returncode:
+            raise ToolchainError(f"nvlink -arch={arch} failed:\n{p.stderr.strip()}")
+        cubin = Path(d, "kernel.cubin").read_bytes()
+    return cubin, _checked(reports)
+
+
+ENTRY = ".visible .entry "  # how ptx.Module starts each kernel: the split point
+
+
+def _checked(reports: dict[str, PtxasReport]) -> dict[str, PtxasReport]:
     for k, r in reports.items():
         if r.spill_stores or r.spill_loads:
             raise ToolchainError(
@@ -94,7 +133,7 @@ def ptxas(ptx: str, arch: str, kernels: list[str]) -> tuple[bytes, dict[str, Ptx
             )
         if r.registers > MAX_REGISTERS:
             raise ToolchainError(f"{k} uses {r.registers} registers (limit {MAX_REGISTERS})")
-    return cubin, reports
+    return reports
 
 
 def fatbinary(cubin: bytes, ptx: str, arch: str) -> bytes:
