@@ -28,6 +28,8 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import ml_dtypes  # noqa: E402
@@ -49,13 +51,38 @@ def build(text: bytes, out: Path, name: str = "kernels/gemm.vx"):
 
 
 def best(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
+    return interleaved({"fn": fn}, repeat)["fn"]
+
+
+@dataclass
+class Timed:
+    """Best of each contender: wall time, and the process's CPU time (every thread's), which
+    the other sessions' load does not inflate (a vx launch's threads end with it; numpy's
+    OpenBLAS threads spin, so its CPU time is not comparable)."""
+
+    wall: dict[str, float]
+    cpu: dict[str, float]
+
+
+def timed(fns: dict[str, Callable[[], object]], repeat: int) -> Timed:
+    """Each of `fns` run in turn `repeat` times (after one warm-up each): on a shared
+    machine a burst of load then slows every contender, not only the one that ran in it,
+    so the same-run ratios hold better than with each measured in a block."""
+    wall: dict[str, list[float]] = {name: [] for name in fns}
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
+    for fn in fns.values():
         fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            wall[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
+    return Timed({n: min(t) for n, t in wall.items()}, {n: min(t) for n, t in cpu.items()})
+
+
+def interleaved(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    return timed(fns, repeat).wall
 
 
 def gemm_bench(sizes: list[int], repeat: int) -> None:
@@ -64,6 +91,7 @@ def gemm_bench(sizes: list[int], repeat: int) -> None:
         f32 = build(GEMM.read_bytes().replace(b"bf16", b"f32"), Path(tmp) / "f32")
         for s in sizes:
             one_size(bf16, f32, s, repeat)
+        gemm_breakdown(sizes[0], repeat, Path(tmp))
 
 
 def one_size(bf16, f32, s: int, repeat: int) -> None:
@@ -75,17 +103,24 @@ def one_size(bf16, f32, s: int, repeat: int) -> None:
     c = np.empty((s, s), np.float32)
     n = (s // 128) ** 2
     flops = 2.0 * s**3
-    t_bf16 = best(lambda: bf16.gemm.launch(n, s, s, s, a, b, c), repeat)
+    c32 = np.empty((s, s), np.float32)
+    t = timed(
+        {
+            "bf16": lambda: bf16.gemm.launch(n, s, s, s, a, b, c),
+            "f32": lambda: f32.gemm.launch(n, s, s, s, af, bf, c32),
+            "np": lambda: af @ bf,
+        },
+        repeat,
+    )
     err = float(np.abs(c - af.astype(np.float64) @ bf.astype(np.float64)).max())
-    t_f32 = best(lambda: f32.gemm.launch(n, s, s, s, af, bf, c), repeat)
-    t_np = best(lambda: af @ bf, repeat)
-    g = {k: flops / t / 1e9 for k, t in (("bf16", t_bf16), ("f32", t_f32), ("np", t_np))}
+    t_bf16 = t.wall["bf16"]
+    g = {k: flops / v / 1e9 for k, v in t.wall.items()}
     print(
         f"gemm {s}^3 ({n} instances, {CORES} cores): bf16 {t_bf16 * 1e3:.1f} ms "
         f"{g['bf16']:.1f} GFLOP/s | f32 kernel {g['f32']:.1f} GFLOP/s | numpy f32 "
         f"{CORES} threads {g['np']:.1f} GFLOP/s | bf16/numpy {g['bf16'] / g['np']:.2f}x "
-        f"(goal 1.2) | bf16/f32 {g['bf16'] / g['f32']:.2f}x (goal 1.6) | max error "
-        f"vs f64 {err:.2e}"
+        f"(goal 1.2) | bf16/f32 {g['bf16'] / g['f32']:.2f}x (goal 1.6; in CPU time "
+        f"{t.cpu['f32'] / t.cpu['bf16']:.2f}x) | max error vs f64 {err:.2e}"
     )
 
 
@@ -133,11 +168,18 @@ def one_epilogue(gemm, epi, s: int, repeat: int) -> None:
     bias = rng.standard_normal((1, s)).astype(np.float32)
     c32, c16 = np.empty((s, s), np.float32), np.empty((s, s), ml_dtypes.bfloat16)
     n = (s // 128) ** 2
-    t_g = best(lambda: gemm.launch(n, s, s, s, a, b, c32), repeat)
-    t_e = best(lambda: epi.launch(n, s, s, s, a, b, bias, c16), repeat)
+    t = timed(
+        {
+            "gemm": lambda: gemm.launch(n, s, s, s, a, b, c32),
+            "epi": lambda: epi.launch(n, s, s, s, a, b, bias, c16),
+        },
+        repeat,
+    )
+    t_g, t_e = t.wall["gemm"], t.wall["epi"]
     print(
         f"gemm_epilogue {s}^3: {t_e * 1e3:.1f} ms | gemm {t_g * 1e3:.1f} ms | "
-        f"epilogue/gemm {t_e / t_g:.2f}x (goal <= 1.10)"
+        f"epilogue/gemm {t_e / t_g:.2f}x (goal <= 1.10; in CPU time "
+        f"{t.cpu['epi'] / t.cpu['gemm']:.2f}x)"
     )
 
 
@@ -199,15 +241,46 @@ def one_attention(att, qkv: list, h: int, s: int, causal: bool, repeat: int) -> 
     )
 
 
-# Where attention.vx's time goes: the kernel with one part taken out (the results are
-# wrong; only the time is read). The difference to the whole kernel is that part's cost.
-WITHOUT = {
+# Where a kernel's time goes: the kernel with one part taken out (the results are wrong;
+# only the time is read). The difference to the whole kernel is that part's cost.
+ATTENTION_WITHOUT = {
     "exp": [("exp(", "(")],
     "matmuls": [
         ("matmul_acc(&mut sc, &qt, &transpose(kt));", ""),
         ("matmul_acc(&mut pv, &cast::<bf16>(p), &vt);", ""),
     ],
 }
+GEMM_WITHOUT = {"matmul_acc": [("matmul_acc(&mut acc, &at, &bt);", "")] * 2}
+
+
+def breakdown(name: str, text: str, without: dict, args: tuple, repeat: int, tmp: Path) -> str:
+    """`whole X ms; part Y ms (share), ...; the rest Z ms (share)`, the variants interleaved."""
+    runs = {}
+    for part, edits in [("whole kernel", []), *without.items()]:
+        variant = text
+        for old, new in edits:
+            assert old in variant, old
+            variant = variant.replace(old, new, 1)
+        out = tmp / f"{name}_without_{part.replace(' ', '_')}"
+        fn = getattr(build(variant.encode(), out, f"kernels/{name}.vx"), name)
+        runs[part] = lambda fn=fn: fn.launch(*args)
+    times = interleaved(runs, repeat)
+    whole = times.pop("whole kernel")
+    shares = "".join(
+        f"{part} {(whole - t) * 1e3:.1f} ms ({(whole - t) / whole:.0%}); "
+        for part, t in times.items()
+    )
+    rest = whole - sum(whole - t for t in times.values())
+    return f"whole {whole * 1e3:.1f} ms; {shares}the rest {rest * 1e3:.1f} ms ({rest / whole:.0%})"
+
+
+def gemm_breakdown(s: int, repeat: int, tmp: Path) -> None:
+    """bf16 gemm.vx with and without its matmuls: the rest is the view copies and the store."""
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((s, s)).astype(ml_dtypes.bfloat16) for _ in range(2))
+    args = ((s // 128) ** 2, s, s, s, a, b, np.empty((s, s), np.float32))
+    line = breakdown("gemm", GEMM.read_text(), GEMM_WITHOUT, args, repeat, tmp)
+    print(f"gemm {s}^3 bf16, where the time goes: {line} (the view copies and the store)")
 
 
 def attention_breakdown(repeat: int, tmp: Path, s: int = 2048, h: int = 8) -> None:
@@ -217,26 +290,9 @@ def attention_breakdown(repeat: int, tmp: Path, s: int = 2048, h: int = 8) -> No
     q, k, v = (rng.standard_normal((n, 128)).astype(ml_dtypes.bfloat16) for _ in range(3))
     mask = np.zeros((128, 128), np.float32)
     o = np.empty((n, 128), np.float32)
-    times = {}
-    for part, edits in [("whole kernel", []), *WITHOUT.items()]:
-        variant = text
-        for old, new in edits:
-            assert old in variant, old
-            variant = variant.replace(old, new)
-        out = tmp / f"attention_without_{part.replace(' ', '_')}"
-        att = build(variant.encode(), out, "kernels/attention.vx").attention
-        args = (n // 128, h, s, n, False, np.float32(1 / 128**0.5), q, k, v, mask, o)
-        times[part] = best(lambda att=att, args=args: att.launch(*args), repeat)
-    whole = times.pop("whole kernel")
-    shares = ", ".join(
-        f"{part} {(whole - t) * 1e3:.0f} ms ({(whole - t) / whole:.0%})"
-        for part, t in times.items()
-    )
-    rest = whole - sum(whole - t for t in times.values())
-    print(
-        f"attention s={s} h={h} full, where the time goes: whole {whole * 1e3:.0f} ms; "
-        f"{shares}; the rest (copies, the other tile ops) {rest * 1e3:.0f} ms ({rest / whole:.0%})"
-    )
+    args = (n // 128, h, s, n, False, np.float32(1 / 128**0.5), q, k, v, mask, o)
+    line = breakdown("attention", text, ATTENTION_WITHOUT, args, repeat, tmp)
+    print(f"attention s={s} h={h} full, where the time goes: {line} (copies, the other tile ops)")
 
 
 def tiles_bench(sizes: list[int], repeat: int) -> None:

@@ -112,12 +112,32 @@ def stream_grid_2d(tiles, w, instances: int, precision=None):
     )(tiles, w)
 
 
-def gemm_blockspec(a, b):
-    """gemm.vx: C = A @ B, bf16 in, f32 out, 128 x 128 tiles of C; a 3-D grid (row and
-    column tile: parallel, K step: arbitrary) whose BlockSpecs pipeline the K tiles of A
-    and B, the f32 output block resident across the K steps (Pallas's matmul idiom)."""
+def _gemm_grid(body, a, b, *rows, out_dtype, scratch=()):
+    """Pallas's matmul idiom over 128 x 128 tiles of C: a 3-D grid (row and column tile:
+    parallel, K step: arbitrary) whose BlockSpecs pipeline the K tiles of A and B; each
+    of `rows` (a `[1, n]` operand: a bias) is read at the tile's columns."""
     m, k = a.shape
     n = b.shape[1]
+    return pl.pallas_call(
+        body,
+        grid=(m // TILE, n // TILE, k // TILE),
+        in_specs=[
+            pl.BlockSpec((TILE, TILE), lambda i, j, kk: (i, kk)),
+            pl.BlockSpec((TILE, TILE), lambda i, j, kk: (kk, j)),
+            *(pl.BlockSpec((1, TILE), lambda i, j, kk: (0, j)) for _ in rows),
+        ],
+        out_specs=pl.BlockSpec((TILE, TILE), lambda i, j, kk: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), out_dtype),
+        scratch_shapes=list(scratch),
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary")
+        ),
+    )(a, b, *rows)
+
+
+def gemm_blockspec(a, b):
+    """gemm.vx: C = A @ B, bf16 in, f32 out, the f32 output block resident across the K
+    steps and zeroed at the first."""
 
     def body(a_ref, b_ref, o_ref):
         @pl.when(pl.program_id(2) == 0)
@@ -126,16 +146,23 @@ def gemm_blockspec(a, b):
 
         o_ref[...] += _dot(a_ref[...], b_ref[...], None)
 
-    return pl.pallas_call(
-        body,
-        grid=(m // TILE, n // TILE, k // TILE),
-        in_specs=[
-            pl.BlockSpec((TILE, TILE), lambda i, j, kk: (i, kk)),
-            pl.BlockSpec((TILE, TILE), lambda i, j, kk: (kk, j)),
-        ],
-        out_specs=pl.BlockSpec((TILE, TILE), lambda i, j, kk: (i, j)),
-        out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
-        compiler_params=pltpu.CompilerParams(
-            dimension_semantics=("parallel", "parallel", "arbitrary")
-        ),
-    )(a, b)
+    return _gemm_grid(body, a, b, out_dtype=jnp.float32)
+
+
+def gemm_epilogue_blockspec(a, b, bias):
+    """gemm_epilogue.vx: C = relu(A @ B + bias) in bf16; the f32 accumulator in VMEM
+    scratch, the epilogue at the last K step."""
+
+    def body(a_ref, b_ref, bias_ref, o_ref, acc_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            acc_ref[...] = jnp.zeros_like(acc_ref)
+
+        acc_ref[...] += _dot(a_ref[...], b_ref[...], None)
+
+        @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+        def _():
+            o_ref[...] = jnp.maximum(acc_ref[...] + bias_ref[...], 0.0).astype(o_ref.dtype)
+
+    scratch = [pltpu.MemorySpace.VMEM((TILE, TILE), jnp.float32)]
+    return _gemm_grid(body, a, b, bias, out_dtype=jnp.bfloat16, scratch=scratch)

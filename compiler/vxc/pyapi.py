@@ -200,6 +200,9 @@ def _check_tpu_args(kernel: str, params: list[dict], arrays: list[Any]) -> None:
 
     for p, a in zip(params, arrays, strict=True):
         who = f"{kernel}: argument '{p['name']}'"
+        if p["space"] == "SMEM":  # a scalar parameter: a number of its kind
+            _check_tpu_scalar(who, p["dtype"], a)
+            continue
         want = _dtype(p["dtype"], who)
         if a.dtype != want:
             raise ArgumentError(f"{who} must have dtype {want}, got {a.dtype}")
@@ -208,6 +211,20 @@ def _check_tpu_args(kernel: str, params: list[dict], arrays: list[Any]) -> None:
             d is not None and d != s for d, s in zip(shape, a.shape, strict=True)
         ):
             raise ArgumentError(f"{who} has shape {a.shape}, the kernel takes {p['shape']}")
+
+
+# A tpu scalar parameter's dtype -> the numpy kinds a value of it may have
+# (b: bool, i/u: integer, f: float).
+_SCALAR_KINDS = {"bool": "b", "i32": "iub", "f32": "fiub"}
+
+
+def _check_tpu_scalar(who: str, dtype: str, a: Any) -> None:
+    from vxc.runtime import ArgumentError
+
+    if a.ndim != 0 or a.dtype.kind not in _SCALAR_KINDS[dtype]:
+        raise ArgumentError(f"{who} is a {dtype} scalar, got {a.dtype} of shape {a.shape}")
+    if dtype == "i32" and not -(2**31) <= int(a) < 2**31:
+        raise ArgumentError(f"{who} = {int(a)} does not fit the TPU's 32-bit scalar unit")
 
 
 def _tpu_grid(spec: dict, arrays: list[Any]) -> list[int] | None:
@@ -359,6 +376,23 @@ class Kernel:
             return self._artifact().launch(instances, threads=threads, **named)
         if self.target != "cpu" and (not isinstance(instances, int) or instances < 1):
             raise ValueError(f"{self.name}: instances must be an integer >= 1, got {instances!r}")
+        if self.target == "tpu" and isinstance(self.spec["grid"]["iteration_bounds"][0], str):
+            # The `where` clause gives the grid from the shapes: no rebuild (a launch
+            # override would add an export constraint that contradicts the clause's).
+            if self.interpret:
+                import numpy as np
+
+                from vxc.runtime import LaunchError
+
+                arrays = self._ordered(named)
+                (grid,) = _tpu_grid(self.spec, [np.asarray(a) for a in arrays])
+                if instances != grid:
+                    raise LaunchError(
+                        f"{self.name}: its where clause runs {grid} instances for these "
+                        f"shapes; a launch of {instances} is refused"
+                    )
+                return _one(self._interpret(arrays, instances))
+            return self._artifact().launch(instances, *self._ordered(named))
         if self.target == "tpu":  # a Mosaic grid is static: a build option
             k = self.build.again(self.name, tpu_instances=instances)
             if self.interpret:
@@ -376,12 +410,13 @@ class Kernel:
         if self.target == "tpu":
             from vxc.backends.tpu import interp
 
-            _check_tpu_args(self.name, self.spec["params"], arrays)
+            params = self.spec["params"]
+            _check_tpu_args(self.name, params, arrays)
             mosaic = (self.manifest_path.parent / self.spec["files"]["mosaic"]).read_text()
             aliases = [(a["param"], a["result"]) for a in self.spec.get("aliases", [])]
-            outs = interp.run(
-                mosaic, arrays, self.param_names(), aliases, _tpu_grid(self.spec, arrays)
-            ).outputs
+            inputs, names, at = interp.operands(params, arrays)
+            grid = _tpu_grid(self.spec, arrays)
+            outs = interp.run(mosaic, inputs, names, [(at[i], o) for i, o in aliases], grid).outputs
             # A `&mut` tensor is written in place, as on the cpu: the result its buffer
             # aliases goes back into the caller's array and is not returned.
             for i, o in aliases:

@@ -1,8 +1,8 @@
 """Scalar parameters (`i: i64`, `scale: f32`, `n: i32`) and scalar arithmetic on every
 target (TARGETS.md: "scalar and shape parameters": SMEM scalars on the tpu, kernel
 parameters on b200/h100, C arguments on the cpu). One program per effect, run where it
-can run here: the cpu natively, b200/h100 in the PTX simulator (and assembled by ptxas).
-The tpu's SMEM scalars are not in this branch (see the last test)."""
+can run here: the cpu natively, the tpu in the Mosaic interpreter (and compiled by
+libtpu), b200/h100 in the PTX simulator (and assembled by ptxas)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import vxc
 from vxc import api, runtime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,11 +80,13 @@ def _nvidia(text: str, target: str, args: list) -> np.ndarray:
 
 
 @pytest.mark.parametrize(("i", "n"), [(0, 1), (2, 1), (0, 2), (3, -1)])
-def test_integer_scalars_index_the_vec_on_cpu_and_nvidia(i, n, tmp_path):
+def test_integer_scalars_index_the_vec_on_every_target(i, n, tmp_path):
     tiles = _tiles(6)
     want = tiles[i + n * 2 - 1]
     cpu = runtime.load_outputs(_build(INDEX, "cpu"), tmp_path).k(tiles, i, n)
     np.testing.assert_array_equal(cpu, want)
+    tpu = vxc.compile(INDEX, "tpu", filename="k.vx", interpret=True)
+    np.testing.assert_array_equal(tpu(tiles, i, n), want)
     for target in ("b200", "h100"):
         np.testing.assert_array_equal(_nvidia(INDEX, target, [tiles, i, n]), want)
 
@@ -95,6 +98,8 @@ def test_f32_scalar_arithmetic_and_comparisons_agree_on_cpu_and_nvidia(scale, pi
     tiles = _tiles(3)
     cpu = runtime.load_outputs(_build(FLOAT, "cpu"), tmp_path).k(tiles, np.float32(scale), 2)
     np.testing.assert_array_equal(cpu, tiles[pick])
+    tpu = vxc.compile(FLOAT, "tpu", filename="k.vx", interpret=True)
+    np.testing.assert_array_equal(tpu(tiles, np.float32(scale), 2), tiles[pick])
     for target in ("b200", "h100"):
         np.testing.assert_array_equal(_nvidia(FLOAT, target, [tiles, scale, 2]), tiles[pick])
 
@@ -114,9 +119,60 @@ def test_an_f32_parameter_is_a_kernel_parameter_ptxas_accepts(target, tmp_path):
     assert "mul.rn.f32" in ptx and "div.rn.f32" in ptx and "setp.neu.f32" in ptx
 
 
-def test_a_tpu_scalar_parameter_is_still_refused_by_name():
-    """The TPU's SMEM scalar parameters were set aside at the merge with the reworked
-    TPU parameter plan (views, shape parameters): a scalar is E7003, naming it."""
-    r = api.build(_analysis(FLOAT_ARITH), "tpu")
+def test_tpu_scalars_are_smem_scalar_prefetch_operands_libtpu_compiles():
+    out = _build(FLOAT_ARITH, "tpu", tpu_aot="v5e,v6e")
+    mosaic = out["k.tpu.mosaic.mlir"].decode()
+    assert "scalar_prefetch = 3" in mosaic
+    assert "memref<1xi32, #tpu.memory_space<smem>>" in mosaic
+    assert "memref<1xf32, #tpu.memory_space<smem>>" in mosaic
+    assert "arith.divf" in mosaic and "arith.mulf" in mosaic
+    (k,) = json.loads(out["k.tpu.json"])["kernels"]
+    assert [(p["name"], p["space"], p["dtype"]) for p in k["params"]] == [
+        ("tiles", "HBM", "f32"),
+        ("i", "SMEM", "i32"),
+        ("scale", "SMEM", "f32"),
+        ("m", "SMEM", "i32"),
+    ]
+
+
+def test_the_tpu_export_takes_the_parameters_in_vx_order():
+    """The exported function takes (tiles, i, scale, m) as the Vx signature says; inside,
+    the scalars become the custom call's leading SMEM operands."""
+    from jax import export
+
+    exp = export.deserialize(bytearray(_build(FLOAT_ARITH, "tpu")["k.tpu.jax_export"]))
+    shapes = [(tuple(str(d) for d in a.shape), str(a.dtype)) for a in exp.in_avals]
+    assert shapes == [
+        (("tiles_len", "128", "128"), "float32"),
+        ((), "int32"),
+        ((), "float32"),
+        ((), "int32"),
+    ]
+
+
+# A bool parameter (an SMEM i32 word 0/1) and an f32 one scaling nothing but the choice.
+BOOL = f"""
+fn k(flag: bool, tiles: &Vec<{T}>, j: i64) -> {T} on Topology::TensorCore {{
+  let mut i: i64 = 0;
+  if flag {{
+    i = j;
+  }}
+  let t = transfer(tiles[i], Memory::VMEM);
+  return transfer(t, Memory::HBM);
+}}
+"""
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_bool_scalar_is_an_smem_word(flag):
+    tiles = _tiles(3)
+    tpu = vxc.compile(BOOL, "tpu", filename="k.vx", interpret=True)
+    np.testing.assert_array_equal(tpu(flag, tiles, 2), tiles[2 if flag else 0])
+    (k,) = json.loads(_build(BOOL, "tpu")["k.tpu.json"])["kernels"]
+    assert k["params"][0] == {"name": "flag", "dtype": "bool", "shape": [], "space": "SMEM"}
+
+
+def test_an_unsupported_tpu_scalar_type_is_refused_by_name():
+    r = api.build(_analysis(INDEX.replace("n: i64", "n: f16").replace("n * 2 - 1", "1")), "tpu")
     (d,) = [d for d in r.diagnostics if d.severity == "error"]
-    assert d.code == "E7003" and "`i`" in d.message, d.message
+    assert d.code == "E7003" and "`n`" in d.message and "SMEM" in d.message, d.message

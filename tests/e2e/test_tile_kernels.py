@@ -40,12 +40,23 @@ GEMM_SHAPES = [(128, 128, 128), (256, 128, 384), (128, 384, 256), (384, 256, 512
 )
 def test_gemm_epilogue_matches_numpy(kernels, shape):
     m, n, k = shape
+    a, b, bias, c = gemm_epilogue_inputs(shape)
+    kernels["gemm_epilogue"].launch((m // 128) * (n // 128), m, n, k, a, b, bias, c)
+    assert_gemm_epilogue(a, b, bias, c)
+
+
+def gemm_epilogue_inputs(shape: tuple[int, int, int]) -> tuple[np.ndarray, ...]:
+    """a, b, bias and the output c of gemm_epilogue at (m, n, k) (also the tpu test's)."""
+    m, n, k = shape
     rng = np.random.default_rng(1)
     a = rng.standard_normal((m, k)).astype(BF16)
     b = rng.standard_normal((k, n)).astype(BF16)
     bias = rng.standard_normal((1, n)).astype(np.float32) * 4
-    c = np.zeros((m, n), BF16)
-    kernels["gemm_epilogue"].launch((m // 128) * (n // 128), m, n, k, a, b, bias, c)
+    return a, b, bias, np.zeros((m, n), BF16)
+
+
+def assert_gemm_epilogue(a, b, bias, c) -> None:
+    """c = relu(a @ b + bias) in bf16 (also the tpu test's check)."""
     exact = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0)
     want = exact.astype(np.float32).astype(BF16).astype(np.float64)
     got = c.astype(np.float64)
@@ -65,6 +76,10 @@ def test_softmax_matches_numpy(kernels, shape):
     x[0, :5] = [80.0, -80.0, 0.0, 80.0, 1e-3]  # large spreads: the max is subtracted
     y = np.full(shape, np.nan, np.float32)
     kernels["softmax"].launch(m // 8, m, n, x, y)
+    assert_softmax(x, y)
+
+
+def assert_softmax(x, y) -> None:
     x64 = x.astype(np.float64)
     e = np.exp(x64 - x64.max(1, keepdims=True))
     np.testing.assert_allclose(y, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
@@ -102,6 +117,10 @@ def test_attention_matches_numpy(attention, h, s, causal):
     o = np.full((n, 128), np.nan, np.float32)
     scale = 128**-0.5
     attention.launch(h * (s // 128), h, s, n, causal, np.float32(scale), q, k, v, MASK, o)
+    assert_attention(o, q, k, v, h, s, scale, causal)
+
+
+def assert_attention(o, q, k, v, h: int, s: int, scale: float, causal: bool) -> None:
     want = _attention_reference(q, k, v, h, s, scale, causal)
     # P is rounded to bf16 (8 bits) before P @ V: a relative error of 2^-9 per term.
     np.testing.assert_allclose(o, want, atol=8e-3 * np.abs(want).max())

@@ -399,7 +399,8 @@ _TABLE = [
         "error",
         "kernel signature the target does not take",
         "A kernel entry's parameters or results have a form the target's launch cannot pass: "
-        "for example a scalar parameter of a TPU kernel, a parameter outside HBM, a result "
+        "for example a TPU scalar parameter of a type SMEM does not hold (f16), a parameter "
+        "outside HBM, a result "
         "that is not a tensor transferred into HBM, or C names that collide.",
     ),
     Code(

@@ -29,6 +29,7 @@ from vxc.backends.cpu.matmul import (
     define_matmul_bf16,
     define_pack,
     define_widen,
+    define_widen_transposed,
 )
 from vxc.backends.walk import Walk, refuse
 from vxc.errors import Refusal
@@ -88,6 +89,18 @@ class Region:
     sizes: list[int]
 
 
+@dataclass
+class Transposed:
+    """A `vx.transpose` that only feeds the `matmul_acc` after it (`folded_transposes`):
+    the source tile, which the matmul reads in transposed order; no tile of its own."""
+
+    src: Mem
+
+    @property
+    def dims(self) -> list[ll.Value]:
+        return self.src.dims[::-1]
+
+
 def _memref(t: ir.Type) -> ir.MemRefType:
     inner = T.token_inner(t) if T.is_token(t) else t
     if not isinstance(inner, ir.MemRefType):  # the verifier's operand types rule it out
@@ -124,6 +137,7 @@ class ArenaPlan:
     space_base: dict[str, int] = field(default_factory=dict)
     site: dict[object, int] = field(default_factory=dict)  # op (or (op, i)) -> byte offset
     rings: dict[int, int] = field(default_factory=dict)  # ring id -> slots
+    folded: set = field(default_factory=set)  # the transposes `folded_transposes` folds
 
 
 def _static_bytes(t: ir.MemRefType, what: str, op: ir.Operation | None = None) -> int:
@@ -137,7 +151,7 @@ def _static_bytes(t: ir.MemRefType, what: str, op: ir.Operation | None = None) -
 
 def plan_arena(func: ir.Operation) -> ArenaPlan:
     """Lay out every scratch placement of `func` in one arena."""
-    plan = ArenaPlan()
+    plan = ArenaPlan(folded=folded_transposes(func))
     extent: dict[str, int] = {}
     sites: list[tuple[object, int]] = []
 
@@ -150,11 +164,12 @@ def plan_arena(func: ir.Operation) -> ArenaPlan:
             t = _memref(op.results[0].type)
             sites.append((op, _static_bytes(t, f"'{op.name}'", op)))
         elif op.name == "vx.matmul_acc":
-            # bf16/f16 operands are widened to f32 into buffers of their own (matmul.py).
+            # bf16/f16 operands are widened to f32 into buffers of their own (matmul.py),
+            # and so is a folded transpose of f32, transposed on the way.
             mm = MatmulAccOp(op)
             for i, v in ((1, mm.a), (2, mm.b)):
                 t = _memref(v.type)
-                if str(t.element_type) in WIDEN:
+                if str(t.element_type) in WIDEN or _owner(v) in plan.folded:
                     n = _static_bytes(t, f"'vx.matmul_acc' with {t.element_type} operands", op)
                     sites.append(((op, i), n * 4 // T.element_bytes(t.element_type)))
         elif op.name == "func.call":
@@ -178,6 +193,53 @@ def plan_arena(func: ir.Operation) -> ArenaPlan:
 # Ops whose result is (a view of) their first operand's buffer: a write through the
 # result writes the argument it came from.
 THROUGH = ("vx.element", "vx.wait", "memref.memory_space_cast")
+
+
+def _owner(v: ir.Value) -> ir.Operation | None:
+    return v.owner.operation if isinstance(v, ir.OpResult) else None
+
+
+def _root(v: ir.Value) -> ir.Value:
+    """The buffer `v` is (a view of): through the ops of THROUGH."""
+    while isinstance(v, ir.OpResult) and v.owner.operation.name in THROUGH:
+        v = v.owner.operation.operands[0]
+    return v
+
+
+def folded_transposes(func: ir.Operation) -> set[ir.Operation]:
+    """The `vx.transpose` ops that the `matmul_acc` right after them reads in transposed
+    order (issue 21 item 5): each one's one use is that matmul's `a` or `b`, the matmul
+    does not write its source, and only such transposes come between it and the matmul.
+    So nothing writes memory between the two, and the source still holds what the
+    transpose would have read (a later op may reuse its slot once the transpose was its
+    last use, but none comes between)."""
+    out: set[ir.Operation] = set()
+
+    def folds(t: ir.Operation, mm: ir.Operation) -> bool:
+        if t.name != "vx.transpose":  # (an op before the matmul may have no result)
+            return False
+        uses = list(t.results[0].uses)
+        return (
+            len(uses) == 1
+            and uses[0].owner == mm
+            and uses[0].operand_number in (1, 2)
+            and _root(mm.operands[0]) != _root(t.operands[0])
+        )
+
+    def visit(op: ir.Operation) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                ops = [o.operation for o in block.operations]
+                for at, mm in enumerate(ops):
+                    if mm.name != "vx.matmul_acc":
+                        continue
+                    for t in reversed(ops[:at]):
+                        if not folds(t, mm):
+                            break
+                        out.add(t)
+
+    _walk(func, visit)
+    return out
 
 
 def extern_writes(module: ir.Module) -> dict[str, set[int]]:
@@ -217,8 +279,7 @@ def written_args(func: ir.Operation, externs: dict[str, set[int]] | None = None)
     out: set[int] = set()
 
     def root(v: ir.Value) -> None:
-        while isinstance(v, ir.OpResult) and v.owner.operation.name in THROUGH:
-            v = v.owner.operation.operands[0]
+        v = _root(v)
         if isinstance(v, ir.BlockArgument) and entry is not None and v.owner == entry:
             out.add(v.arg_number)
 
@@ -344,6 +405,7 @@ class FunctionLowering(Walk):
         {"values", "get", "bind_flat", "region_values", "b", "allocas", "mod", "fn", "sig",
          "plan", "counters", "exit", "instance", "instances", "guard", "nbytes", "memcpy",
          "at", "slot", "_copy_in", "require", "strided", "copy_region", "region_guard", "bf16dot",
+         "matmul_bf16dot",
          "op_vx_store", "tile_dst"}
     )  # fmt: skip
 
@@ -740,25 +802,42 @@ class FunctionLowering(Walk):
             )
             self.guard(bad, "VX_ERR_SHAPE")
         if elem == "bf16" and self.bf16dot(ta, tb):
-            # AVX512_BF16: B packed in row pairs (into b's widening buffer, which is twice
-            # the size it needs), A read in place, `vdpbf16ps` accumulating in f32.
-            packed = self.at(_c(self.plan.site[(op, 2)]))
-            self.b.call(define_pack(self.mod.ll), [packed, b.ptr, k, n])
-            fn = define_matmul_bf16(self.mod.ll, self.mod.blocking)
-            self.b.call(fn, [acc.ptr, a.ptr, packed, m, n, k])
+            self.matmul_bf16dot(op, acc, a, b)
             return
         ptrs = []
         for i, (mem, t) in enumerate(((a, ta), (b, tb)), start=1):
-            if elem == "f32":
+            if elem == "f32" and not isinstance(mem, Transposed):
                 ptrs.append(mem.ptr)
                 continue
-            # Widen to f32 (exact for bf16 and f16), then run the f32 micro-kernel.
+            # Widen to f32 (exact for bf16 and f16), transposed on the way for a folded
+            # transpose, then run the f32 micro-kernel.
             dst = self.at(_c(self.plan.site[(op, i)]))
-            count = _c(T.static_bytes(t) // T.element_bytes(t.element_type))
-            self.b.call(define_widen(self.mod.ll, elem), [dst, mem.ptr, count])
+            if isinstance(mem, Transposed):
+                rows, cols = mem.src.dims
+                self.b.call(
+                    define_widen_transposed(self.mod.ll, elem), [dst, mem.src.ptr, rows, cols]
+                )
+            else:
+                count = _c(T.static_bytes(t) // T.element_bytes(t.element_type))
+                self.b.call(define_widen(self.mod.ll, elem), [dst, mem.ptr, count])
             ptrs.append(dst)
         fn = define_matmul(self.mod.ll, self.mod.blocking)
         self.b.call(fn, [acc.ptr, ptrs[0], ptrs[1], m, n, k])
+
+    def matmul_bf16dot(self, op: ir.Operation, acc: Mem, a: Mem | Transposed, b: Mem | Transposed):
+        """AVX512_BF16: B packed in row pairs (into b's widening buffer, which is twice the
+        size it needs), A read in place, `vdpbf16ps` accumulating in f32. A folded transpose
+        is read by the packing: B^T's pairs are its 32-bit words; A^T is packed like B."""
+        m, n = acc.dims
+        k = a.dims[1]
+        packed = self.at(_c(self.plan.site[(op, 2)]))
+        bt = isinstance(b, Transposed)
+        self.b.call(define_pack(self.mod.ll, bt), [packed, (b.src if bt else b).ptr, k, n])
+        a_ptr = a.ptr if not isinstance(a, Transposed) else self.at(_c(self.plan.site[(op, 1)]))
+        if isinstance(a, Transposed):  # A^T [K, M] packed in row pairs, as B is
+            self.b.call(define_pack(self.mod.ll), [a_ptr, a.src.ptr, k, m])
+        fn = define_matmul_bf16(self.mod.ll, self.mod.blocking, isinstance(a, Transposed))
+        self.b.call(fn, [acc.ptr, a_ptr, packed, m, n, k])
 
     # -- tile arithmetic (LANGUAGE.md section 4.3; backends/cpu/tiles.py) -------------------
 
@@ -812,6 +891,9 @@ def _tile_reduce(lo: FunctionLowering, op: ir.Operation) -> None:
 
 
 def _tile_transpose(lo: FunctionLowering, op: ir.Operation) -> None:
+    if op in lo.plan.folded:  # the matmul after it reads the source transposed
+        lo.values[op.results[0]] = Transposed(lo.get(op.operands[0]))
+        return
     dst, _t = lo.tile_dst(op)
     src = _memref(op.operands[0].type)
     f = tiles_ll.define_transpose(lo.mod.ll, str(src.element_type), tuple(src.shape))

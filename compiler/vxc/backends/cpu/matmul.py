@@ -10,6 +10,10 @@ stays in vector registers for the whole K loop, each step broadcasting MR
 elements of `a` against NV vector loads of `b`. The shape is chosen from the
 host's vector registers (AVX-512: 8 x 32 = 16 zmm accumulators). Edges that
 do not fill a tile run an i-k-j loop that LLVM vectorises.
+
+A `transpose` that feeds `matmul_acc` (lower.folded_transposes) is not materialised: the
+operand's packing reads it in transposed order (widened to f32 transposed, or for
+`vdpbf16ps` B^T's bf16 pairs taken as 32-bit words and A^T packed in pairs like B).
 """
 
 from __future__ import annotations
@@ -158,32 +162,80 @@ def define_matmul(module: ll.Module, blk: Blocking) -> ll.Function:
     return fn
 
 
+def _widened(b: ll.IRBuilder, src: ll.Value, i: ll.Value, elem: str) -> ll.Value:
+    """Element `i` of `src` (of `elem`) as f32: exact for bf16 (the top half of an f32) and f16."""
+    if elem == "f32":
+        return b.load(_gep(b, src, i), typ=F32, align=4)
+    if elem == "bf16":
+        i16 = ll.IntType(16)
+        bits = b.load(b.gep(src, [i], inbounds=True, source_etype=i16), typ=i16, align=2)
+        wide = b.shl(b.zext(bits, ll.IntType(32)), ll.Constant(ll.IntType(32), 16))
+        return b.bitcast(wide, F32)
+    half = ll.HalfType()
+    return b.fpext(
+        b.load(b.gep(src, [i], inbounds=True, source_etype=half), typ=half, align=2), F32
+    )
+
+
+def _copy_function(
+    module: ll.Module, name: str, ints: int
+) -> tuple[ll.Function, ll.IRBuilder | None]:
+    """Internal `void name(ptr noalias dst, ptr noalias src, i64 x ints)` and a builder at
+    its entry; the builder is None when the module has the function already."""
+    if name in module.globals:
+        return module.globals[name], None
+    fnty = ll.FunctionType(ll.VoidType(), [PTR, PTR] + [I64] * ints)
+    fn = ll.Function(module, fnty, name=name)
+    fn.linkage = "internal"
+    for arg in fn.args[:2]:
+        arg.add_attribute("noalias")
+    return fn, ll.IRBuilder(fn.append_basic_block("entry"))
+
+
+def _nest(b: ll.IRBuilder, outer: ll.Value, inner: ll.Value, body, name: str) -> None:
+    """for o in 0..outer: for i in 0..inner: body(o, i)."""
+
+    def row(o: ll.Value, _c0: list) -> list:
+        def col(i: ll.Value, _c1: list) -> list:
+            body(o, i)
+            return []
+
+        counted_loop(b, _c(0), inner, _c(1), col, name=f"{name}.in")
+        return []
+
+    counted_loop(b, _c(0), outer, _c(1), row, name=f"{name}.out")
+
+
 def define_widen(module: ll.Module, elem: str) -> ll.Function:
     """void __vx_widen_<elem>(ptr f32_dst, ptr src, i64 count), internal linkage."""
-    name = f"__vx_widen_{elem}"
-    if name in module.globals:
-        return module.globals[name]
-    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR, I64]), name=name)
-    fn.linkage = "internal"
+    fn, b = _copy_function(module, f"__vx_widen_{elem}", 1)
+    if b is None:
+        return fn
     dst, src, count = fn.args
-    dst.add_attribute("noalias")
-    src.add_attribute("noalias")
-    b = ll.IRBuilder(fn.append_basic_block("entry"))
-    i16 = ll.IntType(16)
 
     def step(i: ll.Value, _c0: list) -> list:
-        if elem == "bf16":
-            bits = b.load(b.gep(src, [i], inbounds=True, source_etype=i16), typ=i16, align=2)
-            wide = b.shl(b.zext(bits, ll.IntType(32)), ll.Constant(ll.IntType(32), 16))
-            value = b.bitcast(wide, F32)
-        else:
-            half = ll.HalfType()
-            h = b.load(b.gep(src, [i], inbounds=True, source_etype=half), typ=half, align=2)
-            value = b.fpext(h, F32)
-        b.store(value, _gep(b, dst, i), align=4)
+        b.store(_widened(b, src, i, elem), _gep(b, dst, i), align=4)
         return []
 
     counted_loop(b, _c(0), count, _c(1), step, name="widen")
+    b.ret_void()
+    return fn
+
+
+def define_widen_transposed(module: ll.Module, elem: str) -> ll.Function:
+    """void __vx_widen_t_<elem>(ptr f32_dst, ptr src, i64 R, i64 C): dst[j, i] = src[i, j]
+    as f32 (src [R, C] row-major): a transpose that feeds `matmul_acc` is read here, in the
+    operand's packing, and never materialised as a tile of its own (issue 21 item 5)."""
+    fn, b = _copy_function(module, f"__vx_widen_t_{elem}", 2)
+    if b is None:
+        return fn
+    dst, src, rows, cols = fn.args
+
+    def step(i: ll.Value, j: ll.Value) -> None:
+        value = _widened(b, src, b.add(b.mul(i, cols), j), elem)  # reads in order
+        b.store(value, _gep(b, dst, b.add(b.mul(j, rows), i)), align=4)
+
+    _nest(b, rows, cols, step, "widen_t")
     b.ret_void()
     return fn
 
@@ -211,43 +263,50 @@ def bf16dot_fits(blk: Blocking, m: int, n: int, k: int) -> bool:
     return blk.bf16dot and m % blk.mr == 0 and n % blk.nr == 0 and k % 2 == 0 and k > 0
 
 
-def define_pack(module: ll.Module) -> ll.Function:
-    """void PACK(ptr dst_i32, ptr b_bf16, i64 K, i64 N): dst[p*N + j] = B[2p, j] | B[2p+1, j] << 16."""
-    if PACK_NAME in module.globals:
-        return module.globals[PACK_NAME]
-    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR, I64, I64]), name=PACK_NAME)
-    fn.linkage = "internal"
+def define_pack(module: ll.Module, transposed: bool = False) -> ll.Function:
+    """void PACK(ptr dst_i32, ptr src_bf16, i64 K, i64 N): dst[p*N + j] = B[2p, j] |
+    B[2p+1, j] << 16 for B [K, N]. `transposed`: src holds B^T [N, K] (a transpose that
+    feeds `matmul_acc`, never materialised), whose pair (B[2p, j], B[2p+1, j]) is the one
+    32-bit word at src[j, 2p]: the pack is a transpose of 32-bit words, read in order."""
+    fn, b = _copy_function(module, PACK_NAME + ("_t" if transposed else ""), 2)
+    if b is None:
+        return fn
     dst, src, k, n = fn.args
-    b = ll.IRBuilder(fn.append_basic_block("entry"))
     i16 = ll.IntType(16)
+    pairs = b.sdiv(k, _c(2))
 
-    def row(p: ll.Value, _c0: list) -> list:
-        def col(j: ll.Value, _c1: list) -> list:
-            lo_at = b.add(b.mul(b.mul(p, _c(2)), n), j)
-            hi_at = b.add(lo_at, n)
-            lo = b.load(b.gep(src, [lo_at], inbounds=True, source_etype=i16), typ=i16, align=2)
-            hi = b.load(b.gep(src, [hi_at], inbounds=True, source_etype=i16), typ=i16, align=2)
-            pair = b.or_(b.zext(lo, I32), b.shl(b.zext(hi, I32), ll.Constant(I32, 16)))
-            at = b.gep(dst, [b.add(b.mul(p, n), j)], inbounds=True, source_etype=I32)
-            b.store(pair, at, align=4)
-            return []
+    def pack(p: ll.Value, j: ll.Value) -> None:
+        lo_at = b.add(b.mul(b.mul(p, _c(2)), n), j)
+        hi_at = b.add(lo_at, n)
+        lo = b.load(b.gep(src, [lo_at], inbounds=True, source_etype=i16), typ=i16, align=2)
+        hi = b.load(b.gep(src, [hi_at], inbounds=True, source_etype=i16), typ=i16, align=2)
+        pair = b.or_(b.zext(lo, I32), b.shl(b.zext(hi, I32), ll.Constant(I32, 16)))
+        b.store(pair, b.gep(dst, [b.add(b.mul(p, n), j)], inbounds=True, source_etype=I32), align=4)
 
-        counted_loop(b, _c(0), n, _c(1), col, name="pack.j")
-        return []
+    def pack_t(p: ll.Value, j: ll.Value) -> None:
+        word = b.gep(src, [b.add(b.mul(j, pairs), p)], inbounds=True, source_etype=I32)
+        at = b.gep(dst, [b.add(b.mul(p, n), j)], inbounds=True, source_etype=I32)
+        b.store(b.load(word, typ=I32, align=2), at, align=4)
 
-    counted_loop(b, _c(0), b.sdiv(k, _c(2)), _c(1), row, name="pack.p")
+    # Both write dst in order (B^T's words are gathered: AVX-512 gathers beat its scatters).
+    body = pack_t if transposed else pack
+
+    _nest(b, pairs, n, body, "pack")
     b.ret_void()
     return fn
 
 
-def define_matmul_bf16(module: ll.Module, blk: Blocking) -> ll.Function:
-    """void NAME(ptr acc_f32, ptr a_bf16, ptr b_pairs, i64 M, i64 N, i64 K): the register
+def define_matmul_bf16(module: ll.Module, blk: Blocking, a_packed: bool = False) -> ll.Function:
+    """void NAME(ptr acc_f32, ptr a, ptr b_pairs, i64 M, i64 N, i64 K): the register
     tile of `_micro`, one `vdpbf16ps` per (row, vector) and pair of K; M, N and K fit
-    (`bf16dot_fits`)."""
-    if BF16_NAME in module.globals:
-        return module.globals[BF16_NAME]
+    (`bf16dot_fits`). `a` is A [M, K] bf16 read in place (its pairs are adjacent), or with
+    `a_packed` A's pairs packed like B's (`define_pack` of A^T: word p*M + i), which is how
+    a transposed A is read."""
+    name = BF16_NAME + ("_ap" if a_packed else "")
+    if name in module.globals:
+        return module.globals[name]
     fnty = ll.FunctionType(ll.VoidType(), [PTR, PTR, PTR, I64, I64, I64])
-    fn = ll.Function(module, fnty, name=BF16_NAME)
+    fn = ll.Function(module, fnty, name=name)
     fn.linkage = "internal"
     for arg in fn.args[:3]:
         arg.add_attribute("noalias")
@@ -275,8 +334,12 @@ def define_matmul_bf16(module: ll.Module, blk: Blocking) -> ll.Function:
                 bv.append(b.bitcast(b.load(at, typ=pty, align=4), bty))
             out = []
             for r in range(blk.mr):
-                el = b.add(b.mul(b.add(i0, _c(r)), k), b.mul(p, _c(2)))
-                pair = b.load(b.gep(a, [el], inbounds=True, source_etype=i16), typ=I32, align=2)
+                if a_packed:  # word (p, i) of A^T's pairs
+                    word = b.gep(a, [b.add(b.mul(p, m), b.add(i0, _c(r)))], source_etype=I32)
+                else:  # elements (i, 2p) and (i, 2p + 1) of A
+                    el = b.add(b.mul(b.add(i0, _c(r)), k), b.mul(p, _c(2)))
+                    word = b.gep(a, [el], inbounds=True, source_etype=i16)
+                pair = b.load(word, typ=I32, align=2)
                 splat = b.insert_element(ll.Constant(pty, ll.Undefined), pair, _c(0))
                 splat = b.shuffle_vector(
                     splat, ll.Constant(pty, ll.Undefined), ll.Constant(pty, [0] * 16)

@@ -82,11 +82,14 @@ def lengths_for(kernel, prefer: int) -> dict[str, int]:
         opt.add(v >= 1)
     for c in kernel.constraints:
         opt.add(_z3_constraint(c, syms))
+    # Integer scalar parameters (SMEM) are free values the clauses may relate the sizes
+    # to (attention's `n == h * s`, `s % 128 == 0`).
+    free = {p.name: z3.Int(p.name) for _, p in kernel.scalars if p.dtype == "i32"}
     for clause in kernel.preconditions:
         # The `where` clauses over shape parameters the export cannot state (gemm's
         # `m % 128 == 0`): a compile-check call the kernel's own contract forbids would
         # prove nothing. Clauses over other values (`tiles.len()`) are constraints above.
-        formula = _z3_clause(clause, syms, kernel)
+        formula = _z3_clause(clause, {**free, **syms}, kernel)
         if formula is not None:
             opt.add(formula)
     opt.minimize(z3.Sum([z3.If(v >= prefer, v - prefer, prefer - v) for v in syms.values()]))

@@ -25,7 +25,7 @@ def manifest(name: str, kernels: list[Kernel], files: dict[str, dict[str, str]])
                 "files": files[k.name],
                 "custom_call": "tpu_custom_call",
                 "mosaic_serialization_format": SERIALIZATION_FORMAT,
-                "params": [p.to_json() for p in k.inputs],
+                "params": [p.to_json() for p in k.params()],
                 "results": [p.to_json() for p in k.outputs],
                 "dimension_variables": k.symbols,
                 "grid": {
@@ -34,7 +34,7 @@ def manifest(name: str, kernels: list[Kernel], files: dict[str, dict[str, str]])
                     "dimension_semantics": ["parallel"],
                 },
                 "shape_params": k.shape_params,
-                "aliases": [{"param": i, "result": o} for i, o in k.aliases],
+                "aliases": [{"param": k.param_position(i), "result": o} for i, o in k.aliases],
                 "bounds_checks": not k.bounds_proved,
                 "preconditions": k.preconditions,
                 "constraints": k.constraints,
@@ -56,9 +56,11 @@ def kernels_from_manifest(text: str) -> list[Kernel]:
         def param(p: dict) -> Param:
             shape = tuple(None if isinstance(d, str) else d for d in p["shape"])
             syms = tuple(d if isinstance(d, str) else None for d in p["shape"])
-            return Param(p["name"], p["dtype"], shape, syms)
+            return Param(p["name"], p["dtype"], shape, syms, p["space"] == "SMEM")
 
-        ins = [param(p) for p in k["params"]]
+        params = [param(p) for p in k["params"]]
+        ins = [p for p in params if not p.smem]
+        scalars = [(pos, p) for pos, p in enumerate(params) if p.smem]
         outs = [param(p) for p in k["results"]]
         out.append(
             Kernel(
@@ -70,10 +72,11 @@ def kernels_from_manifest(text: str) -> list[Kernel]:
                 k["grid"]["instances"],
                 list(k["preconditions"]),
                 list(k["constraints"]),
-                [(a["param"], a["result"]) for a in k.get("aliases", [])],
+                [(ins.index(params[a["param"]]), a["result"]) for a in k.get("aliases", [])],
                 _grid_expr(k["grid"]),
                 list(k.get("shape_params", [])),
                 not k.get("bounds_checks", True),
+                scalars,
             )
         )
     return out

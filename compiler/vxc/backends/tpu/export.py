@@ -19,11 +19,13 @@ DTYPES = {
     "i32": "int32",
     "i16": "int16",
     "i8": "int8",
+    "bool": "bool",
 }
 
 
 def arg_specs(kernel: Kernel, lengths: dict[str, int] | None = None, sharding=None) -> list:
-    """ShapeDtypeStructs of the kernel's inputs: symbolic dimensions, or `lengths`."""
+    """ShapeDtypeStructs of the kernel's parameters in the Vx order (a scalar is a 0-d
+    array): symbolic dimensions, or `lengths`."""
     prepare()
     import jax
     import jax.numpy as jnp
@@ -35,7 +37,7 @@ def arg_specs(kernel: Kernel, lengths: dict[str, int] | None = None, sharding=No
         sizes = dict(zip(kernel.symbols, dims, strict=True))
     return [
         jax.ShapeDtypeStruct(_shape(p, sizes), jnp.dtype(DTYPES[p.dtype]), sharding=sharding)
-        for p in kernel.inputs
+        for p in kernel.params()
     ]
 
 
@@ -57,8 +59,9 @@ def exported(kernel: Kernel):
     from jax.experimental import mosaic
 
     specs = arg_specs(kernel)
-    aliased = {k: i for i, k in kernel.aliases}
-    lead = kernel.grid_operands  # operand indices count the grid bound
+    aliased = {k: kernel.param_position(i) for i, k in kernel.aliases}
+    # Operand indices count the grid bound and the SMEM scalars before the inputs.
+    lead = kernel.grid_operands + len(kernel.scalars)
     outs = tuple(
         jax.ShapeDtypeStruct(
             specs[aliased[k]].shape if k in aliased else p.shape, jnp.dtype(DTYPES[p.dtype])
@@ -79,20 +82,24 @@ def exported(kernel: Kernel):
         # Mosaic's per-DMA run-time bounds check can only pass.
         disable_bounds_checks=kernel.bounds_proved,
     )
-    if kernel.grid_operands:
+    if kernel.grid_operands or kernel.scalars:
 
-        def bound_of(args):  # the grid bound from the shapes (no traced op: a dim expr)
+        def bound_of(tensors):  # the grid bound from the shapes (no traced op: a dim expr)
+            if not kernel.grid_operands:
+                return []
             sizes = {
                 s: d
-                for p, a in zip(kernel.inputs, args, strict=True)
+                for p, a in zip(kernel.inputs, tensors, strict=True)
                 for s, d in zip(p.symbols, a.shape, strict=True)
                 if s
             }
-            return shape_value(kernel.grid_expr, sizes)
+            return [shape_value(kernel.grid_expr, sizes)]
 
-        # The grid bound, then the inputs; the op making the bound is traced in the fixed
-        # pseudo file, so no path of this install is recorded.
-        call = jax.jit(_NS["grid_call"](call, bound_of, jnp))
+        # The custom call takes the grid bound, the SMEM scalars (each a 1-element array
+        # of its word), then the inputs; the export takes the Vx order. The ops doing it
+        # are traced in the fixed pseudo file, so no path of this install is recorded.
+        at = {pos: jnp.dtype(DTYPES[p.word]) for pos, p in kernel.scalars}
+        call = jax.jit(_NS["operand_call"](call, bound_of, at, jnp))
 
     with _locations_off():
         return _EXPORT_SITE(export.export(call, platforms=["tpu"]), specs)
@@ -128,9 +135,12 @@ _NS: dict = {}
 _SITE = """def site(f, specs):
     return f(*specs)
 
-def grid_call(kernel_call, bound_of, jnp):
+def operand_call(kernel_call, bound_of, at, jnp):
     def call(*args):
-        return kernel_call(jnp.asarray(bound_of(args), jnp.int32), *args)
+        smem = [jnp.reshape(jnp.asarray(args[k]).astype(at[k]), (1,)) for k in sorted(at)]
+        tensors = [a for k, a in enumerate(args) if k not in at]
+        bound = [jnp.asarray(b, jnp.int32) for b in bound_of(tensors)]
+        return kernel_call(*bound, *smem, *tensors)
     return call
 """
 exec(compile(_SITE, "<vxc tpu export>", "exec"), _NS)

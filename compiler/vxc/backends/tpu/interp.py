@@ -16,6 +16,10 @@ Semantics (what a TensorCore guarantees, made strict):
   one-pass default); `scf.for` runs its body; a Vec's placeholder length (the
   `tpu.dynamic_dimension_mapping_*` attributes) becomes the actual input's length, as XLA
   does when it specialises the export.
+- Vector arithmetic (the tile ops, backends/tpu/vregs.py) is numpy's f32: one rounding
+  per op, `arith.truncf` to bf16/f16 nearest even, `vector.multi_reduction` in f32,
+  `tpu.matmul` honouring its dimension numbers (a folded transpose); `scf.if` runs the
+  branch its condition picks; a `tpu.assume_multiple` that does not hold is reported.
 - `trace` records DMA starts/waits and matmuls with the HBM tile each one moved or read,
   so a test can check that tile i+1's DMA is issued before tile i's matmul.
 - The grid (`iteration_bounds`) runs one instance after another with its program id,
@@ -333,15 +337,97 @@ _BIN = {
     "arith.divui": np.floor_divide, "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or,
     "arith.xori": np.bitwise_xor, "arith.minsi": np.minimum, "arith.maxsi": np.maximum,
     "arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply,
-    "arith.divf": np.divide,
+    "arith.divf": np.divide, "arith.maximumf": np.maximum, "arith.minimumf": np.minimum,
 }  # fmt: skip
 
 
 @rule(*_BIN)
 def _binary(it: Interp, op: ir.Operation) -> None:
     a, b = (it.env[v] for v in op.operands)
-    with np.errstate(over="ignore"):  # integers wrap, as `arith` defines (docs/DESIGN.md)
+    # Integers wrap, as `arith` defines (docs/DESIGN.md); floats are IEEE (inf, NaN).
+    with np.errstate(all="ignore"):
         it.env[op.results[0]] = _BIN[op.name](a, b)
+
+
+# Elementwise f32 functions (f32 in, f32 out: numpy's f32 ops round once, as the VPU
+# does for these; `math.exp` is numpy's, within a few ulp of the EUP's).
+_UNARY = {"arith.negf": np.negative, "math.exp": np.exp, "math.sqrt": np.sqrt}
+
+
+@rule(*_UNARY)
+def _unary(it: Interp, op: ir.Operation) -> None:
+    with np.errstate(all="ignore"):
+        it.env[op.results[0]] = _UNARY[op.name](it.env[op.operands[0]])
+
+
+@rule("arith.extf", "arith.truncf")
+def _float_cast(it: Interp, op: ir.Operation) -> None:
+    """Widening is exact; narrowing rounds to nearest even (ml_dtypes, as the VPU)."""
+    t = op.results[0].type
+    elem = t.element_type if isinstance(t, ir.VectorType) else t
+    out = np.asarray(it.env[op.operands[0]]).astype(DTYPES[str(elem)])
+    it.env[op.results[0]] = out if isinstance(t, ir.VectorType) else out[()]
+
+
+# arith.cmpf predicates: ordered ones are false on NaN, unordered ones true.
+_CMPF = {1: (np.equal, False), 2: (np.greater, False), 3: (np.greater_equal, False),
+         4: (np.less, False), 5: (np.less_equal, False), 6: (np.not_equal, False),
+         8: (np.equal, True), 9: (np.greater, True), 10: (np.greater_equal, True),
+         11: (np.less, True), 12: (np.less_equal, True), 13: (np.not_equal, True)}  # fmt: skip
+
+
+@rule("arith.cmpf")
+def _cmpf(it: Interp, op: ir.Operation) -> None:
+    pred = ir.IntegerAttr(op.attributes["predicate"]).value
+    a, b = (it.env[v] for v in op.operands)
+    if pred in (0, 15):  # false, true
+        it.env[op.results[0]] = np.bool_(pred == 15)
+        return
+    if pred in (7, 14):  # ord, uno
+        nan = np.isnan(a) | np.isnan(b)
+        it.env[op.results[0]] = ~nan if pred == 7 else nan
+        return
+    fn, unordered = _CMPF[pred]
+    nan = np.isnan(a) | np.isnan(b)
+    it.env[op.results[0]] = (fn(a, b) & ~nan) | (nan & unordered)
+
+
+@rule("tpu.assume_multiple")
+def _assume_multiple(it: Interp, op: ir.Operation) -> None:
+    """A promise to Mosaic's alignment checks; the interpreter holds the kernel to it."""
+    x = it.env[op.operands[0]]
+    k = ir.IntegerAttr(op.attributes["multiple"]).value
+    if int(x) % k:
+        raise InterpError(f"{_describe(op)}: {int(x)} is not a multiple of {k}")
+    it.env[op.results[0]] = x
+
+
+@rule("vector.broadcast")
+def _broadcast(it: Interp, op: ir.Operation) -> None:
+    shape = list(ir.VectorType(op.results[0].type).shape)
+    src = np.asarray(it.env[op.operands[0]])
+    it.env[op.results[0]] = np.broadcast_to(src, shape).copy()
+
+
+_KINDS = {"add": np.add, "maximumf": np.maximum, "minimumf": np.minimum}
+
+
+@rule("vector.multi_reduction")
+def _multi_reduction(it: Interp, op: ir.Operation) -> None:
+    """The reduction in f32 (pairwise, as numpy sums; the hardware's order differs only
+    by f32 rounding), combined with the accumulator."""
+    src, acc = (it.env[v] for v in op.operands)
+    kind = re.search(r"#vector\.kind<(\w+)>", str(op.attributes["kind"])).group(1)
+    dims = tuple(ir.DenseI64ArrayAttr(op.attributes["reduction_dims"]))
+    fn = _KINDS[kind]
+    with np.errstate(all="ignore"):
+        it.env[op.results[0]] = fn(fn.reduce(src, axis=dims), acc).astype(src.dtype)
+
+
+@rule("vector.transpose")
+def _vtranspose(it: Interp, op: ir.Operation) -> None:
+    perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+    it.env[op.results[0]] = np.transpose(it.env[op.operands[0]], perm).copy()
 
 
 @rule("arith.index_cast", "arith.extsi", "arith.extui", "arith.trunci")
@@ -480,9 +566,16 @@ def _shape_cast(it: Interp, op: ir.Operation) -> None:
     it.provenance[op.results[0]] = it.provenance.get(src, "?")
 
 
+_DIMS = re.compile(r"dot_dimension_numbers<\[(\d)\], \[(\d)\]")
+
+
 @rule("tpu.matmul")
 def _matmul(it: Interp, op: ir.Operation) -> None:
     lhs, rhs, acc = (it.env[v] for v in op.operands)
+    # The contracting dimensions (lhs, rhs): [1], [0] is lhs @ rhs; a transposed operand
+    # (a folded `transpose`) contracts its other one.
+    lc, rc = (int(d) for d in _DIMS.search(str(op.attributes["dimension_numbers"])).groups())
+    lhs, rhs = (lhs if lc == 1 else lhs.T), (rhs if rc == 0 else rhs.T)
     if lhs.dtype == np.float32 and "precision" not in op.attributes:
         # Mosaic's default for f32: one MXU pass, operands rounded to bf16 (nearest even);
         # with `#tpu.contract_precision<fp32>` the product is exact to f32 rounding.
@@ -490,6 +583,14 @@ def _matmul(it: Interp, op: ir.Operation) -> None:
     prod = lhs.astype(np.float64) @ rhs.astype(np.float64)
     it.env[op.results[0]] = (acc.astype(np.float64) + prod).astype(np.float32)
     it.trace.append(("matmul", it.provenance.get(op.operands[0], "?")))
+
+
+@rule("scf.if")
+def _if(it: Interp, op: ir.Operation) -> None:
+    region = op.regions[0] if it.env[op.operands[0]] else op.regions[1]
+    out = it.block(region.blocks[0]) if len(region.blocks) else []
+    for r, v in zip(op.results, out, strict=True):
+        it.env[r] = v
 
 
 @rule("scf.for")
@@ -506,6 +607,23 @@ def _for(it: Interp, op: ir.Operation) -> None:
         i = type(i)(i + step)
     for r, v in zip(op.results, carried, strict=True):
         it.env[r] = v
+
+
+def operands(params: list[dict], args: list) -> tuple[list[np.ndarray], list[str], list[int]]:
+    """A call's arguments (in the manifest's `params` order, the Vx one) as the Mosaic
+    kernel takes them: the SMEM scalars first, each a 1-element array of its word (a bool
+    as an i32 0/1), then the HBM tensors. Also their names, and where each parameter went
+    (to map the manifest's alias indices)."""
+    smem = [k for k, p in enumerate(params) if p["space"] == "SMEM"]
+    order = smem + [k for k in range(len(params)) if k not in smem]
+    inputs = []
+    for k in order:
+        if k in smem:
+            word = "i32" if params[k]["dtype"] == "bool" else params[k]["dtype"]
+            inputs.append(np.array([args[k]]).astype(DTYPES[word]))
+        else:
+            inputs.append(args[k])
+    return inputs, [params[k]["name"] for k in order], [order.index(k) for k in range(len(params))]
 
 
 def run(

@@ -46,6 +46,7 @@ and the rule; calls and memory-space casts are refusal entries of the walk.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -69,7 +70,12 @@ from vxc.rules import registrar
 # specialised to concrete shapes.
 PLACEHOLDER_TOP = 2**31 - 1
 SCALARS = {"index": "i32", "i64": "i32", "i32": "i32", "i1": "i1", "f32": "f32"}
-DOT_DIMS = "#tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>"
+# Scalar parameters are SMEM scalars (scalar prefetch, TARGETS.md): one `memref<1xW>` in
+# SMEM each, read once at the top. The export takes the Vx type (i64 is the 32-bit scalar
+# unit's i32, docs/TPU.md); SMEM holds 32-bit words, so a bool travels as an i32 0/1.
+# Vx scalar type -> (the export's and manifest's dtype, the SMEM word).
+SMEM_PARAMS = {"i64": ("i32", "i32"), "i32": ("i32", "i32"), "f32": ("f32", "f32"),
+               "i1": ("bool", "i32")}  # fmt: skip
 
 
 def _func_name(f: ir.Operation) -> str:
@@ -88,6 +94,7 @@ class Param:
     dtype: str
     shape: tuple[int | None, ...]  # None: a symbolic dimension
     symbols: tuple[str | None, ...] = ()  # per dimension: the export's dimension variable
+    smem: bool = False  # a scalar parameter: a scalar-prefetch operand in SMEM, shape ()
 
     @property
     def symbol(self) -> str | None:
@@ -100,8 +107,13 @@ class Param:
             "name": self.name,
             "dtype": self.dtype,
             "shape": [s if d is None else d for d, s in zip(self.shape, syms, strict=True)],
-            "space": "HBM",
+            "space": "SMEM" if self.smem else "HBM",
         }
+
+    @property
+    def word(self) -> str:
+        """The SMEM word a scalar parameter travels in (docs/TPU.md)."""
+        return "i32" if self.dtype == "bool" else self.dtype
 
 
 @dataclass
@@ -163,6 +175,21 @@ class Kernel:
     # Every view and store proved in bounds (E6041) and no Vec indexed: Mosaic's run-time
     # DMA bounds checks are switched off (`disable_bounds_checks`).
     bounds_proved: bool = False
+    # Scalar parameters (position among `params()`, the SMEM param): the Mosaic kernel
+    # takes them first, as scalar-prefetch operands; `inputs` are the HBM tensors.
+    scalars: list[tuple[int, Param]] = field(default_factory=list)
+
+    def params(self) -> list[Param]:
+        """Every operand parameter in the Vx function's order (the manifest's and the
+        export's): the HBM tensors and the SMEM scalars, no shape parameter."""
+        out = list(self.inputs)
+        for pos, p in sorted(self.scalars, key=lambda x: x[0]):
+            out.insert(pos, p)
+        return out
+
+    def param_position(self, input_index: int) -> int:
+        """Where HBM input `input_index` is among `params()`."""
+        return self.params().index(self.inputs[input_index])
 
     @property
     def grid(self) -> int:
@@ -191,6 +218,13 @@ rule = registrar(RULES)
 
 
 VIEW_OPS = ("vx.view", "vx.store", "vx.store_async")
+# Op -> its operands that must be tiles in memory (a DMA reads a buffer; matmul_acc
+# updates its accumulator in place); every other tile operand may be a vector.
+MEMORY_OPERANDS = {"vx.transfer": (0,), "vx.transfer_async": (0,), "vx.store": (0,),
+                   "vx.store_async": (0,), "vx.matmul_acc": (0,), "vx.view": (0,),
+                   "vx.element": (0,)}  # fmt: skip
+# Ops whose result lives in vector registers unless an op needs it in memory (vregs.py).
+VREG_OPS = (*TILE_OPS, "vx.zeros")
 
 
 def _call_refusal(op: ir.Operation) -> str:
@@ -219,11 +253,6 @@ def _call_refusal(op: ir.Operation) -> str:
 # Ops the tpu backend refuses by design (the walk raises these; see vxc/backends/walk.py).
 REFUSALS: dict[str, RefusalEntry] = {
     "func.call": RefusalEntry("E7002", _call_refusal),
-    # Tile arithmetic (LANGUAGE.md 4.3) lowers to Mosaic vector ops; not written yet.
-    **{
-        name: RefusalEntry("E7001", f"tpu backend: `{name}` (tile arithmetic) is not lowered yet")
-        for name in TILE_OPS
-    },
     "memref.memory_space_cast": RefusalEntry(
         "E7005",
         "tpu backend: a tensor is reinterpreted in another memory space "
@@ -242,7 +271,8 @@ class FunctionLowering(Walk):
         {"env", "ctx", "vx", "ty", "scalar", "i32", "idx", "hbm", "dst", "view", "load",
          "store", "sem", "flatten", "unflatten", "same_shape", "pid", "instances",
          "inputs", "constraints", "preconditions", "precision", "grid_value", "grid_tree",
-         "store_sems", "shape_params", "tensor_index", "unchecked"}
+         "store_sems", "shape_params", "tensor_index", "unchecked", "in_memory",
+         "carried_types", "aligned"}
     )  # fmt: skip
 
     def __init__(
@@ -265,6 +295,8 @@ class FunctionLowering(Walk):
         self.dim_at: dict[str, tuple[int, int]] = {}  # its first (input, dimension)
         self.shape_params: dict[int, str] = {}  # argument index -> dimension variable
         self.tensor_index: dict[int, int] = {}  # argument index -> input index
+        self.scalars: list[tuple[int, Param]] = []  # (position among the params, SMEM param)
+        self.scalar_index: dict[int, int] = {}  # argument index -> index among the scalars
         self.mut_args: list[int] = []  # argument indices of `&mut` tensors
         self.mut_output: dict[int, int] = {}  # argument index -> output index
         self.aliases: list[tuple[int, int]] = []
@@ -273,6 +305,10 @@ class FunctionLowering(Walk):
         self.stores_async = False  # some `vx.store_async`: a semaphore for stores
         self.unchecked: list[str] = []  # `where` clauses no export constraint states
         self.ret_values: list[ir.Value] = []
+        # Tiles some op needs in memory (a DMA's source, matmul_acc's accumulator): a tile
+        # op or fill stores its result into its ring slot only then (vregs.py).
+        self.in_memory: set[ir.Value] = set()
+        self.multiples: dict[int, int] = {}  # argument index -> what its clauses say divides it
         self.capacity = 0  # bytes of VMEM (the transfers' `capacity`)
 
     # -- types ---------------------------------------------------------------------
@@ -349,6 +385,7 @@ class FunctionLowering(Walk):
             self.aliases.append((self.tensor_index[i], k))
             self.mut_output[i] = k
         self.grid_tree = None if self.instances else _where_grid(self, f)
+        self.multiples = _where_multiples(f)
         if self.grid_tree is not None and self.ret_values:
             raise fail(
                 "E7003",
@@ -358,6 +395,12 @@ class FunctionLowering(Walk):
                 "tensor would be stacked by a count only known at the call)",
             )
 
+        def uses(op: ir.Operation) -> ir.WalkResult:
+            for k in MEMORY_OPERANDS.get(op.name, ()):
+                self.in_memory.add(op.operands[k])
+            return ir.WalkResult.ADVANCE
+
+        f.walk(uses)
         errors: list[Refusal] = []
 
         def visit(op: ir.Operation) -> ir.WalkResult:
@@ -393,12 +436,19 @@ class FunctionLowering(Walk):
             if name in named and str(t) in ("i64", "i32", "index"):
                 self.shape_params[i] = name
                 return
-            raise fail(
-                "E7003",
-                f,
-                f"kernel `{self.name}`: scalar parameter `{name}` ({t}) is not supported: "
-                "TPU kernel arguments are HBM tensors",
-            )
+            if str(t) not in SMEM_PARAMS:
+                raise fail(
+                    "E7003",
+                    f,
+                    f"kernel `{self.name}`: scalar parameter `{name}` ({t}) is not "
+                    "supported: TPU scalar parameters are SMEM scalars of "
+                    f"{', '.join(sorted(SMEM_PARAMS[k][0] if k == 'i1' else k for k in SMEM_PARAMS))}",
+                )
+            dtype = SMEM_PARAMS[str(t)][0]
+            self.scalar_index[i] = len(self.scalars)
+            pos = len(self.inputs) + len(self.scalars)
+            self.scalars.append((pos, Param(name, dtype, (), smem=True)))
+            return
         if T.space_of(t) != "HBM":
             raise fail("E7003", f, f"kernel `{self.name}`: parameter `{name}` must be in HBM")
         dims = T.arg_dims(f, i)
@@ -434,8 +484,8 @@ class FunctionLowering(Walk):
             # ring is planned.
             self.rule_for(op)
         lay = ring_layout(op)
-        if lay is None:
-            return
+        if lay is None or (op.name in VREG_OPS and op.results[0] not in self.in_memory):
+            return  # a tile in vector registers takes no ring slot
         space = lay.space
         if space == "HBM" and op.name == "vx.transfer":
             if op not in self.outputs:
@@ -451,7 +501,7 @@ class FunctionLowering(Walk):
                 "E7005", op, f"`{op.name}` into {space}: the tpu backend places tiles in VMEM only"
             )
         tile = _placed(op.results[0].type)
-        if op.name != "vx.zeros":
+        if op.name in ("vx.transfer", "vx.transfer_async"):
             self.capacity = max(self.capacity, view(op).capacity)
         mosaic_element(tile.element_type)
         if not tile.has_static_shape:
@@ -486,6 +536,8 @@ class FunctionLowering(Walk):
     def describe(self, v: ir.Value) -> str:
         if isinstance(v, ir.BlockArgument) and v.owner.owner == self.vx:
             return f"`{T.arg_name(self.vx, v.arg_number)}`"
+        if isinstance(v, ir.BlockArgument):
+            return "a loop-carried value"
         owner = v.owner
         if owner.name == "vx.element":
             return f"an element of {self.describe(owner.operands[0])}"
@@ -515,9 +567,18 @@ class FunctionLowering(Walk):
             scratch.append(f"memref<{len(counted)}xi32, #tpu.memory_space<smem>>")
 
         f = self.vx
+        smem_types = [
+            self.ty(f"memref<1x{p.word}, #tpu.memory_space<smem>>") for _, p in self.scalars
+        ]
         in_types = [self.hbm_type(p) for p in self.inputs]
         out_types = [self.hbm_type(p) for p in self.out_params]
-        arg_types = [self.ty("i32"), *in_types, *out_types, *(self.ty(s) for s in scratch)]
+        arg_types = [
+            self.ty("i32"),
+            *smem_types,
+            *in_types,
+            *out_types,
+            *(self.ty(s) for s in scratch),
+        ]
         grid = self.grid_tree
         if isinstance(grid, str | tuple):  # a function of the dimension variables
             self.grid_value = PLACEHOLDER_TOP - len(self.placeholders)
@@ -537,7 +598,9 @@ class FunctionLowering(Walk):
                 [ir.Attribute.parse("#tpu.dimension_semantics<parallel>")]
             )
             attrs["iteration_bounds"] = ir.DenseI64ArrayAttr.get([self.grid_value])
-            attrs["scalar_prefetch"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)
+            attrs["scalar_prefetch"] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), len(smem_types)
+            )
             attrs["scratch_operands"] = ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(64), len(scratch)
             )
@@ -546,9 +609,11 @@ class FunctionLowering(Walk):
             entry = fn.add_entry_block()
             args = list(entry.arguments)
             self.pid = args[0]  # the program id of grid dimension 0: `vx.instance`
-            self.in_args = args[1 : 1 + len(in_types)]
-            self.out_args = args[1 + len(in_types) : 1 + n_io]
-            sargs = iter(args[1 + n_io :])
+            n_s = len(smem_types)
+            self.smem_args = args[1 : 1 + n_s]
+            self.in_args = args[1 + n_s : 1 + n_s + len(in_types)]
+            self.out_args = args[1 + n_s + len(in_types) : 1 + n_s + n_io]
+            sargs = iter(args[1 + n_s + n_io :])
             for r in rings:
                 r.buf = next(sargs)
             for r in sem_rings:
@@ -580,6 +645,7 @@ class FunctionLowering(Walk):
             # Mosaic's checks may go only if the proofs' assumptions are checked too:
             # every `where` clause holds for the build or is an export constraint.
             self.bounds_proved and not self.unchecked,
+            self.scalars,
         )
 
     def _argument(self, i: int, a: ir.Value) -> object:
@@ -588,6 +654,12 @@ class FunctionLowering(Walk):
         operand, which aliases the input, so reads and writes see one buffer."""
         if i in self.shape_params:
             return self.i32(self.placeholders[self.shape_params[i]])
+        if i in self.scalar_index:  # read once from its SMEM word
+            k = self.scalar_index[i]
+            word = memref.LoadOp(self.smem_args[k], [self.idx(0)]).result
+            if self.scalars[k][1].dtype != "bool":
+                return word
+            return arith.CmpIOp(arith.CmpIPredicate.ne, word, self.i32(0)).result
         name = T.arg_name(self.vx, i)
         if i in self.mut_output:
             return Ref(self.out_args[self.mut_output[i]], None, ir.MemRefType(a.type), name)
@@ -598,7 +670,9 @@ class FunctionLowering(Walk):
         function of every dimension variable (sorted by name) computing `expr`, and
         where each variable is found among the operands' dimensions."""
         syms = sorted(self.dim_at)
-        lead = int(isinstance(self.grid_tree, str | tuple))  # the grid bound's operand
+        # The custom call's operands: the grid bound (when the shapes give it), the SMEM
+        # scalars, then the HBM inputs.
+        lead = int(isinstance(self.grid_tree, str | tuple)) + len(self.scalars)
         attrs = module.operation.attributes
         attrs[f"tpu.dynamic_dimension_mapping_module_{value}"] = ir.StringAttr.get(
             shape_module(syms, expr)
@@ -629,6 +703,19 @@ class FunctionLowering(Walk):
         return self.location(op)
 
     # -- helpers used by the rules --------------------------------------------------------
+    def aligned(self, v: ir.Value) -> ir.Value:
+        """The Mosaic value of vx offset `v`, marked with what is known to divide it
+        (`tpu.assume_multiple`): Mosaic slices a VMEM/HBM ref only at offsets it can see
+        are multiples of its (8, 128) tiling, and an offset built from a scalar
+        parameter (attention's `hd * s`) is one only by the `where` clause `s % 128 == 0`,
+        which the proofs assumed as well."""
+        x = self.env[v]
+        owner = v.owner
+        if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "arith.constant":
+            return x
+        k = _multiple(self, v)
+        return tpu.AssumeMultipleOp(x, k).result if k > 1 else x
+
     def view(self, ref: Ref) -> ir.Value:
         """The memref a DMA reads or writes: the base, its `index`-th leading slice, or
         the region at `starts` of that (a `tpu.memref_slice` with dynamic offsets)."""
@@ -715,6 +802,14 @@ class FunctionLowering(Walk):
 
     def hbm(self, v: ir.Value, op: ir.Operation) -> Ref:
         ref = self.env[v]
+        if isinstance(ref, ir.Value) and isinstance(ref.type, ir.VectorType):
+            raise fail(
+                "E7006",
+                op,
+                f"`{op.name}` needs {self.describe(v)} in memory, and a tile carried by a "
+                "loop or a branch lives in vector registers with no ring slot on the tpu; "
+                "compute a new tile from it first (`t * 1.0`)",
+            )
         if not isinstance(ref, Ref):
             raise fail("E7005", op, f"operand of `{op.name}` is not a tensor")
         return ref
@@ -746,9 +841,24 @@ class FunctionLowering(Walk):
             ]
         if isinstance(v, ir.Value):
             return [v]
-        raise fail(
-            "E7006", op, "a tensor carried by a loop has no Mosaic form; carry a token instead"
-        )
+        if isinstance(v, Ref) and "vmem" in str(ir.MemRefType(v.base.type).memory_space):
+            return [self.load(v)]  # a tile crosses iterations and branches in vregs
+        if isinstance(v, Ref):
+            raise fail(
+                "E7006", op, "a tensor in HBM carried by a loop or a branch has no Mosaic form"
+            )
+        from vxc.backends.tpu.vregs import tile_of
+
+        return [tile_of(self.rule_context, v, op)]  # a transpose, computed
+
+    def carried_types(self, t: ir.Type, op: ir.Operation) -> list[ir.Type]:
+        """The Mosaic types a vx value of type `t` crosses a loop or a branch as."""
+        if T.is_token(t):
+            return [self.ty("i32"), self.ty("i32")]
+        if isinstance(t, ir.MemRefType):
+            shape = "x".join(str(d) for d in t.shape)
+            return [self.ty(f"vector<{shape}x{mosaic_element(t.element_type, op)}>")]
+        return [self.scalar(t, op)]
 
     def unflatten(self, proto: object, vals: list[ir.Value]) -> tuple[object, int]:
         if isinstance(proto, Token):
@@ -806,11 +916,16 @@ def _len(lo: FunctionLowering, op: ir.Operation) -> None:
 
 @rule("vx.zeros")
 def _zeros(lo: FunctionLowering, op: ir.Operation) -> None:
-    ref, _, _ = lo.dst(op)
-    t = ref.vx_type
-    elem = ir.MemRefType(ref.base.type).element_type
+    """A fill (`Tensor<E>([dims])`): a constant vector, stored into its ring slot when an
+    op needs it in memory (an accumulator)."""
+    t = _placed(op.results[0].type)
+    elem = lo.ty(mosaic_element(t.element_type, op))
     vt = ir.VectorType.get(list(t.shape), elem)
     zero = arith.ConstantOp(vt, ir.DenseElementsAttr.get_splat(vt, _zero(elem))).result
+    if op.results[0] not in lo.in_memory:
+        lo.env[op.results[0]] = zero
+        return
+    ref, _, _ = lo.dst(op)
     lo.store(ref, zero)
     lo.env[op.results[0]] = ref
 
@@ -857,7 +972,7 @@ def _wait(lo: FunctionLowering, op: ir.Operation) -> None:
 def _view(lo: FunctionLowering, op: ir.Operation) -> None:
     """No code: the region is a `Ref` with offsets; the DMA that reads it slices it."""
     src = lo.hbm(op.operands[0], op)
-    offs = [lo.env[v] for v in list(op.operands)[1:]]
+    offs = [lo.aligned(v) for v in list(op.operands)[1:]]
     if src.starts is not None:  # a view of a view: offsets add up
         offs = [arith.AddIOp(a, b).result for a, b in zip(src.starts, offs, strict=True)]
     t = _placed(op.results[0].type)
@@ -871,7 +986,7 @@ def _store(lo: FunctionLowering, op: ir.Operation) -> None:
     when its token is waited."""
     tile = lo.hbm(op.operands[0], op)
     out = lo.hbm(op.operands[1], op)
-    offs = tuple(lo.env[v] for v in list(op.operands)[2:])
+    offs = tuple(lo.aligned(v) for v in list(op.operands)[2:])
     dst = Ref(out.base, out.index, _placed(op.operands[0].type), f"{out.name}[view]", offs)
     s, d = lo.view(tile), lo.view(dst)
     if op.name == "vx.store":
@@ -880,37 +995,6 @@ def _store(lo: FunctionLowering, op: ir.Operation) -> None:
         return
     tpu.EnqueueDMAOp(s, d, target_semaphore=lo.sem(None, None, lo.store_sems))
     lo.env[op.results[0]] = Token(tile, dst, None, None, op)
-
-
-@rule("vx.matmul_acc")
-def _matmul_acc(lo: FunctionLowering, op: ir.Operation) -> None:
-    acc, a, b = (lo.hbm(v, op) for v in op.operands)
-    for ref, what in ((acc, "acc"), (a, "a"), (b, "b")):
-        if ir.MemRefType(ref.base.type).memory_space is None or "vmem" not in str(
-            ir.MemRefType(ref.base.type).memory_space
-        ):
-            raise fail(
-                "E7007", op, f"matmul_acc operand `{what}` must be in VMEM (transfer it first)"
-            )
-    elem = str(_placed(op.operands[1].type).element_type)
-    if elem not in ("f32", "bf16", "f16"):
-        raise fail(
-            "E7007", op, f"matmul_acc on {elem} operands: the MXU path takes f32, bf16 or f16"
-        )
-    av, bv, cv = lo.load(a), lo.load(b), lo.load(acc)
-    # Mosaic's default for f32 operands is one MXU pass, which rounds them to bf16; the
-    # fp32 contract precision computes what the cpu does, to f32 rounding (docs/TPU.md).
-    exact = elem == "f32" and lo.precision == "f32"
-    r = tpu.MatmulOp(
-        cv.type,
-        av,
-        bv,
-        cv,
-        False,
-        precision=ir.Attribute.parse("#tpu.contract_precision<fp32>") if exact else None,
-        dimension_numbers=ir.Attribute.parse(DOT_DIMS),
-    ).result
-    lo.store(acc, r)
 
 
 @rule("scf.for")
@@ -936,6 +1020,31 @@ def _for(lo: FunctionLowering, op: ir.Operation) -> None:
     results = list(loop.results)
     pos = 0
     for proto, r in zip(inits, op.results, strict=True):
+        val, n = lo.unflatten(proto, results[pos : pos + n_of(proto)])
+        lo.env[r] = val
+        pos += n
+
+
+@rule("scf.if")
+def _if(lo: FunctionLowering, op: ir.Operation) -> None:
+    """`scf.if` on the scalar unit; its results cross the branches as loop-carried values
+    do (a tile as its vector, a token as its slot and source index)."""
+    types = [t for r in op.results for t in lo.carried_types(r.type, op)]
+    blocks = [r.blocks[0] for r in op.regions if len(r.blocks)]
+    new = scf.IfOp(lo.env[op.operands[0]], types, has_else=len(blocks) > 1)
+    protos: list[object] | None = None
+    for block, into in zip(blocks, (new.then_block, new.else_block), strict=False):
+        with ir.InsertionPoint(into):
+            yielded = [lo.env[v] for v in lo.lower_block(block)]
+            y = list(block.operations)[-1].operation
+            if protos is None:
+                protos = yielded
+            for a, b in zip(protos, yielded, strict=True):
+                lo.same_shape(a, b, y)
+            scf.YieldOp([x for v in yielded for x in lo.flatten(v, y)])
+    results = list(new.results)
+    pos = 0
+    for proto, r in zip(protos or [], op.results, strict=True):
         val, n = lo.unflatten(proto, results[pos : pos + n_of(proto)])
         lo.env[r] = val
         pos += n
@@ -1074,6 +1183,69 @@ def _dim_tree(lo: FunctionLowering, v: ir.Value) -> Dim | None:
     return None
 
 
+def _where_equalities(f: ir.Operation):
+    """The two sides of each top-level `where` clause `A == B` of `f`."""
+    for op in f.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name != "vx.require":
+            continue
+        cmp = op.operands[0].owner
+        if _is_op(cmp, "arith.cmpi") and ir.IntegerAttr(cmp.attributes["predicate"]).value == 0:
+            yield list(cmp.operands)
+
+
+_MULTIPLE_CAP = 1 << 20  # enough for any tiling; keeps products small
+
+
+def _where_multiples(f: ir.Operation) -> dict[int, int]:
+    """Argument index -> C for each top-level `where` clause `arg % C == 0`."""
+    out: dict[int, int] = {}
+    for sides in _where_equalities(f):
+        rem, zero = (o.owner for o in sides)
+        if not _is_op(rem, "arith.remsi"):
+            rem, zero = zero, rem
+        if not (_is_const(zero, 0) and _is_op(rem, "arith.remsi")):
+            continue
+        arg, c = rem.operands
+        if isinstance(arg, ir.BlockArgument) and arg.owner.owner == f and _is_const(c.owner):
+            k = ir.IntegerAttr(c.owner.attributes["value"]).value
+            if k > 0:
+                out[arg.arg_number] = math.lcm(out.get(arg.arg_number, 1), k)
+    return out
+
+
+def _is_op(op, name: str) -> bool:
+    """`op` (a value's owner: an op, or a block for an argument) is a `name` op."""
+    return isinstance(op, ir.OpView | ir.Operation) and op.name == name
+
+
+def _is_const(op, value: int | None = None) -> bool:
+    if not _is_op(op, "arith.constant"):
+        return False
+    return value is None or ir.IntegerAttr(op.attributes["value"]).value == value
+
+
+def _multiple(lo: FunctionLowering, v: ir.Value) -> int:
+    """A number known to divide the integer `v` (1 when nothing is known): constants,
+    sums and products of them, and arguments by their `where` clauses."""
+    if isinstance(v, ir.BlockArgument):
+        if v.owner.owner == lo.vx:
+            return lo.multiples.get(v.arg_number, 1)
+        return 1
+    op = v.owner
+    if op.name == "arith.constant":
+        n = abs(ir.IntegerAttr(op.attributes["value"]).value)
+        return n if 0 < n < _MULTIPLE_CAP else _MULTIPLE_CAP if n == 0 else 1
+    if op.name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
+        return _multiple(lo, op.operands[0])
+    if op.name == "arith.muli":
+        a, b = (_multiple(lo, o) for o in op.operands)
+        return min(a * b, _MULTIPLE_CAP)
+    if op.name in ("arith.addi", "arith.subi"):
+        return math.gcd(*(_multiple(lo, o) for o in op.operands))
+    return 1
+
+
 def _render(d: Dim) -> str:
     """Python's spelling, as `Kernel.grid_expr` holds it (`//`, `%`: the dimensions are
     non-negative, so floor and truncation agree)."""
@@ -1109,14 +1281,7 @@ def _jax(d: Dim) -> str | None:
 def _where_grid(lo: FunctionLowering, f: ir.Operation) -> Dim | None:
     """The grid a top-level `where` clause `instances() == E` fixes, E a function of the
     shapes (LANGUAGE.md 4.1), or None."""
-    for op in f.regions[0].blocks[0].operations:
-        op = op.operation
-        if op.name != "vx.require":
-            continue
-        cmp = op.operands[0].owner
-        if cmp.name != "arith.cmpi" or ir.IntegerAttr(cmp.attributes["predicate"]).value != 0:
-            continue
-        sides = list(cmp.operands)
+    for sides in _where_equalities(f):
         for k in (0, 1):
             owner = sides[k].owner
             if isinstance(owner, ir.OpView | ir.Operation) and owner.name == "vx.instances":
@@ -1207,6 +1372,10 @@ def _int_cast(lo: FunctionLowering, op: ir.Operation) -> None:
     "arith.subf",
     "arith.mulf",
     "arith.divf",
+    "arith.negf",
+    "arith.cmpf",
+    "arith.maximumf",
+    "arith.minimumf",
 )
 def _scalar_arith(lo: FunctionLowering, op: ir.Operation) -> None:
     operands = [lo.env[v] for v in op.operands]
@@ -1233,3 +1402,7 @@ def lower_module(
             continue  # an extern declaration or a recursive helper: refused at its calls
         kernels.append(FunctionLowering(f, ctx, instances, precision).run())
     return kernels
+
+
+# The tile ops' rules (and matmul_acc's, which takes their vectors), registered in RULES.
+from vxc.backends.tpu import vregs  # noqa: E402, F401

@@ -39,7 +39,7 @@ def shape_grid(expr: str, params: list[dict], arrays: list[Any]) -> int:
     sizes = {
         d: int(n)
         for p, a in zip(params, arrays, strict=True)
-        for d, n in zip(p["shape"], a.shape, strict=True)
+        for d, n in zip(p["shape"], getattr(a, "shape", ()), strict=True)
         if isinstance(d, str)
     }
     return shape_value(expr, sizes)

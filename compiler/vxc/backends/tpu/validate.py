@@ -58,13 +58,15 @@ class Artifact:
         these inputs' sizes (specialised), else the artifact's own Mosaic text."""
         from vxc.backends.tpu.aot import compile_export, specialised_mosaic
         from vxc.backends.tpu.export import shape_value
-        from vxc.backends.tpu.interp import run
+        from vxc.backends.tpu.interp import operands, run
 
         k = self.kernel
         text, grid = self.mosaic, None
+        params = [p.to_json() for p in k.params()]
+        inputs, names, at = operands(params, list(args))  # `args` in the Vx order
         sizes = {
             s: int(d)
-            for a, p in zip(args, k.inputs, strict=True)
+            for a, p in zip(inputs[len(k.scalars) :], k.inputs, strict=True)
             for s, d in zip(p.symbols, a.shape, strict=True)
             if s
         }
@@ -72,4 +74,5 @@ class Artifact:
             (text,) = specialised_mosaic(compile_export(self.export, k, topo, sizes))
             if k.grid_operands:  # the grid bound is then a run-time operand
                 grid = [shape_value(k.grid_expr, sizes)]
-        return run(text, list(args), [p.name for p in k.inputs], k.aliases, grid)
+        aliases = [(at[k.param_position(i)], o) for i, o in k.aliases]
+        return run(text, inputs, names, aliases, grid)
