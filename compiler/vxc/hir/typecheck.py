@@ -95,6 +95,9 @@ class TypeChecker(StmtVisitor):
         self.out: dict[str, Function] = {}
         self.checked: set[str] = set()  # declared names with at least one checked instance
         self.next_vid = 0
+        # Statements abandoned by an `_Error` reported elsewhere (E0206 at a callee's
+        # declaration): the function is not well typed though it emitted nothing itself.
+        self.abandoned = 0
         self.hir = HirBuilder()
         # Inferred integer types of literal-valued `let`s, by Let nid (hir/literals.py;
         # nids are unique in the program, so one table serves every instance).
@@ -211,7 +214,7 @@ class TypeChecker(StmtVisitor):
         fn = Function(name, hir, [], T.VOID, hir.topology, home, generic_of=generic_of)
         self.out[name] = fn
         self.fn = fn
-        errors_before = self.sink.errors_emitted
+        errors_before, abandoned_before = self.sink.errors_emitted, self.abandoned
         scope = _Scope({}, None)
         for cp in hir.const_params:  # empty in an instance (hir/build.py)
             # The generic body: a const parameter is a value of its declared type (usable in
@@ -233,10 +236,10 @@ class TypeChecker(StmtVisitor):
             try:
                 self._expect_bool(self._expr(w, scope, want=None), w)
             except _Error:  # reported; the next clause and the body are still checked
-                pass
+                self.abandoned += 1
         if hir.body is not None:
             self._block(hir.body, _Scope({}, scope))
-        fn.ok = self.sink.errors_emitted == errors_before
+        fn.ok = self.sink.errors_emitted == errors_before and self.abandoned == abandoned_before
         return fn
 
     def _bind(
@@ -336,6 +339,7 @@ class TypeChecker(StmtVisitor):
             try:
                 self._stmt(s, scope)
             except _Error:
+                self.abandoned += 1
                 continue
 
     def _stmt(self, s: H.Stmt, scope: _Scope) -> None:
