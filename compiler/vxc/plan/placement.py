@@ -341,11 +341,7 @@ class _Placer(StmtVisitor):
         self.out.nodes[e.nid] = node
         if home is None:
             return
-        size = self._size(e.ty)
-        node.bytes = size.bytes
-        self._capacity(e, e.ty, size, [home])
-        tile = self._tile(e, -1, home, size, final=True, label="new tensor")
-        self.tiles[e.nid] = [tile] if tile is not None else []
+        self._new_tile(e, node, home, "new tensor")
 
     def _tile_op(self, e: H.Expr, topo: str | None, placed: bool) -> None:
         """Tile arithmetic: its tile operands must be visible to the core (E6003) and share
@@ -364,10 +360,15 @@ class _Placer(StmtVisitor):
         self.out.nodes[e.nid] = node
         if space is None or not placed:
             return
+        self._new_tile(e, node, space, "tile result")
+
+    def _new_tile(self, e: H.Expr, node: NodePlacement, space, label: str) -> None:
+        """A value made in `space` (a fill, a tile op's result): its bytes, the capacity
+        check and its ring slot in the working set."""
         size = self._size(e.ty)
         node.bytes = size.bytes
         self._capacity(e, e.ty, size, [space])
-        tile = self._tile(e, -1, space, size, final=True, label="tile result")
+        tile = self._tile(e, -1, space, size, final=True, label=label)
         self.tiles[e.nid] = [tile] if tile is not None else []
 
     def _mixed_spaces(self, e: H.Expr, operands: list[H.Expr], spaces: list) -> None:

@@ -489,14 +489,7 @@ class FunctionLowering(Walk):
     def _plan_store(self, op: ir.Operation) -> None:
         """A store into an output argument: one row-major tensor map over the whole
         output, the tile's box at the view's coordinates."""
-        v = view(op)
-        if (v.from_, v.space) != ("VMEM", "HBM"):
-            raise refuse(
-                "E7005",
-                op,
-                f"a store from {v.from_} to {v.space}: the NVIDIA backends store shared-memory "
-                f"tiles to HBM (TMA)",
-            )
+        _routed(op, ("VMEM", "HBM"), "a store", "store shared-memory tiles to HBM")
         arg = self._root_arg(op.operands[1])
         if arg is None:
             raise refuse("E7005", op, f"{op.name}: the output is not a kernel argument")
@@ -1319,15 +1312,19 @@ def _zeros(fl: FunctionLowering, op: ir.Operation) -> None:
 
 @rule("vx.transfer_async")
 def _transfer_async(fl: FunctionLowering, op: ir.Operation) -> None:
+    _routed(op, ("HBM", "VMEM"), "`transfer_async`", "issue async copies HBM -> VMEM")
+    fl.set(op.results[0], fl.issue_load(op))
+
+
+def _routed(op: ir.Operation, route: tuple[str, str], what: str, does: str) -> None:
+    """E7005 naming the route the op takes, unless it is the one route the TMA serves."""
     v = view(op)
-    if (v.from_, v.space) != ("HBM", "VMEM"):
+    if (v.from_, v.space) != route:
         raise refuse(
             "E7005",
             op,
-            f"`transfer_async` from {v.from_} to {v.space}: the NVIDIA backends issue async "
-            f"copies HBM -> VMEM (TMA)",
+            f"{what} from {v.from_} to {v.space}: the NVIDIA backends {does} (TMA)",
         )
-    fl.set(op.results[0], fl.issue_load(op))
 
 
 @rule("vx.wait")
