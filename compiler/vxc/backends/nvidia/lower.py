@@ -633,6 +633,11 @@ class FunctionLowering(Walk):
                 f"(tiles {tiles_end}, private {self.private_bytes}, barriers, alignment); "
                 f"the limit per CTA is {limit}",
             )
+        if 2 * layout["dynamic_smem"] > limit:
+            # One CTA per SM is all the shared memory allows: ptxas may use the registers
+            # of the whole SM (up to 255 per thread) instead of spilling for an occupancy
+            # that cannot happen.
+            self.k.min_ctas = 1
         self.layout_info = layout
         return layout
 
