@@ -35,6 +35,9 @@ from vxc.targets import BLACKWELL, HOPPER, NVIDIA_ARCHES
 THREADS = 128  # one warpgroup: wgmma's issuing unit, and the 4 warps that cover TMEM's 128 lanes
 TMEM_LANES = 128
 TMEM_COLUMNS = 512
+# The comment before the TMEM stores of an in-place accumulator update complete (tests
+# find the update's ordering by it).
+UPDATED = "accumulator updated in place"
 
 
 class MmaError(ValueError):
@@ -389,6 +392,7 @@ class Blackwell:
 
     def written(self, acc: Acc) -> None:
         """The stores complete, and are ordered before the MMA thread 0 issues next."""
+        self.k.comment(UPDATED)
         self.k.ins("tcgen05.wait::st.sync.aligned")
         self._sync()
 
