@@ -1024,8 +1024,7 @@ class FunctionLowering(Walk):
             raise refuse(
                 "E7006",
                 op,
-                f"{op.name}: an accumulator is updated from one accumulator of its own shape "
-                f"only",
+                f"{op.name}: an accumulator is updated from one accumulator of its own shape only",
             )
         if not _dead_after(olds[0], op):
             raise refuse(
@@ -1041,7 +1040,9 @@ class FunctionLowering(Walk):
         try:
             for s in self.mma.spreads(acc[0]):
                 memo: dict = {}
-                vals = [self.em._reg(self.em.value(node, s, i, memo, {})) for i in range(len(s.elems))]
+                vals = [
+                    self.em._reg(self.em.value(node, s, i, memo, {})) for i in range(len(s.elems))
+                ]
                 self.mma.write_back(acc[0], s, vals)
         except tiles.TileError as e:
             raise refuse("E7001", op, f"{op.name}: {e}") from None
