@@ -1039,11 +1039,7 @@ class FunctionLowering(Walk):
             self.k.ins("bar.sync", Imm(0))
         try:
             for s in self.mma.spreads(acc[0]):
-                memo: dict = {}
-                vals = [
-                    self.em._reg(self.em.value(node, s, i, memo, {})) for i in range(len(s.elems))
-                ]
-                self.mma.write_back(acc[0], s, vals)
+                self.mma.write_back(acc[0], s, self.em.element_values(node, s))
         except tiles.TileError as e:
             raise refuse("E7001", op, f"{op.name}: {e}") from None
         self.mma.written(acc[0])

@@ -299,6 +299,11 @@ class Emitter:
             self.store(dst, s, i, v, memo)
             i += 1
 
+    def element_values(self, n: Node, s: Spread) -> list[Reg]:
+        """`n` at every element of the spread, in registers (an in-place update's values)."""
+        memo: dict = {}
+        return [self._reg(self.value(n, s, i, memo, {})) for i in range(len(s.elems))]
+
     def evaluate_sw128(self, n: Node, addr: Reg, rows: int, cols: int, dtype: str) -> None:
         """`n` stored as an MMA operand: K-major with the 128-byte swizzle (encoders.py),
         K-blocks of 128 bytes x `rows` rows, the 16-byte chunk q of row r at
