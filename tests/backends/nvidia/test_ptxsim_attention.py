@@ -34,8 +34,9 @@ D, KEYS = 128, 64  # head dimension, keys per K/V tile
 def _inputs(h: int, s: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     q, k, v = (rng.standard_normal((h * s, D)).astype(BF16) for _ in range(3))
-    mask = np.where(np.tril(np.ones((128, 128), bool)), 0.0, -1e30).astype(np.float32)
-    return q, k, v, mask
+    # The diagonal block's mask as its two [128, 64] halves one under the other.
+    tri = np.where(np.tril(np.ones((128, 128), bool)), 0.0, -1e30).astype(np.float32)
+    return q, k, v, np.concatenate([tri[:, :KEYS], tri[:, KEYS:]])
 
 
 def _online(q, k, v, mask, h: int, s: int, causal: bool, scale: np.float32) -> np.ndarray:
@@ -53,7 +54,7 @@ def _online(q, k, v, mask, h: int, s: int, causal: bool, scale: np.float32) -> n
             kb, vb = (x[hb + j * KEYS : hb + (j + 1) * KEYS].astype(np.float64) for x in (k, v))
             st = (qt @ kb.T).astype(f) * scale
             if causal and j // 2 == qi:
-                st = st + mask[:, j % 2 * KEYS : j % 2 * KEYS + KEYS]
+                st = st + mask[j % 2 * 128 : j % 2 * 128 + 128]
             mn = np.maximum(m, st.max(1, keepdims=True))
             p = np.exp(st - mn)
             alpha = np.exp(m - mn)
@@ -124,8 +125,8 @@ def test_attention_builds_without_spills_with_its_sass(target):
     sass = toolchain.sass(files[f"attention.{target}.fatbin"])
     count = lambda op: len(re.findall(rf"\b{re.escape(op)}\b", sass))  # noqa: E731
     assert toolchain.missing_sass(sass, ARCH[target]) == []
-    # q (2 boxes), K and V before and in the loop (2 x 2 x 2), the mask's half tile.
-    assert count("UTMALDG.2D") == 11 and count("UTMASTG.2D") == 1
+    # q (2 boxes), K and V before and in the loop (2 x 2 x 2), the mask's two halves.
+    assert count("UTMALDG.2D") == 12 and count("UTMASTG.2D") == 1
     assert count("LDG") == 0 and count("STL") == 0 and count("LDL") == 0
     if target == "b200":  # QK^T: 8 steps of K = 128; PV: 4 of K = 64
         assert count("UTCHMMA") == 12 and count("HGMMA") == 0
