@@ -207,6 +207,36 @@ def test_bool_parameters_and_logic(target):
             np.testing.assert_array_equal(y[0] if y.ndim == 3 else y, want)
 
 
+UPDATE = """\
+fn k(a: &Tensor<bf16, [128, 128]>, b: &Tensor<bf16, [128, 128]>,
+     c: &mut Tensor<f32, [128, 128]>) -> void on Topology::TensorCore
+    where instances() == 1 {
+  let at = transfer(a, Memory::VMEM);
+  let bt = transfer(b, Memory::VMEM);
+  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+  for i in 0 .. 2 {
+    acc = (acc * 2.0) - 1.0;
+    matmul_acc(&mut acc, &at, &bt);
+  }
+  let y = transfer(acc, Memory::VMEM);
+  transfer(y, c[0 .. 128, 0 .. 128]);
+}
+"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_accumulator_updated_in_place_through_a_loop(target):
+    # acc = (2 acc - 1) + A B twice, small integers: exact. The nested expression's
+    # accumulator is found through the unstored `acc * 2.0`.
+    ptx, kern = _build_ptx(target, UPDATE)
+    rng = np.random.default_rng(3)
+    a, b = (rng.integers(-3, 4, (128, 128)).astype(BF16) for _ in range(2))
+    c = np.full((128, 128), np.nan, np.float32)
+    ptxsim.run_kernel(ptx, kern, [a, b, c], 1)
+    ab = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_array_equal(c, (2 * (2 * 0 - 1 + ab) - 1) + ab)
+
+
 STALE_ACC = """\
 fn k(a: &Tensor<bf16, [128, 128]>, b: &Tensor<bf16, [128, 128]>,
      c: &mut Tensor<f32, [128, 128]>) -> void on Topology::TensorCore

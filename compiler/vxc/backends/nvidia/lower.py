@@ -1019,14 +1019,14 @@ class FunctionLowering(Walk):
         node = self.resolve(lv.node, op)
         acc = tiles.accs(node)
         m = T.placed(op.results[0].type)
-        olds = [v for v in op.operands if isinstance(self.get(v), AccVal)]
-        if len(acc) != 1 or (acc[0].m, acc[0].n) != tuple(m.shape) or len(olds) != 1:
+        olds = list(dict.fromkeys(x for v in op.operands for x in self.acc_values(v)))
+        if len(acc) != 1 or (acc[0].m, acc[0].n) != tuple(m.shape) or not olds:
             raise refuse(
                 "E7006",
                 op,
                 f"{op.name}: an accumulator is updated from one accumulator of its own shape only",
             )
-        if not _dead_after(olds[0], op):
+        if not all(_dead_after(v, op) for v in olds):
             raise refuse(
                 "E7006",
                 op,
@@ -1045,6 +1045,16 @@ class FunctionLowering(Walk):
         self.mma.written(acc[0])
         self.bump(("acc", id(acc[0])))
         return AccVal(acc[0])
+
+    def acc_values(self, v: ir.Value) -> list[ir.Value]:
+        """The accumulator values an operand reads: itself, or those of the unstored
+        tile forms it is made of (`(acc * 2.0) * alpha`)."""
+        lv = self.get(v)
+        if isinstance(lv, AccVal):
+            return [v]
+        if isinstance(lv, Lazy) and isinstance(v, ir.OpResult):
+            return [x for w in v.owner.operands for x in self.acc_values(w)]
+        return []
 
     # -- values through loops and ifs ------------------------------------------------------
 
