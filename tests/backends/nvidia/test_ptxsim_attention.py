@@ -96,12 +96,14 @@ def _run(target: str, h: int, s: int, causal: bool, mutate=None, ptx=None):
 
 
 def _check(got, online, exact) -> None:
-    # P's bf16 rounding can fall the other way where exp (ex2.approx) differs in its last
-    # bits: one bf16 unit (2^-8) of one probability, a few 1e-3 of an output at most.
+    # Measured at one head of 128: within 5e-7 of the kernel's algorithm everywhere, and
+    # 1.8e-3 of exact softmax. P's bf16 rounding can fall the other way where exp
+    # (ex2.approx) differs in its last bits: one bf16 unit (2^-8) of one probability,
+    # a few 1e-3 of an output at most, so a few outputs may be further off.
     assert not np.isnan(got).any()
     assert np.abs(got - online).max() < 5e-3
-    assert np.mean(np.abs(got - online) < 1e-5) > 0.9
-    assert np.abs(got - exact).max() < 2e-2  # the bf16 P against exact softmax
+    assert np.mean(np.abs(got - online) < 1e-5) > 0.99
+    assert np.abs(got - exact).max() < 1e-2  # the bf16 P against exact softmax
 
 
 @pytest.mark.parametrize("target", TARGETS)
