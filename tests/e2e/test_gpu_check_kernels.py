@@ -1,0 +1,225 @@
+"""The GPU check's rungs for the kernels of TARGETS.md "Kernels" that joined last
+(tools/gpu_check.py: attention beside gemm_epilogue and softmax), and how a kernel the
+build refuses for the GPUs is reported, tested without a GPU:
+
+- the attention ladder's shapes meet the kernel's `where` clause and cover one
+  instance, two, the K/V ring's parity wrap and a 3 x 7 grid, causal and not;
+- the device script's own attention rung (its inputs, float64 numpy reference,
+  tolerance, NaN poisoning and first-bad-row report) run against kernels/attention.vx
+  built for the cpu: the same kernel semantics the GPU run checks (the cpu runtime
+  launches the real compiled kernel; an adapter gives it the device kernel's `run`);
+- that reference against JAX's `jax.nn.dot_product_attention`, an independent one;
+- tools/gpu_build.py records a coded refusal and builds the other kernels, and the
+  device script names every kernel not built for its GPU first and in its JSON log;
+- where attention builds for h100, the runtime's packing of its bool and f32 scalars
+  and one rung through the fake CUDA layer (tests/backends/nvidia/fakecuda.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vxc import api, runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "tests" / "backends" / "nvidia")]
+
+import gpu_build  # noqa: E402
+import gpu_check  # noqa: E402
+
+# A kernel every NVIDIA target refuses (E6010: two 128 KiB f32 tiles live at once, above
+# the 225 KiB of shared memory) and the cpu builds: a refusal that no backend work lifts.
+REFUSED = """\
+fn big(x: &Tensor<f32, [512, 128]>, o: &mut Tensor<f32, [512, 128]>) -> void
+    on Topology::TensorCore
+    where instances() == 1 {
+  let a = transfer(x[0 .. 256, 0 .. 128], Memory::VMEM);
+  let b = transfer(x[256 .. 512, 0 .. 128], Memory::VMEM);
+  transfer(a + b, o[0 .. 256, 0 .. 128]);
+  transfer(a - b, o[256 .. 512, 0 .. 128]);
+}
+"""
+
+
+class CpuAttention:
+    """kernels/attention.vx built for the cpu, with the device kernel's `run`: the rung
+    poisons the in-place output with NaN, launches, reads the output argument back.
+    `wrong(launch, instances, args)` launches as a broken kernel would."""
+
+    meta = {"name": "attention"}
+
+    def __init__(self, kernel, wrong=None) -> None:
+        self.kernel, self.wrong = kernel, wrong
+
+    def run(self, instances, *args, poison=False, timeout=None):
+        args = list(args)
+        if poison:
+            args[gpu_check.TILE_CHECKS["attention"].out][...] = np.nan
+        if self.wrong is None:
+            self.kernel.launch(instances, *args)
+        else:
+            self.wrong(self.kernel.launch, instances, args)
+        return []  # o is written in place, as on the GPU
+
+
+@pytest.fixture(scope="module")
+def cpu_attention(tmp_path_factory):
+    src = api.Source("kernels/attention.vx", (ROOT / "kernels" / "attention.vx").read_bytes())
+    result = api.build(api.analyze([src]), "cpu")
+    assert result.ok, api.render(result.diagnostics, [src])
+    return runtime.load_outputs(result.outputs, tmp_path_factory.mktemp("att")).attention
+
+
+def test_the_attention_ladder_meets_the_where_clause_and_covers_the_ring():
+    tc = gpu_check.TILE_CHECKS["attention"]
+    for h, s, _ in (*tc.ladder, *tc.full):
+        # kernels/attention.vx's `where`: s % 128 == 0, s >= 128, h >= 1, n == h * s
+        assert s % 128 == 0 and s >= 128 and h >= 1
+    hs = [(h, s) for h, s, _ in tc.ladder]
+    assert [c for _, _, c in tc.ladder] == [False, True] * len(gpu_check.ATTENTION_HS)
+    instances = [tc.instances((h, s)) for h, s in hs]
+    kv_tiles = [s // 64 for _, s in hs]  # 64-key K/V tiles, two slots
+    assert instances[:2] == [1, 1] and 2 in instances  # one instance, then two
+    assert 10 in kv_tiles  # each slot's barrier parity wraps five times
+    assert (3, 7) in [(h, s // 128) for h, s in hs]  # a 3 x 7 grid of instances
+    assert [tuple(f[:2]) for f in tc.full] == [(8, 2048)] * 2  # TARGETS.md's largest
+    assert instances == sorted(instances)  # small first: a failure shows at its smallest
+
+
+def test_the_attention_rungs_pass_on_the_cpu_build(cpu_attention):
+    tc = gpu_check.TILE_CHECKS["attention"]
+    log: list = []
+    rng = np.random.default_rng(0)
+    assert gpu_check.check_tile_kernel(CpuAttention(cpu_attention), tc.ladder, rng, 10.0, log)
+    assert [tuple(r["shape"]) for r in log] == list(tc.ladder)
+    assert all(r["ok"] and r["first_bad"] is None for r in log)
+    assert [r["instances"] for r in log] == [tc.instances(s) for s in tc.ladder]
+
+
+def _not_causal(launch, instances, args):
+    args[3] = not args[3]  # a kernel that reads the flag inverted
+    launch(instances, *args)
+
+
+def _second_store_lost(launch, instances, args):
+    o = args[9]
+    args[9] = np.full_like(o, np.nan)
+    launch(instances, *args)
+    o[:128] = args[9][:128]  # instance 1's rows never reach o: still NaN from the poison
+
+
+@pytest.mark.parametrize(
+    ("wrong", "shape", "row", "instance"),
+    [(_not_causal, (1, 128, True), 0, 0), (_second_store_lost, (1, 256, False), 128, 1)],
+    ids=["causal-flag-ignored", "a-store-lost"],
+)
+def test_a_wrong_attention_is_reported_with_its_first_bad_row(
+    cpu_attention, wrong, shape, row, instance
+):
+    log: list = []
+    rng = np.random.default_rng(0)
+    kernel = CpuAttention(cpu_attention, wrong)
+    assert not gpu_check.check_tile_kernel(kernel, [shape], rng, 10.0, log)
+    bad = log[0]["first_bad"]
+    assert (bad["row"], bad["instance"]) == (row, instance), bad
+    assert bad["wrong"] > 0 and not log[0]["ok"]
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_the_attention_reference_is_jaxs_dot_product_attention(causal):
+    import jax
+
+    h, s = 2, 256
+    args = gpu_check.attention_inputs(h, s, causal, np.random.default_rng(1))
+    _, _, _, _, scale, q, k, v = args[:8]
+    # [batch, sequence, heads, dim]: one batch, the heads side by side
+    q4, k4, v4 = (
+        t.astype(np.float32).reshape(h, s, 128).transpose(1, 0, 2)[None] for t in (q, k, v)
+    )
+    want = jax.nn.dot_product_attention(q4, k4, v4, scale=float(scale), is_causal=causal)
+    want = np.asarray(want)[0].transpose(1, 0, 2).reshape(h * s, 128)
+    np.testing.assert_allclose(gpu_check.attention_reference(args), want, atol=2e-5)
+
+
+def test_the_build_records_a_refusal_and_builds_the_others(tmp_path):
+    big = tmp_path / "big.vx"
+    big.write_text(REFUSED)
+    index = gpu_build.build(tmp_path / "gpu", [big, ROOT / "kernels" / "softmax.vx"])
+    refused = {e["target"]: e["refused"] for e in index["artifacts"] if e["source"] == "big"}
+    assert set(refused) == {"h100", "b200"}
+    for why in refused.values():
+        assert why.startswith("big.vx:5:") and ": E6010: working set of `VMEM`" in why
+    built = {e["target"]: e["manifest"] for e in index["artifacts"] if e["source"] == "softmax"}
+    assert set(built) == {"h100", "b200"}
+    assert all((tmp_path / "gpu" / m).exists() for m in built.values())
+    on_disk = json.loads((tmp_path / "gpu" / "index.json").read_text())
+    assert on_disk == json.loads(json.dumps(index))
+
+
+def test_the_device_check_names_every_kernel_not_built(tmp_path, capsys):
+    import fakecuda
+
+    from vxc.backends.nvidia import runtime as cuda
+
+    big = tmp_path / "big.vx"
+    big.write_text(REFUSED)
+    gpu_build.build(tmp_path / "gpu", [big, ROOT / "kernels" / "softmax.vx"])
+    cuda.use_driver(fakecuda.FakeDriver(capability=(9, 0)))
+    try:
+        rc = gpu_check.main(["--artifacts", str(tmp_path / "gpu"), "--out", str(tmp_path),
+                             "--small", "--only", "none", "--no-sanitizer"])  # fmt: skip
+    finally:
+        cuda.use_driver(None)
+    out = capsys.readouterr().out.splitlines()
+    log = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert rc == 0 and log["target"] == "h100"
+    assert [e["source"] for e in log["not_built"]] == ["big"]  # h100's only, not b200's
+    assert "E6010" in log["not_built"][0]["refused"]
+    assert out[0].startswith("gpu_check: NOT BUILT big for h100: big.vx:5:")
+    assert "1 not built (above)" in out[-1]
+
+
+def _attention_for(target: str, tmp: Path):
+    """kernels/attention.vx's NVIDIA artifact, or a skip naming the coded refusal."""
+    src = api.Source("kernels/attention.vx", (ROOT / "kernels" / "attention.vx").read_bytes())
+    result = api.build(api.analyze([src]), target)
+    if not result.ok:
+        pytest.skip(f"attention does not build for {target}: {result.diagnostics[0].code}")
+    for name, data in result.outputs.items():
+        (tmp / name).write_bytes(data)
+    return tmp / f"attention.{target}.json"
+
+
+def test_the_attention_scalars_are_packed_as_the_kernel_reads_them(tmp_path):
+    from vxc.backends.nvidia import runtime as cuda
+
+    meta = json.loads(_attention_for("h100", tmp_path).read_text())["kernels"][0]
+    args = gpu_check.attention_inputs(1, 256, True, np.random.default_rng(0))
+    plan = {p.name: p for p in cuda.plan_launch(meta, args, 2)}
+    by_arg = {p["arg"]: plan[p["name"]] for p in meta["params"] if p.get("arg")}
+    assert by_arg["causal"].value == 1  # a bool: 0 or 1 in its 64-bit slot
+    assert by_arg["scale"].value == int(np.float32(128**-0.5).view(np.uint32))  # f32 bits
+    assert (by_arg["h"].value, by_arg["s"].value, by_arg["n"].value) == (1, 256, 256)
+    assert by_arg["q"].tensor_map.dims == (128, 256)
+
+
+def test_an_attention_rung_runs_on_the_fake_cuda_layer(tmp_path):
+    import fakecuda
+
+    from vxc.backends.nvidia import runtime as cuda
+
+    manifest = _attention_for("h100", tmp_path)
+    cuda.use_driver(fakecuda.FakeDriver(capability=(9, 0)))
+    try:
+        kernel = cuda.load(manifest).attention
+        log: list = []
+        rng = np.random.default_rng(0)
+        shapes = [(1, 128, False), (1, 128, True)]
+        assert gpu_check.check_tile_kernel(kernel, shapes, rng, 600.0, log), log
+    finally:
+        cuda.use_driver(None)
