@@ -223,3 +223,39 @@ def test_an_attention_rung_runs_on_the_fake_cuda_layer(tmp_path):
         assert gpu_check.check_tile_kernel(kernel, shapes, rng, 600.0, log), log
     finally:
         cuda.use_driver(None)
+
+
+def test_a_sanitizer_finding_fails_the_check(tmp_path, monkeypatch, capsys):
+    # compute-sanitizer does not run here (no GPU): a stand-in on PATH that records its
+    # command line and reports a memcheck finding (exit 9, --error-exitcode) checks what
+    # the device script asks of it and that a finding is not a pass.
+    import fakecuda
+
+    from vxc.backends.nvidia import runtime as cuda
+
+    exe = tmp_path / "bin" / "compute-sanitizer"
+    exe.parent.mkdir()
+    exe.write_text(
+        f'#!/bin/sh\necho "$@" >> {tmp_path}/argv\n[ "$2" = memcheck ] && exit 9\nexit 0\n'
+    )
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{exe.parent}:/usr/bin:/bin")
+    gpu_build.build(tmp_path / "gpu", [ROOT / "kernels" / "softmax.vx"])
+    cuda.use_driver(fakecuda.FakeDriver(capability=(9, 0)))
+    try:
+        rc = gpu_check.main(["--artifacts", str(tmp_path / "gpu"), "--out", str(tmp_path),
+                             "--small", "--only", "none"])  # fmt: skip
+    finally:
+        cuda.use_driver(None)
+    log = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert rc == 1 and log["status"] == 1
+    assert log["sanitizer"]["memcheck"]["ok"] is False and log["sanitizer"]["synccheck"]["ok"]
+    calls = (tmp_path / "argv").read_text().splitlines()
+    assert [c.split()[:2] for c in calls] == [["--tool", "memcheck"], ["--tool", "synccheck"]]
+    for c in calls:  # a small ladder of every sanitized kernel, not the sanitizer again
+        words = c.split()
+        assert "--small" in words and "--no-sanitizer" in words
+        assert [words[i + 1] for i, w in enumerate(words) if w == "--only"] == list(
+            gpu_check.SANITIZED
+        )
+    assert "compute-sanitizer memcheck: rc 9" in capsys.readouterr().out
