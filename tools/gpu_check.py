@@ -13,8 +13,8 @@ artifact of the GPU's architecture it runs, in order:
   result must equal numpy's; the first wrong instance/row/col is reported;
 - every launch under a watchdog: `cuStreamQuery` polled for at most --timeout seconds
   (default 10), then `HANG <kernel> <shapes>` and exit 3 (the context cannot recover);
-- the GEMMs (kernels/gemm.vx, gemm_3stage.vx: C = A @ B, bf16 in, f32 out, written into
-  the `&mut` output in place) on their own ladder of (m, n, k): one instance and two K
+- the GEMMs (kernels/gemm.vx, gemm_3stage.vx, gemm_async.vx: C = A @ B, bf16 in, f32
+  out, written into the `&mut` output in place) on their own ladder of (m, n, k): one instance and two K
   tiles, five K tiles (the ring's parity wraps), a 3 x 7 grid, then 4096^3; the first
   wrong row/col (and the instance owning it) is reported;
 - the tile-arithmetic kernels on ladders of their own: kernels/gemm_epilogue.vx
@@ -77,8 +77,9 @@ REFERENCES = {
 }
 
 
-# The GEMM kernels: C[m, n] = A[m, k] @ B[k, n], one instance per 128 x 128 tile of C.
-GEMMS = {"gemm", "gemm3"}
+# The GEMM kernels: C[m, n] = A[m, k] @ B[k, n], one instance per 128 x 128 tile of C
+# (gemm_async: gemm with the result tile's store a token, LANGUAGE.md 4.2).
+GEMMS = {"gemm", "gemm3", "gemm_async"}
 # The source each kernel above is checked from (its artifact's stem): another file may
 # have a kernel of the same name (seed_vx.vx's `stream` computes nothing to compare).
 SOURCES = {"gemm3": "gemm_3stage"}
@@ -502,10 +503,11 @@ def baselines(nbytes: int, repeat: int) -> dict:
 
 # The kernels compute-sanitizer checks on their small ladders: `stream` (the transfer
 # tokens' ring), `gemm` (TMA loads at the views' coordinates, the TMA store into C),
-# `gemm_epilogue` (the epilogue's stores from the accumulator), `softmax` (tile
+# `gemm_async` (the store token's bulk-group wait before exit), `gemm_epilogue` (the
+# epilogue's stores from the accumulator), `softmax` (tile
 # arithmetic's barriers and shfl butterflies), `attention` (its K/V ring and online
 # softmax). A kernel not built for the GPU is named by the child run's NOT BUILT line.
-SANITIZED = ("stream", "gemm", "gemm_epilogue", "softmax", "attention")
+SANITIZED = ("stream", "gemm", "gemm_async", "gemm_epilogue", "softmax", "attention")
 
 
 def sanitizer(artifacts: Path, timeout: float) -> dict:
@@ -528,6 +530,14 @@ def sanitizer(artifacts: Path, timeout: float) -> dict:
             res[tool] = {"rc": None, "ok": None, "tail": "timed out after 120 s"}
         say(f"compute-sanitizer {tool}: rc {res[tool]['rc']}")
     return res
+
+
+def kind_of(name: str, stem: str) -> str | None:
+    """How the kernel `name` of the artifact built from `stem`.vx is checked: "gemm",
+    "tile", a stream reference ("sum" / "share"), or None (no numpy reference)."""
+    if stem != SOURCES.get(name, name):
+        return None
+    return "gemm" if name in GEMMS else "tile" if name in TILE_KERNELS else REFERENCES.get(name)
 
 
 def not_built(index: dict, target: str) -> list[dict]:
@@ -586,15 +596,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, kernel in art.kernels.items():
             if args.only and name not in args.only:
                 continue
-            kind = (
-                "gemm"
-                if name in GEMMS
-                else "tile"
-                if name in TILE_KERNELS
-                else REFERENCES.get(name)
-            )
-            if Path(entry["manifest"]).name.split(".")[0] != SOURCES.get(name, name):
-                kind = None
+            kind = kind_of(name, Path(entry["manifest"]).name.split(".")[0])
             if kind is None:
                 say(f"{name}: no numpy reference in REFERENCES; not run")
                 log["runs"].append({"kernel": name, "skipped": "no reference"})

@@ -221,6 +221,11 @@ def test_an_attention_rung_runs_on_the_fake_cuda_layer(tmp_path):
         rng = np.random.default_rng(0)
         shapes = [(1, 128, False), (1, 128, True)]
         assert gpu_check.check_tile_kernel(kernel, shapes, rng, 600.0, log), log
+        cuda.use_driver(fakecuda.FakeDriver(capability=(9, 0), hang=True))
+        kernel = cuda.load(manifest).attention
+        args = gpu_check.attention_inputs(1, 128, True, rng)
+        with pytest.raises(cuda.Hang, match=r"HANG attention instances=1 "):
+            kernel.run(1, *args, timeout=0.2)
     finally:
         cuda.use_driver(None)
 
@@ -259,3 +264,52 @@ def test_a_sanitizer_finding_fails_the_check(tmp_path, monkeypatch, capsys):
             gpu_check.SANITIZED
         )
     assert "compute-sanitizer memcheck: rc 9" in capsys.readouterr().out
+
+
+# The one artifact whose kernels the check cannot judge: the seed's language tour, whose
+# `stream` computes nothing to compare and `stream_last` returns a tile it only moved.
+NOT_JUDGED = {"seed_vx"}
+
+
+def test_the_device_check_judges_every_kernel_it_is_given(tmp_path):
+    # Every kernel gpu_build builds for the GPUs (kernels/*.vx and the blocking stream
+    # twin) has a numpy reference in the device script, or is one it says it skips.
+    srcs = gpu_build.sources()
+    assert {"attention", "gemm", "gemm_epilogue", "softmax", "stream"} <= {p.stem for p in srcs}
+    for src in srcs:
+        if src.stem in NOT_JUDGED:
+            continue
+        names = _kernel_names(src)
+        assert names, src
+        for name in names:
+            assert gpu_check.kind_of(name, src.stem) is not None, (src.name, name)
+
+
+def _kernel_names(src: Path) -> list[str]:
+    """The kernels (`on Topology::...` functions taking no tile values: the launchable
+    ones) a source declares, from the cpu build's manifest (the NVIDIA build of a kernel
+    may still be refused)."""
+    result = api.build(api.analyze([api.Source(src.name, src.read_bytes())]), "cpu")
+    assert result.ok, src
+    manifest = next(v for k, v in result.outputs.items() if k.endswith(".json"))
+    return [k["name"] for k in json.loads(manifest)["kernels"]]
+
+
+@pytest.mark.parametrize(("target", "cap"), [("h100", (9, 0)), ("b200", (10, 0))])
+def test_gemm_asyncs_first_rung_on_the_fake_cuda_layer(tmp_path, target, cap):
+    # gemm_async (gemm with a store token) was built for the GPUs and never run by the
+    # check: its first GEMM rung through the device script, the fatbin run by ptxsim.
+    import fakecuda
+
+    from vxc.backends.nvidia import runtime as cuda
+
+    gpu_build.build(tmp_path, [ROOT / "kernels" / "gemm_async.vx"])
+    cuda.use_driver(fakecuda.FakeDriver(capability=cap))
+    try:
+        kernel = cuda.load(tmp_path / target / f"gemm_async.{target}.json").gemm_async
+        log: list = []
+        shape = gpu_check.GEMM_LADDER[0]
+        assert gpu_check.check_gemm(kernel, [shape], np.random.default_rng(0), 60.0, log), log
+    finally:
+        cuda.use_driver(None)
+    assert log[0]["ok"] and (log[0]["m"], log[0]["n"], log[0]["k"]) == shape
