@@ -566,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     log: dict = {"machine": platform.node(), "runs": [], "timings": [], "started": time.time()}
 
-    def finish(status: int) -> int:
+    def finish(status: int | str) -> int | str:
         log["status"] = status
         log["seconds"] = round(time.time() - log["started"], 1)
         (out_dir / "gpu_check.json").write_text(json.dumps(log, indent=1, default=str) + "\n")
@@ -633,6 +633,7 @@ def main(argv: list[str] | None = None) -> int:
                 finish(3)
                 os._exit(3)  # the kernel still spins: no clean-up can return
             status |= 0 if good else 1
+            finish("running")  # kept current: gpu_check.sh's timeout kills without a word
     if not args.no_baselines and not args.small:
         nbytes = FULL[0] * FULL[1] * 128 * 128 * 2
         log["baselines"] = baselines(nbytes, args.repeat)

@@ -313,3 +313,44 @@ def test_gemm_asyncs_first_rung_on_the_fake_cuda_layer(tmp_path, target, cap):
     finally:
         cuda.use_driver(None)
     assert log[0]["ok"] and (log[0]["m"], log[0]["n"], log[0]["k"]) == shape
+
+
+@pytest.mark.slow  # about 40 s: stream's whole ladder in the simulator first
+def test_the_log_is_kept_current_for_a_run_killed_by_its_timeout(tmp_path):
+    # gpu_check.sh's `timeout 290` kills the script without a word: the JSON log is
+    # rewritten after every kernel, so what ran before the kill comes back in $OUT. Here
+    # `stream` passes, then `stream_grid` deadlocks (its expect_tx arrival removed) under
+    # a watchdog longer than the test, and the child is killed while it waits.
+    import subprocess
+    import time
+
+    gpu_build.build(
+        tmp_path / "gpu", [ROOT / "kernels" / "stream.vx", ROOT / "kernels" / "stream_grid.vx"]
+    )
+    code = (
+        "import sys\n"
+        f"sys.path[:0] = [{str(ROOT / 'tests/backends/nvidia')!r}, {str(ROOT / 'tools')!r}]\n"
+        "import fakecuda, gpu_check\n"
+        "from vxc.backends.nvidia import runtime\n"
+        "def hang_grid(ptx):\n"
+        "    return ptx.replace('mbarrier.arrive.expect_tx', '//') if 'stream_grid' in ptx else ptx\n"
+        "runtime.use_driver(fakecuda.FakeDriver(capability=(9, 0), ptx_filter=hang_grid))\n"
+        f"gpu_check.main(['--artifacts', {str(tmp_path / 'gpu')!r}, '--out', {str(tmp_path)!r},"
+        " '--small', '--only', 'stream', '--only', 'stream_grid', '--timeout', '600'])\n"
+    )
+    env = {"PYTHONPATH": str(ROOT / "compiler"), "PYTHONUNBUFFERED": "1", "PATH": "/usr/bin:/bin"}
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    log_path = tmp_path / "gpu_check.json"
+    try:
+        deadline = time.monotonic() + 240
+        while not log_path.exists() and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.5)
+        time.sleep(2)  # stream_grid's first rung is now waiting on its barrier
+        assert child.poll() is None, child.stdout.read()
+    finally:
+        child.kill()
+        child.wait()
+    log = json.loads(log_path.read_text())
+    assert log["status"] == "running"
+    assert {r["kernel"] for r in log["runs"]} == {"stream"} and all(r["ok"] for r in log["runs"])
