@@ -354,3 +354,41 @@ def test_the_log_is_kept_current_for_a_run_killed_by_its_timeout(tmp_path):
     log = json.loads(log_path.read_text())
     assert log["status"] == "running"
     assert {r["kernel"] for r in log["runs"]} == {"stream"} and all(r["ok"] for r in log["runs"])
+
+
+# A kernel with an f32 scalar parameter (attention's `scale` has the same kind) that
+# builds for both GPUs today: y = x * a, exact in f32 arithmetic.
+SCALED = """\
+fn scaled(m: i64, a: f32, x: &Tensor<f32, [m, 128]>, y: &mut Tensor<f32, [m, 128]>) -> void
+    on Topology::TensorCore
+    where m % 8 == 0, instances() == m / 8 {
+  let r = instance() * 8;
+  let t = transfer(x[r .. r + 8, 0 .. 128], Memory::VMEM);
+  transfer(t * a, y[r .. r + 8, 0 .. 128]);
+}
+"""
+
+
+@pytest.mark.parametrize(("target", "cap"), [("h100", (9, 0)), ("b200", (10, 0))])
+def test_an_f32_scalar_reaches_the_kernel_as_its_bits(tmp_path, target, cap):
+    # The runtime packs an f32 scalar into its 64-bit parameter slot as the f32's bit
+    # pattern; the fake layer reads the slot back at the PTX entry's offset and ptxsim
+    # multiplies by it: y must be numpy's f32 product, exactly.
+    import fakecuda
+
+    from vxc.backends.nvidia import runtime as cuda
+
+    (tmp_path / "scaled.vx").write_text(SCALED)
+    gpu_build.build(tmp_path / "gpu", [tmp_path / "scaled.vx"])
+    d = fakecuda.FakeDriver(capability=cap)
+    cuda.use_driver(d)
+    try:
+        kernel = cuda.load(tmp_path / "gpu" / target / f"scaled.{target}.json").scaled
+        x = np.random.default_rng(0).standard_normal((16, 128)).astype(np.float32)
+        y = np.zeros_like(x)
+        a = np.float32(0.1)  # not a dyadic: a slip in its bits changes every product
+        kernel.run(2, 16, a, x, y, poison=True)
+    finally:
+        cuda.use_driver(None)
+    assert d.launches[-1]["params"]["a"] == int(a.view(np.uint32))
+    np.testing.assert_array_equal(y, x * a)
