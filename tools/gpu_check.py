@@ -103,6 +103,7 @@ ATTENTION_FULL_HS = (8, 2048)
 ATTENTION_LADDER = tuple((h, s, c) for h, s in ATTENTION_HS for c in (False, True))
 ATTENTION_FULL = tuple((*ATTENTION_FULL_HS, c) for c in (False, True))
 ATTENTION_QUERIES = 128  # rows of one instance
+ATTENTION_KEYS = 64  # keys of one K/V tile
 # P is rounded to bf16 before P @ V (2^-9 relative per term): tests/e2e/test_tile_kernels.py.
 ATTENTION_TOL = 8e-3  # of max |reference|
 HEAD_DIM = 128
@@ -253,12 +254,14 @@ def _softmax_close(y: np.ndarray, ref: np.ndarray) -> np.ndarray:
 
 def attention_inputs(h: int, s: int, causal: bool, rng) -> list:
     """kernels/attention.vx's arguments (h, s, n, causal, scale, q, k, v, mask, o): q, k, v
-    normal in bf16; the causal mask tile 0 on and below the diagonal, -1e30 above; o the
-    output, written in place."""
+    normal in bf16; the diagonal block's causal mask (0 on and below the diagonal, -1e30
+    above) as its two 64-key halves one under the other, [256, 64]; o the output,
+    written in place."""
     n = h * s
     bf16 = _dtype("bf16")
     q, k, v = (rng.standard_normal((n, HEAD_DIM)).astype(bf16) for _ in range(3))
-    mask = np.triu(np.full((128, 128), -1e30, np.float32), 1)
+    diag = np.triu(np.full((128, 128), -1e30, np.float32), 1)
+    mask = np.concatenate([diag[:, :ATTENTION_KEYS], diag[:, ATTENTION_KEYS:]])
     scale = np.float32(HEAD_DIM**-0.5)
     return [h, s, n, causal, scale, q, k, v, mask, np.zeros((n, HEAD_DIM), np.float32)]
 

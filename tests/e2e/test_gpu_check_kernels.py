@@ -83,7 +83,7 @@ def test_the_attention_ladder_meets_the_where_clause_and_covers_the_ring():
     hs = [(h, s) for h, s, _ in tc.ladder]
     assert [c for _, _, c in tc.ladder] == [False, True] * len(gpu_check.ATTENTION_HS)
     instances = [tc.instances((h, s)) for h, s in hs]
-    kv_tiles = [s // 64 for _, s in hs]  # 64-key K/V tiles, two slots
+    kv_tiles = [s // gpu_check.ATTENTION_KEYS for _, s in hs]  # K/V tiles, two slots
     assert instances[:2] == [1, 1] and 2 in instances  # one instance, then two
     assert 10 in kv_tiles  # each slot's barrier parity wraps five times
     assert (3, 7) in [(h, s // 128) for h, s in hs]  # a 3 x 7 grid of instances
