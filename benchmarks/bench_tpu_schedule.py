@@ -16,6 +16,12 @@ are read from the dump: a bundle's nesting (`>` marks) tells the loop it sits in
   times; a Pallas grid runs n steps).
 Fewer is better; both are counts of the static schedule, not cycles (a DMA wait's
 bundle may stall).
+
+softmax and attention (`TILE_SHAPES`) are read from the LLO's control flow instead
+(`control_flow`, `tile_plan`): steady state per [8, 1024] row block (softmax) or per 128
+keys of one query tile (attention), loops from the branches, the regions that branches
+skip counted as each implementation's structure says (docs/PERFORMANCE.md, "softmax and
+attention against Pallas").
 """
 
 from __future__ import annotations
