@@ -206,24 +206,30 @@ def test_bool_parameters_and_logic(target):
         for g in (False, True):
             (y,) = ptxsim.run_kernel(ptx, kern, [f, g, x], 1)
             want = (x * 2 if f and not g else x) + (1 if f or g else 0)
-            np.testing.assert_array_equal(y[0] if y.ndim == 3 else y, want)
+            np.testing.assert_array_equal(y, want[None])  # one instance's stacked result
 
 
-UPDATE = """\
-fn k(a: &Tensor<bf16, [128, 128]>, b: &Tensor<bf16, [128, 128]>,
+# One instance: c = what `body` makes of acc, A and B (at, bt in shared memory).
+GEMM = """\
+fn k(a: &Tensor<{t}, [128, 128]>, b: &Tensor<{t}, [128, 128]>,
      c: &mut Tensor<f32, [128, 128]>) -> void on Topology::TensorCore
-    where instances() == 1 {
+    where instances() == 1 {{
   let at = transfer(a, Memory::VMEM);
   let bt = transfer(b, Memory::VMEM);
   let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+{body}
+  transfer(y, c[0 .. 128, 0 .. 128]);
+}}
+"""
+UPDATE = GEMM.format(
+    t="bf16",
+    body="""\
   for i in 0 .. 2 {
     acc = (acc * 2.0) - 1.0;
     matmul_acc(&mut acc, &at, &bt);
   }
-  let y = transfer(acc, Memory::VMEM);
-  transfer(y, c[0 .. 128, 0 .. 128]);
-}
-"""
+  let y = transfer(acc, Memory::VMEM);""",
+)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -239,20 +245,14 @@ def test_an_accumulator_updated_in_place_through_a_loop(target):
     np.testing.assert_array_equal(c, (2 * (2 * 0 - 1 + ab) - 1) + ab)
 
 
-STALE_ACC = """\
-fn k(a: &Tensor<bf16, [128, 128]>, b: &Tensor<bf16, [128, 128]>,
-     c: &mut Tensor<f32, [128, 128]>) -> void on Topology::TensorCore
-    where instances() == 1 {
-  let at = transfer(a, Memory::VMEM);
-  let bt = transfer(b, Memory::VMEM);
-  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+STALE_ACC = GEMM.format(
+    t="bf16",
+    body="""\
   matmul_acc(&mut acc, &at, &bt);
   let mut acc2 = acc * 2.0;
   matmul_acc(&mut acc2, &at, &bt);
-  let y = transfer(acc * 3.0, Memory::VMEM);
-  transfer(y, c[0 .. 128, 0 .. 128]);
-}
-"""
+  let y = transfer(acc * 3.0, Memory::VMEM);""",
+)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -262,18 +262,12 @@ def test_an_accumulator_read_after_its_in_place_update_is_refused(target):
     assert msg.startswith("k.vx:8:") and "old value is read after" in msg, msg
 
 
-F32_OPERAND = """\
-fn k(a: &Tensor<f32, [128, 128]>, b: &Tensor<f32, [128, 128]>,
-     c: &mut Tensor<f32, [128, 128]>) -> void on Topology::TensorCore
-    where instances() == 1 {
-  let at = transfer(a, Memory::VMEM);
-  let bt = transfer(b, Memory::VMEM);
-  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+F32_OPERAND = GEMM.format(
+    t="f32",
+    body="""\
   matmul_acc(&mut acc, &(at * 2.0), &bt);
-  let y = transfer(acc, Memory::VMEM);
-  transfer(y, c[0 .. 128, 0 .. 128]);
-}
-"""
+  let y = transfer(acc, Memory::VMEM);""",
+)
 
 
 @pytest.mark.parametrize("target", TARGETS)
