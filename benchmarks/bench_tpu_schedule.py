@@ -24,6 +24,12 @@ are read from the dump: a bundle's nesting (`>` marks) tells the loop it sits in
   zero-fill or epilogue is fixed cost on both sides.
 Fewer is better; both are counts of the schedule, not cycles (a DMA wait's bundle may
 stall).
+
+softmax and attention (`TILE_SHAPES`) are read from the LLO's control flow instead
+(`control_flow`, `tile_plan`): steady state per [8, 1024] row block (softmax) or per 128
+keys of one query tile (attention), loops from the branches, the regions that branches
+skip counted as each implementation's structure says (docs/PERFORMANCE.md, "softmax and
+attention against Pallas").
 """
 
 from __future__ import annotations
@@ -70,6 +76,13 @@ CASES = {
                           0, "bfloat16", ("gemm_epilogue_blockspec",)),
     "gemm_3stage": Case("gemm_3stage (bf16, 256 x 256 x 128n)", "kernels/gemm_3stage.vx", 0,
                         "bfloat16", ()),
+    # The tile-arithmetic kernels (TILE_SHAPES; `instances` 1: a grid of one per tile).
+    "softmax": Case("softmax (f32, [8n, 1024])", "kernels/softmax.vx", 0, "float32",
+                    ("softmax_blockspec",)),
+    "attention": Case("attention (bf16, s = 128n, full)", "kernels/attention.vx", 1,
+                      "bfloat16", ("flash", "flash_512")),
+    "attention-causal": Case("attention (bf16, s = 128n, causal)", "kernels/attention.vx", 1,
+                             "bfloat16", ("flash_causal", "flash_causal_512")),
 }  # fmt: skip
 GEMM_MN = 256  # m = n of the gemm cases; p = (m / 128) * (n / 128) instances
 
@@ -115,7 +128,26 @@ TWIN_NAMES = {
     "stream_grid_2d": "Pallas 2-D grid",
     "gemm_blockspec": "Pallas 3-D grid + BlockSpec",
     "gemm_epilogue_blockspec": "Pallas 3-D grid + BlockSpec, epilogue at the last K step",
+    "softmax_blockspec": "Pallas grid + BlockSpec, whole [8, n] row block a step",
+    "flash": "Pallas flash attention (jax), blocks 128 / 128 / 128 (its defaults)",
+    "flash_causal": "Pallas flash attention (jax), blocks 128 / 128 / 128 (its defaults)",
+    "flash_512": "Pallas flash attention (jax), block_k_major 512",
+    "flash_causal_512": "Pallas flash attention (jax), block_k_major 512",
 }
+
+
+def vxc_kernel(source: str, instances: int, precision: str = "f32"):
+    """The Mosaic kernel vxc builds from `source` for a grid of `instances` (0: the
+    kernel's own)."""
+    from vxc import api
+    from vxc.backends.tpu import mosaic_kernels
+    from vxc.ir.from_hir import lower_program
+
+    src = api.Source(source, (ROOT / source).read_bytes())
+    checked = api.check_target(api.analyze([src]), "tpu")
+    module = lower_program(checked.analysis.program, checked.plan)
+    (kernel,) = mosaic_kernels(module, instances, precision)
+    return kernel
 
 
 def compile_one(case: Case, impl: str, topo: str, tiles: int) -> None:
@@ -123,17 +155,14 @@ def compile_one(case: Case, impl: str, topo: str, tiles: int) -> None:
     sys.path.insert(0, str(ROOT / "compiler"))
     from vxc.backends.tpu.aot import topology
 
+    if case.source in TILE_SHAPES:  # softmax, attention: their own shapes and twins
+        compile_tile_kernel(case, impl, topo, tiles)
+        return
     if impl == "vxc":
-        from vxc import api
-        from vxc.backends.tpu import mosaic_kernels
         from vxc.backends.tpu.aot import compile_export
         from vxc.backends.tpu.export import export_kernel
-        from vxc.ir.from_hir import lower_program
 
-        src = api.Source(case.source, (ROOT / case.source).read_bytes())
-        checked = api.check_target(api.analyze([src]), "tpu")
-        module = lower_program(checked.analysis.program, checked.plan)
-        (kernel,) = mosaic_kernels(module, case.instances, case.precision)
+        kernel = vxc_kernel(case.source, case.instances, case.precision)
         sizes = {"m": GEMM_MN, "n": GEMM_MN, "k": 128 * tiles} if "m" in kernel.symbols else tiles
         compile_export(export_kernel(kernel), kernel, topo, sizes)
         return
@@ -283,11 +312,225 @@ def main() -> None:
         case = CASES[key]
         for impl in ("vxc", *case.twins):
             cells = []
+            how = measure_tile if case.source in TILE_SHAPES else measure
             for topo in topos:
-                s = measure(key, impl, topo, args.tiles, args.static)
-                cells.append(f"{s['steady']} / {s['fixed']}")
+                if how is measure:
+                    s = measure(key, impl, topo, args.tiles, args.static)
+                else:
+                    s = how(key, impl, topo, args.tiles)
+                cells.append(f"{s['steady']:g} / {s['fixed']:g}")
             label = f"vxc `{case.source[8:-3]}`" if impl == "vxc" else TWIN_NAMES[impl]
             print(f"| {label}, {case.name} | " + " | ".join(cells) + " |", flush=True)
+
+
+# --- The tile-arithmetic kernels (softmax.vx, attention.vx) -------------------------------
+#
+# Their shapes come from `tiles` (T): softmax x [8T, 1024] f32, T row blocks of 8 rows
+# (8 column tiles each); attention one head of s = 128T queries and keys, hd = 128,
+# bf16 in, T query tiles (vxc: T instances, `--tpu-instances T`, since the grid
+# `h * (s / 128)` is over SMEM scalars no shape gives).
+SOFTMAX_N = 1024
+ATTN_BLOCK_Q = 128
+
+
+def tile_shapes(source: str, tiles: int) -> dict[str, int]:
+    if source == "kernels/softmax.vx":
+        return {"m": 8 * tiles, "n": SOFTMAX_N}
+    return {"n": ATTN_BLOCK_Q * tiles}
+
+
+TILE_SHAPES = {"kernels/softmax.vx", "kernels/attention.vx"}
+
+
+def compile_tile_kernel(case: Case, impl: str, topo: str, tiles: int) -> None:
+    """In the child: compile softmax / attention (`impl`: "vxc" or a twin of TWIN_ARGS)."""
+    import jax
+    import jax.numpy as jnp
+
+    from vxc.backends.tpu.aot import topology
+
+    sizes = tile_shapes(case.source, tiles)
+    if impl == "vxc":
+        from vxc.backends.tpu.aot import compile_export
+        from vxc.backends.tpu.export import export_kernel
+
+        kernel = vxc_kernel(case.source, case.instances and tiles)
+        compile_export(export_kernel(kernel), kernel, topo, sizes)
+        return
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import pallas_twins
+
+    sh = jax.sharding.SingleDeviceSharding(topology(topo).devices[0])
+    twin, kwargs = TWIN_ARGS[impl]
+    fn = functools.partial(getattr(pallas_twins, twin), **kwargs)
+    if case.source == "kernels/softmax.vx":
+        specs = [jax.ShapeDtypeStruct((sizes["m"], sizes["n"]), jnp.float32, sharding=sh)]
+    else:  # [batch, heads, s, 128]
+        specs = [jax.ShapeDtypeStruct((1, 1, sizes["n"], 128), jnp.bfloat16, sharding=sh)] * 3
+    jax.jit(fn).trace(*specs).lower().compile()
+
+
+# Twins of the tile kernels: pallas_twins function and its static arguments.
+TWIN_ARGS = {
+    "softmax_blockspec": ("softmax_blockspec", {}),
+    "flash": ("flash_attention", {"causal": False, "scale": 0.125}),
+    "flash_causal": ("flash_attention", {"causal": True, "scale": 0.125}),
+    "flash_512": ("flash_attention", {"causal": False, "scale": 0.125, "block_k_major": 512}),
+    "flash_causal_512": ("flash_attention", {"causal": True, "scale": 0.125,
+                                             "block_k_major": 512}),
+}  # fmt: skip
+
+
+# The final LLO's control flow, for the tile kernels: a bundle's `>` marks name the region
+# of its first op, not where it runs (a branch's delay slots and empty bundles carry none),
+# so loops are read from the branches instead. A branch back to the bundle that starts
+# its target region closes a loop; the DELAY bundles after a branch run on both paths
+# (measured: 4 on v5e and v6e); a forward branch skips [its delay slots' end, target).
+DELAY = 4
+ADDR = re.compile(r"\s*(0x[0-9a-f]+|\d+)\s+\w*\s*:")
+BRANCH = re.compile(r"sbr\.rel (\(([^)]*)\) )?target = \$region(\d+)")
+START = re.compile(r"Start(?:/End empty)? region (\d+)")
+
+
+@dataclass(frozen=True)
+class Flow:
+    bundles: int
+    loops: tuple[tuple[int, int], ...]  # [first, last] bundle of each loop, outermost first
+    skips: tuple[tuple[int, int, str], ...]  # [first, last] a forward branch skips, predicate
+
+
+def control_flow(text: str) -> Flow:
+    addrs, starts, branches = [], {}, []
+    for line in text.splitlines():
+        m = ADDR.match(line)
+        if not m:
+            continue
+        at = len(addrs)
+        addrs.append(int(m.group(1), 0))
+        for r in START.findall(line):
+            starts.setdefault(int(r), at)
+        branches += [(at, b.group(2) or "", int(b.group(3))) for b in BRANCH.finditer(line)]
+    loops, skips = [], []
+    for at, pred, region in branches:
+        to = starts.get(region, len(addrs))  # the exit region starts no bundle
+        if to <= at:
+            loops.append((to, at + DELAY))
+        else:
+            skips.append((at + DELAY + 1, to - 1, pred))
+    loops.sort(key=lambda r: (r[0], -r[1]))
+    return Flow(len(addrs), tuple(loops), tuple(skips))
+
+
+def depth_of(flow: Flow, at: int) -> int:
+    return sum(1 for a, b in flow.loops if a <= at <= b)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one implementation of a tile kernel runs for T tiles (see tile_plan)."""
+
+    trips: tuple[int, ...]  # iterations of each loop over the call, outermost first
+    skips: tuple[str, ...]  # role of each forward branch's region, in address order
+    taken: dict[str, int]  # times each role's branch skips its region in the call
+    steady_skips: frozenset[str]  # roles a steady step skips
+    unit_loop: int  # the loop one of whose iterations is a steady step
+    per_step: float  # steady units (row blocks; 128-key steps) in one such iteration
+    units: int  # steady units in the call
+
+
+def tile_plan(case: Case, impl: str, tiles: int) -> Plan:
+    """Trip counts and branch outcomes from each implementation's structure (T = tiles).
+
+    Pallas's pipelined grid is one loop of steps + 2 iterations: the first only issues
+    step 0's copies, the last only writes the last output block back; the compute region
+    between is skipped in those two ("guard")."""
+    t = tiles
+    if case.source == "kernels/softmax.vx":  # unit: one [8, 1024] row block
+        if impl == "vxc":  # grid loop (T), two column loops (8 per row block each)
+            cols = SOFTMAX_N // 128
+            return Plan((t, cols * t, cols * t), ("no_rows",), {"no_rows": 0}, frozenset(),
+                        0, 1, t)  # fmt: skip
+        return Plan((t + 2,), ("guard",), {"guard": 2}, frozenset(), 0, 1, t)
+    causal = "causal" in impl or case.name.endswith("causal)")
+    # unit: 128 keys of one query tile, computed (causal: the 128 x 128 blocks on or
+    # below the diagonal, T(T + 1) / 2; the others' cost is fixed cost)
+    units = t * (t + 1) // 2 if causal else t * t
+    if impl == "vxc":  # grid loop (T instances), the K/V loop (s / bk steps each)
+        bk = attention_block_k()
+        steps = t * ATTN_BLOCK_Q // bk
+        # `if j <= last_j(qi) || !causal`: skipped for the K/V tiles after the diagonal
+        skipped = sum(1 for q in range(t) for j in range(steps) if j * bk > q * 128 + 127)
+        return Plan((t, t * steps), ("no_kv", "compute"),
+                    {"no_kv": 0, "compute": skipped if causal else 0}, frozenset(),
+                    1, bk / 128, units)  # fmt: skip
+    bkm = TWIN_ARGS[impl][1].get("block_k_major", 128)
+    steps = t * t * 128 // bkm  # grid (1, 1, T, s / bkm)
+    above = sum(
+        1 for r in range(t) for c in range(t * 128 // bkm) if not (r + 1) * 128 - 1 > c * bkm
+    )
+    roles = ("guard", "init", "run", "store") if causal else ("guard", "init", "store")
+    taken = {"guard": 2, "init": steps - t, "run": above, "store": steps - t}
+    return Plan((steps + 2,), roles, taken, frozenset({"init", "store"}), 0, bkm / 128, units)
+
+
+def attention_block_k() -> int:
+    """Keys per K/V tile of kernels/attention.vx (its loop runs `s / bk` steps)."""
+    m = re.search(r"for j in 0 \.\. s / (\d+)", (ROOT / "kernels/attention.vx").read_text())
+    if not m:
+        raise SystemExit("kernels/attention.vx: no `for j in 0 .. s / BK` K/V loop")
+    return int(m.group(1))
+
+
+def kernel_llo(dump: Path) -> str:
+    """The kernel's final bundles: the largest final schedule that is not XLA's own
+    (a `&mut` operand's copy, the program's set-up)."""
+    files = [
+        f
+        for f in dump.glob("*-final_bundles.txt")
+        if not re.search(r"schedule-analysis|<|-TLP-|-copy\.", f.name)
+    ]
+    if not files:
+        raise SystemExit(f"no kernel schedule in {dump}: {sorted(p.name for p in dump.iterdir())}")
+    return max(files, key=lambda f: f.stat().st_size).read_text()
+
+
+def tile_schedule(text: str, plan: Plan) -> dict[str, float]:
+    """Steady-state bundles per unit and fixed bundles per call, from the control flow."""
+    flow = control_flow(text)
+    if len(flow.loops) != len(plan.trips) or len(flow.skips) != len(plan.skips):
+        raise SystemExit(f"LLO has {len(flow.loops)} loops and {len(flow.skips)} forward "
+                         f"branches, the plan says {len(plan.trips)} and {len(plan.skips)}")  # fmt: skip
+
+    def innermost(at: int) -> int | None:
+        inside = [i for i, (a, b) in enumerate(flow.loops) if a <= at <= b]
+        return max(inside, key=lambda i: flow.loops[i][0]) if inside else None
+
+    def skipped_by(at: int) -> list[str]:
+        return [
+            role for (a, b, _), role in zip(flow.skips, plan.skips, strict=True) if a <= at <= b
+        ]
+
+    executed = steady = 0.0
+    lo, hi = flow.loops[plan.unit_loop]
+    for at in range(flow.bundles):
+        loop = innermost(at)
+        runs = plan.trips[loop] if loop is not None else 1
+        roles = skipped_by(at)
+        executed += runs - sum(plan.taken[r] for r in roles)
+        if lo <= at <= hi and not set(roles) & plan.steady_skips:
+            steady += plan.trips[loop] / plan.trips[plan.unit_loop]
+    steady /= plan.per_step
+    return {"steady": steady, "fixed": executed - plan.units * steady, "executed": executed}
+
+
+def measure_tile(case_key: str, impl: str, topo: str, tiles: int) -> dict[str, float]:
+    case = CASES[case_key]
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TPU_SKIP_MDS_QUERY="1",
+                   LIBTPU_INIT_ARGS=f"--xla_jf_dump_to={d} --xla_jf_dump_llo_text=true")  # fmt: skip
+        cmd = [sys.executable, __file__, "--one", case_key, impl, topo, str(tiles)]
+        subprocess.run(cmd, env=env, check=True, timeout=600)
+        return tile_schedule(kernel_llo(Path(d)), tile_plan(case, impl, tiles))
 
 
 if __name__ == "__main__":

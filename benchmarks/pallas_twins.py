@@ -166,3 +166,43 @@ def gemm_epilogue_blockspec(a, b, bias):
 
     scratch = [pltpu.MemorySpace.VMEM((TILE, TILE), jnp.float32)]
     return _gemm_grid(body, a, b, bias, out_dtype=jnp.bfloat16, scratch=scratch)
+
+
+SOFTMAX_ROWS = 8  # rows per grid step: softmax.vx's rows per instance
+
+
+def softmax_blockspec(x):
+    """softmax.vx: the row softmax of x [m, n] (n <= 1024), f32. A grid over blocks of 8
+    whole rows, as Pallas users write a row softmax: the [8, n] block is in VMEM (at most
+    32 KiB), so max, exp and sum are one pass over the resident block (vxc's kernel, whose
+    tile is [8, 128] for the GPUs' sake, reads each row twice from HBM: an online pass,
+    then the normalising one)."""
+    m, n = x.shape
+
+    def body(x_ref, o_ref):
+        t = x_ref[...]
+        e = jnp.exp(t - jnp.max(t, axis=1, keepdims=True))
+        o_ref[...] = e / jnp.sum(e, axis=1, keepdims=True)
+
+    block = pl.BlockSpec((SOFTMAX_ROWS, n), lambda i: (i, 0))
+    return pl.pallas_call(
+        body,
+        grid=(m // SOFTMAX_ROWS,),
+        in_specs=[block],
+        out_specs=block,
+        out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+    )(x)
+
+
+def flash_attention(q, k, v, causal: bool, scale: float, block_q=128, block_k_major=128,
+                    block_k=128):  # fmt: skip
+    """attention.vx's twin: jax's own Pallas flash attention
+    (`jax.experimental.pallas.ops.tpu.flash_attention`), q, k, v [batch, heads, s, 128]
+    bf16. Its smallest K block is 128 keys (`block_k` must be a multiple of 128); its
+    defaults are 128 / 128 / 128."""
+    from jax.experimental.pallas.ops.tpu import flash_attention as fa
+
+    sizes = fa.BlockSizes(block_q=block_q, block_k_major=block_k_major, block_k=block_k,
+                          block_b=1)  # fmt: skip
+    return fa.flash_attention(q, k, v, causal=causal, sm_scale=scale, block_sizes=sizes)

@@ -90,7 +90,10 @@ def attention(tmp_path_factory):
     return _build("attention", tmp_path_factory.mktemp("attention"))
 
 
-MASK = np.triu(np.full((128, 128), -1e30, np.float32), 1)
+# attention.vx's diagonal mask: the [128, 128] block's two [128, 64] column halves stacked
+# by rows (row t * 128 + r, column c: -1e30 where key t * 64 + c comes after query r).
+_DIAG = np.triu(np.full((128, 128), -1e30, np.float32), 1)
+MASK = np.concatenate([_DIAG[:, :64], _DIAG[:, 64:]])
 
 
 def _attention_reference(q, k, v, h: int, s: int, scale: float, causal: bool) -> np.ndarray:

@@ -138,6 +138,22 @@ def test_bounds_checks_are_off_exactly_when_every_region_is_proved(built, gemms)
     assert not k.bounds_proved and "disable_bounds_checks" not in _backend_config(k)
 
 
+@pytest.mark.parametrize("name", ["softmax", "gemm"])
+def test_tensor_parameters_stay_in_hbm_where_the_kernel_moves_them(built, name):
+    """A tensor parameter lives in HBM and the kernel moves it with its own DMAs. Left to
+    choose, XLA copied an operand that fits into VMEM before the call (softmax's x at
+    [64, 1024], gemm's A: `copy-start` to memory space S(1)) and libtpu lowered the
+    kernel's DMAs of it to vector load/store loops; the export now colours every tensor
+    operand and result HBM, so the compiled call takes the arguments as they are."""
+    from vxc.backends.tpu.aot import compile_export
+
+    b = built(ROOT / "kernels" / f"{name}.vx")
+    sizes = {"m": 64, "n": 1024} if name == "softmax" else {"m": 256, "n": 256, "k": 1024}
+    hlo = compile_export(b.export, b.kernel, "v5e", sizes).as_text()
+    assert "tpu_custom_call" in hlo
+    assert "copy-start" not in hlo and "S(1)" not in hlo, hlo[:2000]
+
+
 def test_an_override_keeps_a_static_grid(built):
     """`--tpu-instances N` still fixes the grid (iteration_bounds = [N], no leading
     grid operand); the where clause is then an export constraint on the shapes."""

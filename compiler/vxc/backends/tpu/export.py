@@ -56,6 +56,7 @@ def exported(kernel: Kernel):
     import jax
     import jax.numpy as jnp
     from jax import export
+    from jax._src.tpu_custom_call import MemorySpace
     from jax.experimental import mosaic
 
     specs = arg_specs(kernel)
@@ -81,6 +82,13 @@ def exported(kernel: Kernel):
         # Every DMA's region was proved inside its tensor (E6041) and no Vec is indexed:
         # Mosaic's per-DMA run-time bounds check can only pass.
         disable_bounds_checks=kernel.bounds_proved,
+        # A tensor parameter lives in HBM (LANGUAGE.md 4.1): the kernel moves it with its
+        # own DMAs. Left to choose, XLA copies an operand that fits into VMEM before the
+        # call (a blocking copy outside the kernel) and libtpu turns the kernel's DMAs of
+        # it into vector load/store loops. (An output aliasing a coloured input must be
+        # coloured as well.)
+        input_memory_spaces=(None,) * lead + (MemorySpace.HBM,) * len(kernel.inputs),
+        output_memory_spaces=(MemorySpace.HBM,) * len(outs),
     )
     if kernel.grid_operands or kernel.scalars:
 
