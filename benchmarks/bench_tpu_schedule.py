@@ -116,10 +116,7 @@ REGIONS = {
 }  # fmt: skip
 # Pallas grids: one loop from 0 whose exit test states the trip count, which is checked.
 GRIDS = {"stream_blockspec", "stream_grid_2d", "gemm_blockspec", "gemm_epilogue_blockspec"}
-BRANCH_DELAY = 4  # bundles after a `sbr.rel` that run whether it is taken (v5e, v6e)
 EXIT_TEST = re.compile(r"scmp\.ge\.s32\.totalorder %s\w+, (\d+) /\* loop exit test")
-BRANCH = re.compile(r"sbr\.rel \(!?%p\w+\) target = \$region(\d+)")
-REGION_START = re.compile(r"Start(?:/End empty)? region (\d+)")
 TRIPS_DEFAULT = lambda n, p: (n,)  # noqa: E731 - a Pallas grid or fori_loop over the tiles
 
 TWIN_NAMES = {
@@ -235,13 +232,13 @@ def schedule(
     # from the branch's delay slots' end to its target.
     start = {}
     for k, (_, line) in enumerate(bundles):
-        for r in REGION_START.findall(line):
+        for r in START.findall(line):
             start.setdefault(r, k)
     ranges = []
     for k, (d, line) in enumerate(bundles):
-        m = BRANCH.search(line)
-        if m and d == inner and start.get(m.group(1), -1) > k:
-            ranges.append(range(k + 1 + BRANCH_DELAY, start[m.group(1)]))
+        m = BRANCH.search(line)  # conditional (a predicate), forward, in the body
+        if m and m.group(2) and d == inner and start.get(m.group(3), -1) > k:
+            ranges.append(range(k + 1 + DELAY, start[m.group(3)]))
     if len(ranges) != len(regions):
         raise SystemExit(
             f"{dump}: {len(ranges)} skipped regions in the loop body, the "
