@@ -30,16 +30,23 @@ def sources() -> list[Path]:
     return ks + list(EXTRA)
 
 
-def build(out: Path) -> dict:
+def build(out: Path, srcs: list[Path] | None = None) -> dict:
+    """Build `srcs` (default: `sources()`) for every target into `out`. A kernel a
+    target refuses is recorded with its coded diagnostics (`refused`) and the others are
+    built: tools/gpu_check.py names each refusal at the start of its run and in its log."""
     from vxc import api
 
     entries = []
-    for src in sources():
-        analysis = api.analyze([api.Source(str(src.relative_to(ROOT)), src.read_bytes())])
+    for src in sources() if srcs is None else srcs:
+        name = str(src.relative_to(ROOT)) if src.is_relative_to(ROOT) else src.name
+        analysis = api.analyze([api.Source(name, src.read_bytes())])
         for target in TARGETS:
             result = api.build(analysis, target)
             if not result.ok:
-                msgs = "; ".join(f"{d.code}: {d.message}" for d in result.diagnostics)
+                msgs = "; ".join(
+                    f"{d.span.file}:{d.span.line}:{d.span.column}: {d.code}: {d.message}"
+                    for d in result.diagnostics
+                )
                 entries.append({"source": src.stem, "target": target, "refused": msgs})
                 continue
             folder = out / target
@@ -63,7 +70,7 @@ def main() -> None:
     print(f"gpu_build: {len(built)} artifacts in {out}")
     for e in index["artifacts"]:
         if "refused" in e:
-            print(f"gpu_build: {e['source']} for {e['target']} refused: {e['refused']}")
+            print(f"gpu_build: NOT BUILT {e['source']} for {e['target']}: {e['refused']}")
 
 
 if __name__ == "__main__":

@@ -13,21 +13,27 @@ artifact of the GPU's architecture it runs, in order:
   result must equal numpy's; the first wrong instance/row/col is reported;
 - every launch under a watchdog: `cuStreamQuery` polled for at most --timeout seconds
   (default 10), then `HANG <kernel> <shapes>` and exit 3 (the context cannot recover);
-- the GEMMs (kernels/gemm.vx, gemm_3stage.vx: C = A @ B, bf16 in, f32 out, written into
-  the `&mut` output in place) on their own ladder of (m, n, k): one instance and two K
+- the GEMMs (kernels/gemm.vx, gemm_3stage.vx, gemm_async.vx: C = A @ B, bf16 in, f32
+  out, written into the `&mut` output in place) on their own ladder of (m, n, k): one instance and two K
   tiles, five K tiles (the ring's parity wraps), a 3 x 7 grid, then 4096^3; the first
   wrong row/col (and the instance owning it) is reported;
 - the tile-arithmetic kernels on ladders of their own: kernels/gemm_epilogue.vx
   (relu(A @ B + bias) in bf16; small-integer inputs, so the result is exact and must
   equal numpy's bf16 rounding of it) and kernels/softmax.vx (normal inputs, within
-  the simulator test's tolerance: ex2.approx is 2 ulp, see docs/NVIDIA.md);
+  the simulator test's tolerance: ex2.approx is 2 ulp, see docs/NVIDIA.md) and
+  kernels/attention.vx ((heads, sequence) 1x128, 1x256, 1x640 (the K/V ring's parity
+  wraps), 3x896 (3 x 7 instances), then 8x2048; each causal and not; normal inputs,
+  against a float64 numpy softmax(q k^T scale) v within the bf16 P's error);
 - medians of repeated timed launches at the full size (CUDA events), in TB/s of tiles read
   (stream kernels) or TFLOP/s (GEMMs);
 - same-GPU baselines in the same process where the image has them: a torch device copy of
   the same bytes, the Triton three-stage stream kernel (benchmarks/nvidia/triton_stream.py)
   and, for the GEMMs, cuBLAS through `torch.mm` on the same bf16 operands (with the
-  bias and ReLU for gemm_epilogue), `torch.softmax` for softmax;
+  bias and ReLU for gemm_epilogue), `torch.softmax` for softmax, and torch's
+  `scaled_dot_product_attention` (flash backend, causal and not) for attention;
 - compute-sanitizer memcheck and synccheck on a small launch (a child run of this script).
+The kernels tools/gpu_build.py refused for this GPU's target are named first (`NOT
+BUILT <source> for <target>: <code>: <message>`) and listed in the log's `not_built`.
 A JSON log goes to --out/gpu_check.json. Exit status: 0 all match, 1 a mismatch or fault,
 2 no usable GPU, 3 a hang. The whole run is sized for under 5 minutes.
 """
@@ -43,6 +49,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -69,8 +77,9 @@ REFERENCES = {
 }
 
 
-# The GEMM kernels: C[m, n] = A[m, k] @ B[k, n], one instance per 128 x 128 tile of C.
-GEMMS = {"gemm", "gemm3"}
+# The GEMM kernels: C[m, n] = A[m, k] @ B[k, n], one instance per 128 x 128 tile of C
+# (gemm_async: gemm with the result tile's store a token, LANGUAGE.md 4.2).
+GEMMS = {"gemm", "gemm3", "gemm_async"}
 # The source each kernel above is checked from (its artifact's stem): another file may
 # have a kernel of the same name (seed_vx.vx's `stream` computes nothing to compare).
 SOURCES = {"gemm3": "gemm_3stage"}
@@ -79,14 +88,25 @@ SOURCES = {"gemm3": "gemm_3stage"}
 GEMM_LADDER = ((128, 128, 256), (128, 256, 640), (384, 896, 384))
 GEMM_FULL = (4096, 4096, 4096)
 
-# The tile-arithmetic kernels: name -> (ladder, full size). gemm_epilogue's shapes are
-# the GEMMs'; softmax's are (m, n): one instance, two column tiles, a row of 1024, then
-# 8192 instances of 8 rows.
-TILE_KERNELS = {
-    "gemm_epilogue": (GEMM_LADDER, GEMM_FULL),
-    "softmax": (((8, 128), (8, 256), (24, 1024)), (65536, 1024)),
-}
+# The tile-arithmetic kernels' shapes: gemm_epilogue's are the GEMMs'; softmax's are
+# (m, n): one instance, two column tiles, a row of 1024, then 8192 instances of 8 rows.
+SOFTMAX_LADDER = ((8, 128), (8, 256), (24, 1024))
+SOFTMAX_FULL = (65536, 1024)
 SOFTMAX_TOL = {"rtol": 1e-5, "atol": 1e-7}  # tests/backends/nvidia/test_ptxsim_tiles.py
+# kernels/attention.vx: (h, s, causal), one instance per (head, 128-query tile), K/V
+# tiles of 64 keys (s / 64 per head): one instance and two K/V tiles; two instances and
+# four; five instances and ten (the two-slot ring's parity wraps five times); 3 heads x 7
+# query tiles (a 3 x 7 grid); then 8 heads of 2048 (TARGETS.md's largest tested shape,
+# docs/PERFORMANCE.md's estimate). Every rung causal and not.
+ATTENTION_HS = ((1, 128), (1, 256), (1, 640), (3, 896))
+ATTENTION_FULL_HS = (8, 2048)
+ATTENTION_LADDER = tuple((h, s, c) for h, s in ATTENTION_HS for c in (False, True))
+ATTENTION_FULL = tuple((*ATTENTION_FULL_HS, c) for c in (False, True))
+ATTENTION_QUERIES = 128  # rows of one instance
+ATTENTION_KEYS = 64  # keys of one K/V tile
+# P is rounded to bf16 before P @ V (2^-9 relative per term): tests/e2e/test_tile_kernels.py.
+ATTENTION_TOL = 8e-3  # of max |reference|
+HEAD_DIM = 128
 
 
 def say(msg: str) -> None:
@@ -232,57 +252,132 @@ def _softmax_close(y: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return np.isclose(y, ref, equal_nan=False, **SOFTMAX_TOL)
 
 
-# name -> (inputs(shape, rng), instances(shape), reference(args), output index, close)
+def attention_inputs(h: int, s: int, causal: bool, rng) -> list:
+    """kernels/attention.vx's arguments (h, s, n, causal, scale, q, k, v, mask, o): q, k, v
+    normal in bf16; the diagonal block's causal mask (0 on and below the diagonal, -1e30
+    above) as its two 64-key halves one under the other, [256, 64]; o the output,
+    written in place."""
+    n = h * s
+    bf16 = _dtype("bf16")
+    q, k, v = (rng.standard_normal((n, HEAD_DIM)).astype(bf16) for _ in range(3))
+    diag = np.triu(np.full((128, 128), -1e30, np.float32), 1)
+    mask = np.concatenate([diag[:, :ATTENTION_KEYS], diag[:, ATTENTION_KEYS:]])
+    scale = np.float32(HEAD_DIM**-0.5)
+    return [h, s, n, causal, scale, q, k, v, mask, np.zeros((n, HEAD_DIM), np.float32)]
+
+
+def attention_reference(args: list) -> np.ndarray:
+    """softmax(q k^T * scale) v per head in f64 (-inf after the diagonal when causal)."""
+    h, s, _, causal, scale, q, k, v = args[:8]
+    q, k, v = (t.astype(np.float64).reshape(h, s, HEAD_DIM) for t in (q, k, v))
+    sc = q @ k.transpose(0, 2, 1) * float(scale)
+    if causal:
+        sc = np.where(np.tril(np.ones((s, s), bool)), sc, -np.inf)
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    return ((p / p.sum(-1, keepdims=True)) @ v).reshape(h * s, HEAD_DIM)
+
+
+def _attention_close(o: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    return np.abs(o - ref) <= ATTENTION_TOL * np.abs(ref).max()  # NaN: never close
+
+
+def attention_flops(h: int, s: int, causal: bool) -> float:
+    """QK^T and PV: 4 s^2 d per head; causal counts half (FlashAttention's convention)."""
+    return 4.0 * h * s * s * HEAD_DIM / (2 if causal else 1)
+
+
+@dataclass(frozen=True)
+class TileCheck:
+    """How the device script checks one tile-arithmetic kernel: its arguments for a
+    shape, the instances that shape launches, the numpy reference, which argument is the
+    output (written in place), how close it must be (None: exactly equal), the instance
+    owning a row/col, the full sizes timed, and the rate a time is reported in."""
+
+    ladder: tuple
+    full: tuple
+    inputs: Callable
+    instances: Callable
+    reference: Callable
+    out: int
+    close: Callable | None
+    instance_of: Callable | None  # None: a GEMM's 128 x 128 output tiles
+    rate: Callable  # (shape, args, seconds) -> {"tflop_s" | "tb_s": x}
+
+
 TILE_CHECKS = {
-    "gemm_epilogue": (
+    "gemm_epilogue": TileCheck(
+        GEMM_LADDER,
+        (GEMM_FULL,),
         lambda s, rng: epilogue_inputs(*s, rng),
         lambda s: (s[0] // 128) * (s[1] // 128),
         epilogue_reference,
         6,
         None,
+        None,
+        lambda s, _, t: {"tflop_s": 2.0 * s[0] * s[1] * s[2] / t / 1e12},
     ),
-    "softmax": (
+    "softmax": TileCheck(
+        SOFTMAX_LADDER,
+        (SOFTMAX_FULL,),
         lambda s, rng: softmax_inputs(*s, rng),
         lambda s: s[0] // 8,
         softmax_reference,
         3,
         _softmax_close,
+        lambda r, _: r // 8,  # 8 rows an instance
+        lambda _, a, t: {"tb_s": 3 * a[2].nbytes / t / 1e12},  # two passes read x, one writes y
+    ),
+    "attention": TileCheck(
+        ATTENTION_LADDER,
+        ATTENTION_FULL,
+        lambda s, rng: attention_inputs(*s, rng),
+        lambda s: s[0] * (s[1] // ATTENTION_QUERIES),
+        attention_reference,
+        9,
+        _attention_close,
+        lambda r, _: r // ATTENTION_QUERIES,  # heads outermost: instance i owns rows 128 i..
+        lambda s, _, t: {"tflop_s": attention_flops(*s) / t / 1e12},
     ),
 }
+TILE_KERNELS = set(TILE_CHECKS)
+
+
+def _label(name: str, shape) -> str:
+    """`softmax 8x256`, `attention 1x128 causal`: the sizes, then the flag if any."""
+    sizes = "x".join(str(x) for x in shape if not isinstance(x, bool))
+    flags = "".join(" causal" if x else " full" for x in shape if isinstance(x, bool))
+    return f"{name} {sizes}{flags}"
 
 
 def check_tile_kernel(kernel, shapes, rng, timeout: float, log: list) -> bool:
     """The ladder of a tile-arithmetic kernel; False at the first mismatch or fault."""
     name = kernel.meta["name"]
-    make, count, ref_of, out, close = TILE_CHECKS[name]
-    instance_of = (lambda r, _: r // 8) if name == "softmax" else None  # 8 rows each
+    tc = TILE_CHECKS[name]
     for shape in shapes:
-        args = make(shape, rng)
-        entry = {"kernel": name, "instances": count(shape), "shape": list(shape)}
-        ref = ref_of(args)
-        judge = lambda _, c=args[out], ref=ref: gemm_first_bad(  # noqa: E731 - in place
-            c.astype(np.float64), ref, close, instance_of
+        args = tc.inputs(shape, rng)
+        entry = {"kernel": name, "instances": tc.instances(shape), "shape": list(shape)}
+        ref = tc.reference(args)
+        judge = lambda _, c=args[tc.out], ref=ref: gemm_first_bad(  # noqa: E731 - in place
+            c.astype(np.float64), ref, tc.close, tc.instance_of
         )
-        label = f"{name} {'x'.join(map(str, shape))}"
-        if not rung(kernel, label, entry, count(shape), args, judge, timeout, log):
+        if not rung(kernel, _label(name, shape), entry, tc.instances(shape), args, judge,
+                    timeout, log):  # fmt: skip
             return False
     return True
 
 
-def timed_tile_kernel(kernel, rng, repeat: int) -> dict:
+def timed_tile_kernel(kernel, rng, repeat: int) -> list[dict]:
+    """Medians of `repeat` launches at each of the kernel's full sizes."""
     name = kernel.meta["name"]
-    shape = TILE_KERNELS[name][1]
-    make, count, _, _, _ = TILE_CHECKS[name]
-    args = make(shape, rng)
-    ts = kernel.times(count(shape), *args, repeat=repeat)
-    med = statistics.median(ts)
-    t = {"kernel": name, "shape": list(shape), "median_s": med, "min_s": min(ts),
-         "repeat": repeat}  # fmt: skip
-    if name == "softmax":  # two passes read x, one writes y
-        t["tb_s"] = 3 * args[2].nbytes / med / 1e12
-    else:
-        t["tflop_s"] = 2.0 * shape[0] * shape[1] * shape[2] / med / 1e12
-    return t
+    tc = TILE_CHECKS[name]
+    out = []
+    for shape in tc.full:
+        args = tc.inputs(shape, rng)
+        ts = kernel.times(tc.instances(shape), *args, repeat=repeat)
+        med = statistics.median(ts)
+        out.append({"kernel": name, "shape": list(shape), "median_s": med, "min_s": min(ts),
+                    "repeat": repeat, **tc.rate(shape, args, med)})  # fmt: skip
+    return out
 
 
 def torch_tile_baselines(repeat: int) -> dict:
@@ -292,16 +387,50 @@ def torch_tile_baselines(repeat: int) -> dict:
         import torch
     except ImportError as e:
         return {"skipped": f"no torch ({e})"}
-    m, n, k = TILE_KERNELS["gemm_epilogue"][1]
+    m, n, k = TILE_CHECKS["gemm_epilogue"].full[0]
     a = torch.randint(-3, 4, (m, k), device="cuda").to(torch.bfloat16)
     b = torch.randint(-3, 4, (k, n), device="cuda").to(torch.bfloat16)
     bias = torch.randint(-20, 21, (n,), device="cuda").to(torch.bfloat16)
     med = torch_median(torch, lambda: torch.relu(torch.addmm(bias, a, b)), repeat)
     out = {"torch_addmm_relu_bf16": {"median_s": med, "tflop_s": 2.0 * m * n * k / med / 1e12}}
-    sm, sn = TILE_KERNELS["softmax"][1]
+    sm, sn = TILE_CHECKS["softmax"].full[0]
     x = torch.randn(sm, sn, device="cuda")
     med = torch_median(torch, lambda: torch.softmax(x, dim=1), repeat)
     out["torch_softmax_f32"] = {"median_s": med, "tb_s": 2 * x.numel() * 4 / med / 1e12}
+    out["torch_sdpa_bf16"] = sdpa_baseline(torch, repeat)
+    return out
+
+
+def sdpa_baseline(torch, repeat: int) -> dict:
+    """torch's scaled_dot_product_attention on attention's full size, causal and not,
+    bf16 in and out ([1, h, s, 128]: the same per-head work), its flash backend forced
+    where this torch can (torch.nn.attention.sdpa_kernel); the backend used is logged."""
+    import torch.nn.functional as F
+
+    h, s = ATTENTION_FULL_HS
+    q, k, v = (torch.randn(1, h, s, HEAD_DIM, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))  # fmt: skip
+    import contextlib
+
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        flash = lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)  # noqa: E731
+    except ImportError:  # an older torch: only its default choice (flash where it applies)
+        flash = None
+    out: dict = {"h": h, "s": s}
+    for causal in (False, True):
+        fn = lambda c=causal: F.scaled_dot_product_attention(q, k, v, is_causal=c)  # noqa: E731
+        key, backend = "causal" if causal else "full", "default"
+        try:
+            with flash() if flash else contextlib.nullcontext():
+                med = torch_median(torch, fn, repeat)
+            backend = "flash" if flash else backend
+        except RuntimeError as e:  # no flash kernel for this GPU / torch: said, then default
+            out[f"{key}_flash_error"] = str(e)[:300]
+            med = torch_median(torch, fn, repeat)
+        out[key] = {"backend": backend, "median_s": med,
+                    "tflop_s": attention_flops(h, s, causal) / med / 1e12}  # fmt: skip
     return out
 
 
@@ -375,26 +504,54 @@ def baselines(nbytes: int, repeat: int) -> dict:
     return out
 
 
+# The kernels compute-sanitizer checks on their small ladders: `stream` (the transfer
+# tokens' ring), `gemm` (TMA loads at the views' coordinates, the TMA store into C),
+# `gemm_async` (the store token's bulk-group wait before exit), `gemm_epilogue` (the
+# epilogue's stores from the accumulator), `softmax` (tile
+# arithmetic's barriers and shfl butterflies), `attention` (its K/V ring and online
+# softmax). A kernel not built for the GPU is named by the child run's NOT BUILT line.
+SANITIZED = ("stream", "gemm", "gemm_async", "gemm_epilogue", "softmax", "attention")
+
+
 def sanitizer(artifacts: Path, timeout: float) -> dict:
-    """compute-sanitizer memcheck and synccheck on small launches of `stream`, of
-    `gemm` (its TMA loads at the views' coordinates and its TMA store into C) and of
-    `softmax` (tile arithmetic's barriers and shfl butterflies)."""
+    """compute-sanitizer memcheck and synccheck on small launches of SANITIZED; a tool's
+    `ok` is False when it reports an error (exit 9) or the child run fails."""
     exe = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if not Path(exe).exists():
         return {"skipped": "no compute-sanitizer on this machine"}
     res = {}
     for tool in ("memcheck", "synccheck"):
         cmd = [exe, "--tool", tool, "--error-exitcode", "9", sys.executable, __file__,
-               "--artifacts", str(artifacts), "--only", "stream", "--only", "gemm", "--only", "softmax", "--small",
-               "--no-sanitizer",
-               "--no-baselines", "--timeout", str(timeout)]  # fmt: skip
+               "--artifacts", str(artifacts), "--small", "--no-sanitizer", "--no-baselines",
+               "--timeout", str(timeout)]  # fmt: skip
+        cmd += [x for name in SANITIZED for x in ("--only", name)]
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-            res[tool] = {"rc": p.returncode, "tail": (p.stdout + p.stderr)[-1500:]}
-        except subprocess.TimeoutExpired:
-            res[tool] = {"rc": None, "tail": "timed out after 120 s"}
+            res[tool] = {"rc": p.returncode, "ok": p.returncode == 0,
+                         "tail": (p.stdout + p.stderr)[-1500:]}  # fmt: skip
+        except subprocess.TimeoutExpired:  # said, not a finding: the child may be slow
+            res[tool] = {"rc": None, "ok": None, "tail": "timed out after 120 s"}
         say(f"compute-sanitizer {tool}: rc {res[tool]['rc']}")
     return res
+
+
+def kind_of(name: str, stem: str) -> str | None:
+    """How the kernel `name` of the artifact built from `stem`.vx is checked: "gemm",
+    "tile", a stream reference ("sum" / "share"), or None (no numpy reference)."""
+    if stem != SOURCES.get(name, name):
+        return None
+    return "gemm" if name in GEMMS else "tile" if name in TILE_KERNELS else REFERENCES.get(name)
+
+
+def not_built(index: dict, target: str) -> list[dict]:
+    """The kernels tools/gpu_build.py could not build for `target`, each with its coded
+    refusal, said at the start of the run: a kernel missing from the check is never
+    silent (its absence is not a pass)."""
+    out = [{"source": e["source"], "refused": e["refused"]}
+           for e in index["artifacts"] if e["target"] == target and "refused" in e]  # fmt: skip
+    for e in out:
+        say(f"NOT BUILT {e['source']} for {target}: {e['refused']}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -412,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     log: dict = {"machine": platform.node(), "runs": [], "timings": [], "started": time.time()}
 
-    def finish(status: int) -> int:
+    def finish(status: int | str) -> int | str:
         log["status"] = status
         log["seconds"] = round(time.time() - log["started"], 1)
         (out_dir / "gpu_check.json").write_text(json.dumps(log, indent=1, default=str) + "\n")
@@ -432,6 +589,7 @@ def main(argv: list[str] | None = None) -> int:
     artifacts = Path(args.artifacts)
     index = json.loads((artifacts / "index.json").read_text())
     shapes = LADDER if args.small else (*LADDER, FULL)
+    log["not_built"] = not_built(index, target)
     rng = np.random.default_rng(0)
     status = 0
     for entry in index["artifacts"]:
@@ -441,15 +599,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, kernel in art.kernels.items():
             if args.only and name not in args.only:
                 continue
-            kind = (
-                "gemm"
-                if name in GEMMS
-                else "tile"
-                if name in TILE_KERNELS
-                else REFERENCES.get(name)
-            )
-            if Path(entry["manifest"]).name.split(".")[0] != SOURCES.get(name, name):
-                kind = None
+            kind = kind_of(name, Path(entry["manifest"]).name.split(".")[0])
             if kind is None:
                 say(f"{name}: no numpy reference in REFERENCES; not run")
                 log["runs"].append({"kernel": name, "skipped": "no reference"})
@@ -459,8 +609,8 @@ def main(argv: list[str] | None = None) -> int:
                     ladder = GEMM_LADDER if args.small else (*GEMM_LADDER, GEMM_FULL)
                     good = check_gemm(kernel, ladder, rng, args.timeout, log["runs"])
                 elif kind == "tile":
-                    lad, full = TILE_KERNELS[name]
-                    ladder = lad if args.small else (*lad, full)
+                    tc = TILE_CHECKS[name]
+                    ladder = tc.ladder if args.small else (*tc.ladder, *tc.full)
                     good = check_tile_kernel(kernel, ladder, rng, args.timeout, log["runs"])
                 else:
                     good = check_kernel(kernel, kind, shapes, rng, args.timeout, log["runs"])
@@ -472,9 +622,9 @@ def main(argv: list[str] | None = None) -> int:
                     say(f"{name} {'x'.join(map(str, GEMM_FULL))}: {t['median_s'] * 1e3:.3f} "
                         f"ms median, {t['tflop_s']:.1f} TFLOP/s")  # fmt: skip
                 elif good and not args.small and kind == "tile":
-                    t = timed_tile_kernel(kernel, rng, args.repeat)
-                    log["timings"].append(t)
-                    say(f"{name}: {json.dumps(t)}")
+                    for t in timed_tile_kernel(kernel, rng, args.repeat):
+                        log["timings"].append(t)
+                        say(f"{name}: {json.dumps(t)}")
                 elif good and not args.small and kind == "share":
                     t = timed(kernel, rng, args.repeat)
                     log["timings"].append(t)
@@ -486,6 +636,7 @@ def main(argv: list[str] | None = None) -> int:
                 finish(3)
                 os._exit(3)  # the kernel still spins: no clean-up can return
             status |= 0 if good else 1
+            finish("running")  # kept current: gpu_check.sh's timeout kills without a word
     if not args.no_baselines and not args.small:
         nbytes = FULL[0] * FULL[1] * 128 * 128 * 2
         log["baselines"] = baselines(nbytes, args.repeat)
@@ -494,7 +645,11 @@ def main(argv: list[str] | None = None) -> int:
         say(f"baselines: {json.dumps(log['baselines'], default=str)[:400]}")
     if not args.no_sanitizer:
         log["sanitizer"] = sanitizer(artifacts, args.timeout)
-    say(f"{'all results match numpy' if not status else 'MISMATCH'}; log {out_dir}/gpu_check.json")
+        if any(r.get("ok") is False for r in log["sanitizer"].values() if isinstance(r, dict)):
+            status |= 1  # a memcheck / synccheck finding fails the check like a mismatch
+    missing = f"; {len(log['not_built'])} not built (above)" if log["not_built"] else ""
+    verdict = "all results match numpy" if not status else "MISMATCH"
+    say(f"{verdict}{missing}; log {out_dir}/gpu_check.json")
     return finish(status)
 
 
