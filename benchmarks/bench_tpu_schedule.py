@@ -13,9 +13,17 @@ are read from the dump: a bundle's nesting (`>` marks) tells the loop it sits in
   per-instance prologue and epilogue, exit work. Executed bundles are the bundles at each
   loop depth times that loop's trip count, which each implementation's structure gives
   (`TRIPS`: vxc's stream peels its last tile out of the loop, so its loop runs n - 1
-  times; a Pallas grid runs n steps).
-Fewer is better; both are counts of the static schedule, not cycles (a DMA wait's
-bundle may stall).
+  times; a Pallas grid runs its n steps plus the two steps of its pipeline's ramp, as
+  the loop's exit test in the LLO says, which is checked).
+- Both count what executes (`--static` gives the older static figures): an empty
+  bundle (a branch's delay slot, a stall) belongs to the loop of the bundle before it,
+  and a region that a conditional branch inside the innermost loop skips (`REGIONS`:
+  Pallas's pipeline work skipped on its ramp steps, the `pl.when(k == 0)` zero-fill
+  and the `pl.when(k == last)` epilogue) counts as many times as it runs, so the
+  steady state is what a step in the middle of the K loop executes and a once-per-tile
+  zero-fill or epilogue is fixed cost on both sides.
+Fewer is better; both are counts of the schedule, not cycles (a DMA wait's bundle may
+stall).
 
 softmax and attention (`TILE_SHAPES`) are read from the LLO's control flow instead
 (`control_flow`, `tile_plan`): steady state per [8, 1024] row block (softmax) or per 128
@@ -81,16 +89,34 @@ GEMM_MN = 256  # m = n of the gemm cases; p = (m / 128) * (n / 128) instances
 # Trip counts of each loop depth for n tiles and p instances, per implementation.
 TRIPS = {
     ("stream", "vxc"): lambda n, p: (n - 1,),
+    ("stream", "stream_blockspec"): lambda n, p: (n + 2,),  # the grid and its ramp
     ("stream_grid", "vxc"): lambda n, p: (p, n - p),  # p instances, n/p - 1 tiles each
-    ("stream_grid", "stream_grid_2d"): lambda n, p: (n,),  # the 2-D grid is one loop
+    ("stream_grid", "stream_grid_2d"): lambda n, p: (n + 2,),  # the 2-D grid is one loop
     # n K steps per tile of C: p instances, each runs its K loop n - 1 times (tile 0 is
-    # issued before it), 3-stage n - 2 times; Pallas's grid is p x n steps.
+    # issued before it), 3-stage n - 2 times; Pallas's grid is p x n steps and the two
+    # of its pipeline's ramp (the first only starts DMAs, the last only waits for the
+    # last write-back), as the loop's exit test in the LLO says.
     ("gemm", "vxc"): lambda n, p: (p, p * (n - 1)),
     ("gemm_3stage", "vxc"): lambda n, p: (p, p * (n - 2)),
-    ("gemm", "gemm_blockspec"): lambda n, p: (p * n,),
+    ("gemm", "gemm_blockspec"): lambda n, p: (p * n + 2,),
     ("gemm_epilogue", "vxc"): lambda n, p: (p, p * (n - 1)),
-    ("gemm_epilogue", "gemm_epilogue_blockspec"): lambda n, p: (p * n,),
+    ("gemm_epilogue", "gemm_epilogue_blockspec"): lambda n, p: (p * n + 2,),
 }
+# How many times each region skipped by a conditional branch in the innermost loop body
+# runs per call, in the order of the branches: the Pallas grid's pipeline work (every
+# real step), its `pl.when(k == 0)` zero-fill (once per tile of C, per instance), its
+# `pl.when(k == last)` epilogue (likewise). vxc's loops have no such branch.
+# Each: (runs, whether a step in the middle of the loop runs it).
+REGIONS = {
+    ("stream", "stream_blockspec"): lambda n, p: ((n, True), (1, False)),
+    ("gemm", "gemm_blockspec"): lambda n, p: ((p * n, True), (p, False)),
+    ("gemm_epilogue", "gemm_epilogue_blockspec"): lambda n, p: (
+        (p * n, True), (p, False), (p, False)),
+    ("stream_grid", "stream_grid_2d"): lambda n, p: ((n, True), (p, False)),
+}  # fmt: skip
+# Pallas grids: one loop from 0 whose exit test states the trip count, which is checked.
+GRIDS = {"stream_blockspec", "stream_grid_2d", "gemm_blockspec", "gemm_epilogue_blockspec"}
+EXIT_TEST = re.compile(r"scmp\.ge\.s32\.totalorder %s\w+, (\d+) /\* loop exit test")
 TRIPS_DEFAULT = lambda n, p: (n,)  # noqa: E731 - a Pallas grid or fori_loop over the tiles
 
 TWIN_NAMES = {
@@ -165,7 +191,14 @@ def compile_one(case: Case, impl: str, topo: str, tiles: int) -> None:
     jax.jit(fn).trace(*specs).lower().compile()
 
 
-def schedule(dump: Path, trips: tuple[int, ...], units: int) -> dict[str, int]:
+def schedule(
+    dump: Path,
+    trips: tuple[int, ...],
+    units: int,
+    regions: tuple[tuple[int, bool], ...] = (),
+    static: bool = False,
+    grid: bool = False,
+) -> dict[str, int]:
     """Steady-state and fixed bundles of the kernel's final LLO schedule in `dump`."""
     files = [
         f
@@ -177,16 +210,54 @@ def schedule(dump: Path, trips: tuple[int, ...], units: int) -> dict[str, int]:
     files = [f for f in files if "tpu_custom_call" in f.name] or files
     if not files:
         raise SystemExit(f"no kernel schedule in {dump}: {sorted(p.name for p in dump.iterdir())}")
-    depth: Counter[int] = Counter()
-    for line in max(files, key=lambda f: f.stat().st_size).read_text().splitlines():
+    text = max(files, key=lambda f: f.stat().st_size).read_text().splitlines()
+    bundles: list[tuple[int, str]] = []  # (loop depth, text) per bundle
+    for line in text:
         m = BUNDLE.match(line)
         if m:
-            depth[len(m.group(1))] += 1
+            empty = not static and re.search(r"\{\s*\}", line) and not m.group(1)
+            bundles.append((bundles[-1][0] if empty and bundles else len(m.group(1)), line))
+    depth = Counter(d for d, _ in bundles)
     inner = max(depth)
     if len(trips) != inner:
         raise SystemExit(f"{dump}: loops nest {inner} deep, the trip table says {len(trips)}")
     executed = depth[0] + sum(depth[d + 1] * t for d, t in enumerate(trips))
     steady = depth[inner]
+    if static:
+        return {"steady": steady, "fixed": executed - units * steady, "executed": executed}
+    exits = [int(m.group(1)) for _, line in bundles if (m := EXIT_TEST.search(line))]
+    if grid and exits != [trips[-1]]:  # a Pallas grid: one loop from 0, its bound static
+        raise SystemExit(f"{dump}: the grid loop exits at {exits}, the table says {trips}")
+    # Regions that conditional forward branches of the innermost loop skip: bundles
+    # from the branch's delay slots' end to its target.
+    start = {}
+    for k, (_, line) in enumerate(bundles):
+        for r in START.findall(line):
+            start.setdefault(r, k)
+    ranges = []
+    for k, (d, line) in enumerate(bundles):
+        m = BRANCH.search(line)  # conditional (a predicate), forward, in the body
+        if m and m.group(2) and d == inner and start.get(m.group(3), -1) > k:
+            ranges.append(range(k + 1 + DELAY, start[m.group(3)]))
+    if len(ranges) != len(regions):
+        raise SystemExit(
+            f"{dump}: {len(ranges)} skipped regions in the loop body, the "
+            f"region table says {len(regions)}"
+        )
+    # Each bundle of the innermost body runs as often as the innermost region holding it
+    # (regions nest: the zero-fill lies inside the pipeline's work), or every trip; the
+    # steady state is what a step in the middle of the loop runs.
+    executed -= steady * trips[-1]
+    steady = 0
+    for k, (d, _) in enumerate(bundles):
+        if d != inner:
+            continue
+        runs, middle = trips[-1], True
+        for rng, (r, mid) in zip(ranges, regions, strict=True):
+            if k in rng:
+                runs, middle = min(runs, r), middle and mid
+        executed += runs
+        steady += middle
     return {"steady": steady, "fixed": executed - units * steady, "executed": executed}
 
 
@@ -194,10 +265,13 @@ def key_is_gemm(case_key: str) -> bool:
     return case_key.startswith("gemm")
 
 
-def measure(case_key: str, impl: str, topo: str, tiles: int) -> dict[str, int]:
+def measure(case_key: str, impl: str, topo: str, tiles: int, static=False) -> dict[str, int]:
     case = CASES[case_key]
     instances = (GEMM_MN // 128) ** 2 if key_is_gemm(case_key) else max(1, case.instances)
     loops = TRIPS.get((case.source[8:-3], impl), TRIPS_DEFAULT)(tiles, instances)
+    regions = REGIONS.get((case.source[8:-3], impl), lambda n, p: ())(tiles, instances)
+    if static and impl in GRIDS:  # the older count: a grid's n steps, no ramp
+        loops = (*loops[:-1], loops[-1] - 2)
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TPU_SKIP_MDS_QUERY="1",
                    LIBTPU_INIT_ARGS=f"--xla_jf_dump_to={d} --xla_jf_dump_llo_text=true")  # fmt: skip
@@ -205,7 +279,8 @@ def measure(case_key: str, impl: str, topo: str, tiles: int) -> dict[str, int]:
         subprocess.run(cmd, env=env, check=True, timeout=600)
         # Steady-state units per call: tiles (a stream), K steps of every tile of C (gemm).
         units = tiles * instances if key_is_gemm(case_key) else tiles
-        return schedule(Path(d), loops, units)
+        grid = impl in GRIDS
+        return schedule(Path(d), loops, units, regions, static, grid)
 
 
 def main() -> None:
@@ -213,6 +288,12 @@ def main() -> None:
     ap.add_argument("--topo", default="v5e,v6e")
     ap.add_argument("--tiles", type=int, default=8)
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated CASES keys")
+    ap.add_argument(
+        "--static",
+        action="store_true",
+        help="count each bundle once per trip of its loop, branches ignored "
+        "(the figures before the executed count)",
+    )
     ap.add_argument("--one", nargs=4, metavar=("CASE", "IMPL", "TOPO", "TILES"), help="child")
     args = ap.parse_args()
     if args.one:
@@ -230,7 +311,10 @@ def main() -> None:
             cells = []
             how = measure_tile if case.source in TILE_SHAPES else measure
             for topo in topos:
-                s = how(key, impl, topo, args.tiles)
+                if how is measure:
+                    s = measure(key, impl, topo, args.tiles, args.static)
+                else:
+                    s = how(key, impl, topo, args.tiles)
                 cells.append(f"{s['steady']:g} / {s['fixed']:g}")
             label = f"vxc `{case.source[8:-3]}`" if impl == "vxc" else TWIN_NAMES[impl]
             print(f"| {label}, {case.name} | " + " | ".join(cells) + " |", flush=True)

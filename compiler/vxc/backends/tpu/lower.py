@@ -47,6 +47,7 @@ and the rule; calls and memory-space casts are refusal entries of the walk.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -152,6 +153,20 @@ class Token:
     ring: Ring | None  # None: a store's token (the store semaphore)
     slot: ir.Value | None
     op: ir.Operation
+
+
+@dataclass
+class Early:
+    """A blocking transfer of read-only HBM data into a private VMEM slot, issued as soon
+    as its region's offsets exist and waited just before its result's first use: its own
+    semaphore (index `sem`), and the top-level positions of both (docs/TPU.md)."""
+
+    op: ir.Operation  # the `vx.transfer`
+    view: ir.Operation | None  # the `vx.view` it reads, lowered with it
+    pulled: tuple[ir.Operation, ...]  # the scalar ops of the view's offsets, moved with it
+    issue_after: int  # index in the body after whose op the DMA starts (-1: at the top)
+    wait_before: int  # index of the first op that uses the tile
+    sem: int
 
 
 @dataclass
@@ -272,7 +287,7 @@ class FunctionLowering(Walk):
          "store", "sem", "flatten", "unflatten", "same_shape", "pid", "instances",
          "inputs", "constraints", "preconditions", "precision", "grid_value", "grid_tree",
          "store_sems", "shape_params", "tensor_index", "unchecked", "in_memory",
-         "carried_types", "aligned"}
+         "carried_types", "aligned", "promoted", "in_registers"}
     )  # fmt: skip
 
     def __init__(
@@ -310,6 +325,15 @@ class FunctionLowering(Walk):
         self.in_memory: set[ir.Value] = set()
         self.multiples: dict[int, int] = {}  # argument index -> what its clauses say divides it
         self.capacity = 0  # bytes of VMEM (the transfers' `capacity`)
+        self.early: dict[ir.Operation, Early] = {}  # blocking transfers issued early
+        self.early_refs: dict[ir.Operation, tuple[Ref, Ref]] = {}  # their DMA's ends
+        self.pulled_done: set[ir.Operation] = set()  # scalar ops lowered with an early DMA
+        # Zero-filled accumulators that only matmul_acc updates inside loops: their value
+        # is kept in vector registers (the zeros a constant, each matmul's result the next
+        # one's accumulator, a loop carrying it) and stored into the slot only before an
+        # op that needs the memory (`registers`, `materialize`).
+        self.in_registers: set[ir.Value] = set()
+        self.promoted: dict[ir.Value, ir.Value] = {}  # accumulator -> its current vector
 
     # -- types ---------------------------------------------------------------------
     def ty(self, text: str) -> ir.Type:
@@ -414,6 +438,8 @@ class FunctionLowering(Walk):
         f.walk(visit)
         if errors:
             raise errors[0]
+        self._plan_early()
+        self.in_registers = _register_accumulators(self.vx, self.in_memory)
         check_footprint(
             [
                 (
@@ -528,6 +554,113 @@ class FunctionLowering(Walk):
         if op.name == "vx.transfer_async":
             r.sems = True
 
+    def _plan_early(self) -> None:
+        """The body's blocking transfers that can start early (`Early`): the source is a
+        parameter that is not `&mut` (nothing the kernel does writes it) or a view of one,
+        and the destination a one-slot ring no other op fills (nothing else reads or
+        writes the slot in between). The DMA starts right after the op that defines the
+        last of the view's offsets (their scalar arithmetic moved with it), or after the
+        last loop before its use, and is waited before the first op using the tile:
+        stream's and stream_grid's `w` travels with tile 0 and is waited before the tile
+        loop; gemm_epilogue's bias starts after the K loop, before the last K step."""
+        body = [op.operation for op in self.vx.regions[0].blocks[0].operations]
+        at = {r: k for k, op in enumerate(body) for r in op.results}
+        fills: Counter[int] = Counter()
+
+        def count(op: ir.Operation) -> ir.WalkResult:
+            lay = ring_layout(op)
+            if lay is not None:
+                fills[self.private.get(op, lay.ring)] += 1
+            return ir.WalkResult.ADVANCE
+
+        self.vx.walk(count)
+        for k, op in enumerate(body):
+            if op.name != "vx.transfer" or op in self.outputs:
+                continue
+            lay = ring_layout(op)
+            key = self.private.get(op, lay.ring)
+            if lay.space not in ("VMEM", "ACC") or max(1, lay.slots) != 1 or fills[key] != 1:
+                continue
+            src, view_op = op.operands[0], None
+            if _is_op(src.owner, "vx.view") and src.owner.operation in body:
+                view_op = src.owner.operation
+                deps, src = list(view_op.operands)[1:], view_op.operands[0]
+            else:
+                deps = []
+            if not self._read_only(src):
+                continue
+            # The scalar arithmetic of the offsets moves with the DMA (no memory, no
+            # effect), so the DMA waits only for the effects its offsets depend on.
+            chain, issue = _pure_chain(deps, at, body)
+            users = [j for j in range(k + 1, len(body)) if _uses(body[j], op.results[0])]
+            wait = users[0] if users else len(body) - 1  # before the return at the latest
+            # Measured (docs/PERFORMANCE.md): a DMA started before a loop that separates
+            # it from its wait (gemm_epilogue's bias before the K loop) keeps its
+            # addresses live across the loop and costs 3-12 bundles an instance; started
+            # after the last such loop it costs none and still overlaps the last K step.
+            loops = [j for j in range(issue + 1, wait) if len(body[j].regions)]
+            issue = max([issue, *loops])
+            pulled = tuple(o for o in chain if at[o.results[0]] > issue)
+            if issue < k - 1 or wait > k + 1:
+                self.early[op] = Early(op, view_op, pulled, issue, wait, len(self.early))
+
+    def _read_only(self, v: ir.Value) -> bool:
+        """`v` is an HBM tensor parameter of the kernel that is not `&mut`."""
+        return (
+            isinstance(v, ir.BlockArgument)
+            and v.owner.owner == self.vx
+            and v.arg_number in self.tensor_index
+            and v.arg_number not in self.mut_args
+        )
+
+    def lower_body(self, block: ir.Block) -> None:
+        """The kernel's body in order, each `Early` transfer's DMA started after op
+        `issue_after` and waited before op `wait_before`."""
+        body = [op.operation for op in block.operations]
+        moved = {e.view for e in self.early.values() if e.view} | set(self.early)
+        moved |= {o for e in self.early.values() for o in e.pulled}
+        self._start_early(-1)
+        for k, op in enumerate(body):
+            for e in self.early.values():
+                if e.wait_before == k:
+                    with self.op_scope(e.op):
+                        _early_wait(self, e)
+            if op not in moved:
+                self.lower_op(op)
+            self._start_early(k)
+
+    def _start_early(self, after: int) -> None:
+        for e in self.early.values():
+            if e.issue_after == after:
+                for o in e.pulled:
+                    if o not in self.pulled_done:  # two DMAs may share an offset
+                        self.pulled_done.add(o)
+                        self.lower_op(o)
+                if e.view is not None:
+                    self.lower_op(e.view)
+                with self.op_scope(e.op):
+                    _early_start(self, e)
+
+    def lower_op(self, op: ir.Operation) -> None:
+        """An accumulator kept in registers is stored before an op that reads its memory
+        (a DMA, a transpose, anything but matmul_acc, tile arithmetic and the loops that
+        carry it); tile arithmetic reads the vector itself."""
+        swapped: dict[ir.Value, object] = {}
+        for acc, value in list(self.promoted.items()):
+            if not _uses(op, acc) or op.name in ("vx.matmul_acc", "scf.for"):
+                continue  # (matmul_acc and a carrying loop were checked by the planning)
+            if op.name in TILE_OPS and op.name != "vx.transpose":
+                swapped[acc] = self.env[acc]
+                self.env[acc] = value
+                continue
+            with self.op_scope(op):
+                self.store(self.env[acc], value)
+            del self.promoted[acc]
+        try:
+            super().lower_op(op)
+        finally:
+            self.env.update(swapped)
+
     def describe_dst(self, op: ir.Operation) -> str:
         if op.name == "vx.zeros":
             return "the zero-filled accumulator"
@@ -562,6 +695,10 @@ class FunctionLowering(Walk):
             # Async stores signal their own semaphore: a DMA semaphore counts bytes, so a
             # blocking transfer's wait on a shared one could be satisfied by a store.
             scratch.append(one_sem)
+        if self.early:  # one semaphore per early transfer
+            scratch.append(
+                f"memref<{len(self.early)}x!tpu.dma_semaphore, #tpu.memory_space<semaphore_mem>>"
+            )
         counted = [r for r in rings if r.slots > 1]
         if counted:
             scratch.append(f"memref<{len(counted)}xi32, #tpu.memory_space<smem>>")
@@ -620,6 +757,7 @@ class FunctionLowering(Walk):
                 r.sem = next(sargs)
             self.sync_sem = next(sargs)
             self.store_sems = next(sargs) if self.stores_async else None
+            self.early_sems = next(sargs) if self.early else None
             self.counters = next(sargs) if counted else None
             for k, r in enumerate(counted):
                 r.counter = k
@@ -629,7 +767,7 @@ class FunctionLowering(Walk):
                 vx_block = f.regions[0].blocks[0]
                 for i, a in enumerate(vx_block.arguments):
                     self.env[a] = self._argument(i, a)
-                self.lower_block(vx_block)
+                self.lower_body(vx_block)
         return Kernel(
             self.name,
             self.inputs,
@@ -926,7 +1064,10 @@ def _zeros(lo: FunctionLowering, op: ir.Operation) -> None:
         lo.env[op.results[0]] = zero
         return
     ref, _, _ = lo.dst(op)
-    lo.store(ref, zero)
+    if op.results[0] in lo.in_registers:
+        lo.promoted[op.results[0]] = zero  # the first matmul_acc adds onto the constant
+    else:
+        lo.store(ref, zero)
     lo.env[op.results[0]] = ref
 
 
@@ -945,6 +1086,23 @@ def _transfer(lo: FunctionLowering, op: ir.Operation) -> None:
     tpu.EnqueueDMAOp(s, d, target_semaphore=sem)
     tpu.WaitDMA2Op(lo.sem(None, None), s, d)
     lo.env[op.results[0]] = dst
+
+
+def _early_start(lo: FunctionLowering, e: Early) -> None:
+    """An `Early` transfer's DMA, on its own semaphore (a DMA semaphore counts bytes: a
+    blocking transfer's wait on the shared one could be released by it)."""
+    src = lo.hbm(e.op.operands[0], e.op)
+    dst, _, _ = lo.dst(e.op)
+    tpu.EnqueueDMAOp(
+        lo.view(src), lo.view(dst), target_semaphore=lo.sem(None, lo.i32(e.sem), lo.early_sems)
+    )
+    lo.env[e.op.results[0]] = dst
+    lo.early_refs[e.op] = (src, dst)
+
+
+def _early_wait(lo: FunctionLowering, e: Early) -> None:
+    src, dst = lo.early_refs[e.op]
+    tpu.WaitDMA2Op(lo.sem(None, lo.i32(e.sem), lo.early_sems), lo.view(src), lo.view(dst))
 
 
 @rule("vx.transfer_async")
@@ -1002,7 +1160,10 @@ def _for(lo: FunctionLowering, op: ir.Operation) -> None:
     lb, ub, step = (lo.env[v] for v in list(op.operands)[:3])
     inits = [lo.env[v] for v in list(op.operands)[3:]]
     flat = [x for v in inits for x in lo.flatten(v, op)]
-    loop = scf.ForOp(lb, ub, step, flat)
+    # Accumulators in registers that the body updates cross iterations as vectors, after
+    # the loop's own values.
+    accs = [a for a in lo.promoted if _uses(op, a)]
+    loop = scf.ForOp(lb, ub, step, flat + [lo.promoted[a] for a in accs])
     body = op.regions[0].blocks[0]
     lo.env[body.arguments[0]] = loop.induction_variable
     inner = list(loop.inner_iter_args)
@@ -1012,12 +1173,16 @@ def _for(lo: FunctionLowering, op: ir.Operation) -> None:
         lo.env[arg] = val
         pos += n
     with ir.InsertionPoint(loop.body):
+        for a, v in zip(accs, inner[len(flat) :], strict=True):
+            lo.promoted[a] = v
         yielded = [lo.env[v] for v in lo.lower_block(body)]
         y = list(body.operations)[-1].operation
         for a, b in zip(inits, yielded, strict=True):
             lo.same_shape(a, b, y)
-        scf.YieldOp([x for v in yielded for x in lo.flatten(v, y)])
+        scf.YieldOp([x for v in yielded for x in lo.flatten(v, y)] + [lo.promoted[a] for a in accs])
     results = list(loop.results)
+    for a, v in zip(accs, results[len(flat) :], strict=True):
+        lo.promoted[a] = v
     pos = 0
     for proto, r in zip(inits, op.results, strict=True):
         val, n = lo.unflatten(proto, results[pos : pos + n_of(proto)])
@@ -1217,6 +1382,86 @@ def _where_multiples(f: ir.Operation) -> dict[int, int]:
 def _is_op(op, name: str) -> bool:
     """`op` (a value's owner: an op, or a block for an argument) is a `name` op."""
     return isinstance(op, ir.OpView | ir.Operation) and op.name == name
+
+
+# Ops without memory effects whose results are scalars: an early DMA's offsets may be
+# computed ahead of their place in the body.
+PURE_VX = ("vx.instance", "vx.instances", "vx.len")
+
+
+def _pure_chain(
+    values: list[ir.Value], at: dict[ir.Value, int], body: list[ir.Operation]
+) -> tuple[list[ir.Operation], int]:
+    """The body's effect-free scalar ops (`arith`, `PURE_VX`) that compute `values`,
+    transitively, in body order, and the index of the last other body op they read (-1:
+    only arguments)."""
+    chain: set[ir.Operation] = set()
+    leaf = -1
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        j = at.get(v)
+        if j is None:
+            continue  # an argument
+        op = body[j]
+        if op.name.startswith("arith.") or op.name in PURE_VX:
+            if op not in chain:
+                chain.add(op)
+                stack.extend(op.operands)
+        else:
+            leaf = max(leaf, j)
+    return sorted(chain, key=lambda o: at[o.results[0]]), leaf
+
+
+def _register_accumulators(f: ir.Operation, in_memory: set[ir.Value]) -> set[ir.Value]:
+    """The zero fills in memory (matmul_acc accumulators) of `f` whose every use in a
+    loop nested in the fill's block is as the accumulator (operand 0 only) of a
+    matmul_acc on 16-bit operands, inside `scf.for`s alone: their value can live in
+    vector registers, carried by those loops, and be stored in the fill's block before
+    an op there needs the memory (`FunctionLowering.lower_op`). f32 operands keep the
+    accumulator in VMEM: measured, stream's f32 step grows by 2-14 bundles with it in
+    registers (docs/PERFORMANCE.md)."""
+    fills: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "vx.zeros" and op.results[0] in in_memory:
+            fills.append(op)
+        return ir.WalkResult.ADVANCE
+
+    f.walk(visit)
+    out: set[ir.Value] = set()
+    for fill in fills:
+        acc, home = fill.results[0], fill.parent
+        if all(_register_use(use.owner, use.operand_number, acc, home) for use in acc.uses):
+            out.add(acc)
+    return out
+
+
+def _register_use(user: ir.Operation, k: int, acc: ir.Value, home: ir.Operation) -> bool:
+    if user.name == "vx.matmul_acc":
+        if str(_placed(user.operands[1].type).element_type) == "f32":
+            return False
+        if k != 0 or any(o == acc for o in list(user.operands)[1:]):
+            return False
+    if user.parent == home:
+        return True  # in the fill's block: stored there first if it needs the memory
+    p = user.parent
+    while p != home and p.name == "scf.for":
+        p = p.parent
+    return p == home and user.name == "vx.matmul_acc"
+
+
+def _uses(op: ir.Operation, v: ir.Value) -> bool:
+    """`op` or an op nested in its regions reads `v`."""
+    found = False
+
+    def visit(o: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        found = found or any(x == v for x in o.operands)
+        return ir.WalkResult.INTERRUPT if found else ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return found
 
 
 def _is_const(op, value: int | None = None) -> bool:

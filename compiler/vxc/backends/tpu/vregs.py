@@ -227,7 +227,14 @@ def _matmul_acc(lo: FunctionLowering, op: ir.Operation) -> None:
             "E7007", op, f"matmul_acc on {elem} operands: the MXU path takes f32, bf16 or f16"
         )
     (av, at), (bv, bt) = (_mxu_operand(lo, v, op) for v in list(op.operands)[1:])
-    cv = lo.load(acc)
+    held = op.operands[0] in lo.promoted  # the accumulator kept in vector registers
+    if held:
+        vt = lo.promoted[op.operands[0]].type
+        cv = arith.ConstantOp(
+            vt, ir.DenseElementsAttr.get_splat(vt, ir.FloatAttr.get(_f32(lo), 0.0))
+        ).result
+    else:
+        cv = lo.load(acc)
     # Mosaic's default for f32 operands is one MXU pass, which rounds them to bf16; the
     # fp32 contract precision computes what the cpu does, to f32 rounding (docs/TPU.md).
     exact = elem == "f32" and lo.precision == "f32"
@@ -240,4 +247,7 @@ def _matmul_acc(lo: FunctionLowering, op: ir.Operation) -> None:
         precision=ir.Attribute.parse("#tpu.contract_precision<fp32>") if exact else None,
         dimension_numbers=_dims(at, bt),
     ).result
-    lo.store(acc, r)
+    if held:
+        lo.promoted[op.operands[0]] = arith.AddFOp(lo.promoted[op.operands[0]], r).result
+    else:
+        lo.store(acc, r)
