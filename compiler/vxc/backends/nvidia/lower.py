@@ -413,7 +413,7 @@ class FunctionLowering(Walk):
                         f"{self.name}: argument {self.arg_names[i]} has type {m}; the NVIDIA "
                         f"backends take 2-D tiles and Vecs of 2-D tiles",
                     )
-            elif str(a.type) in ("i64", "index", "i32", "f32"):
+            elif str(a.type) in ("i64", "index", "i32", "f32", "i1"):
                 self.scalar_params[i] = None
             else:
                 raise refuse(
@@ -633,6 +633,11 @@ class FunctionLowering(Walk):
                 f"(tiles {tiles_end}, private {self.private_bytes}, barriers, alignment); "
                 f"the limit per CTA is {limit}",
             )
+        if 2 * layout["dynamic_smem"] > limit:
+            # One CTA per SM is all the shared memory allows: ptxas may use the registers
+            # of the whole SM (up to 255 per thread) instead of spilling for an occupancy
+            # that cannot happen.
+            self.k.min_ctas = 1
         self.layout_info = layout
         return layout
 
@@ -675,6 +680,8 @@ class FunctionLowering(Walk):
                 f = k.reg("f32")
                 k.ins("mov.b32", f, r)
                 r = f
+            if str(self.entry.arguments[i].type) == "i1":  # a bool: any nonzero word is true
+                r = k.setp("ne", "u64", r, Imm(0))
             self.scalars[i] = r
         lay = self.layout_info
         self.bars = k.reg("b32")
@@ -947,12 +954,12 @@ class FunctionLowering(Walk):
     def evaluate(self, lv: Lazy, op: ir.Operation, tile: Tile) -> Smem:
         """`lv` stored into the next slot of `tile`'s ring (row-major): in the
         accumulator's spread when it reads the accumulator, else in the tile's."""
-        if tile.layout != "rowmajor":
+        if tile.layout not in ("rowmajor", "sw128"):
             raise refuse(
                 "E7001",
                 op,
-                f"{op.name}: a tile-arithmetic result used as a matmul_acc operand (a "
-                f"swizzled layout) is not lowered on {self.target} yet",
+                f"{op.name}: a tile-arithmetic result used as matmul_acc's B operand is not "
+                f"lowered on {self.target} (an A operand, or a B operand through `transpose`, is)",
             )
         self.check_reads(lv, op)
         node = self.resolve(lv.node, op)
@@ -963,6 +970,8 @@ class FunctionLowering(Walk):
         k.comment(BARRIER_NOTE)  # operands written, the slot's last readers done
         k.ins("bar.sync", Imm(0))
         acc = tiles.accs(node)
+        if tile.layout == "sw128":
+            return self.evaluate_operand(node, op, tile, addr, bool(acc))
         try:
             if len(acc) > 1:
                 raise tiles.TileError("an expression over two accumulators")
@@ -979,6 +988,73 @@ class FunctionLowering(Walk):
         # No barrier after: every reader of a tile starts with one (a tile form's,
         # a reduction's, or a TMA store's fence and bar.sync).
         return Smem(addr, tile)
+
+    def evaluate_operand(
+        self, node: tiles.Node, op: ir.Operation, tile: Tile, addr: Reg, on_acc: bool
+    ) -> Smem:
+        """A computed MMA operand (attention's `cast::<bf16>(p)`): written in the swizzled
+        K-major layout the descriptor reads, then fenced for the async proxy (the MMA
+        reads shared memory through it) and synchronised, since the MMA reads every
+        thread's chunks."""
+        if on_acc:
+            raise refuse(
+                "E7001",
+                op,
+                f"{op.name}: an MMA operand computed from an accumulator; transfer it to "
+                f"Memory::VMEM first",
+            )
+        try:
+            self.em.evaluate_sw128(node, addr, tile.rows, tile.cols, tile.dtype)
+        except tiles.TileError as e:
+            raise refuse("E7001", op, f"{op.name}: {e}") from None
+        self.k.ins("fence.proxy.async.shared::cta")
+        self.k.ins("bar.sync", Imm(0))
+        return Smem(addr, tile)
+
+    def update_acc(self, lv: Lazy, op: ir.Operation) -> AccVal:
+        """`acc = f(acc, ...)` computed into the accumulator itself (attention's rescaling
+        `acc * alpha`), element by element where it lives; the old value must be dead
+        after the op, since nothing else holds it."""
+        self.check_reads(lv, op)
+        node = self.resolve(lv.node, op)
+        acc = tiles.accs(node)
+        m = T.placed(op.results[0].type)
+        olds = list(dict.fromkeys(x for v in op.operands for x in self.acc_values(v)))
+        if len(acc) != 1 or (acc[0].m, acc[0].n) != tuple(m.shape) or not olds:
+            raise refuse(
+                "E7006",
+                op,
+                f"{op.name}: an accumulator is updated from one accumulator of its own shape only",
+            )
+        if not all(_dead_after(v, op) for v in olds):
+            raise refuse(
+                "E7006",
+                op,
+                f"{op.name}: the accumulator's old value is read after this update, which the "
+                f"NVIDIA backends compute in place (the accumulator has one home)",
+            )
+        if any(isinstance(n, tiles.Load) for n in tiles.walk(node)):
+            # Broadcast operands were written by other threads (a tile form, a reduction).
+            self.k.comment(BARRIER_NOTE)
+            self.k.ins("bar.sync", Imm(0))
+        try:
+            for s in self.mma.spreads(acc[0]):
+                self.mma.write_back(acc[0], s, self.em.element_values(node, s))
+        except tiles.TileError as e:
+            raise refuse("E7001", op, f"{op.name}: {e}") from None
+        self.mma.written(acc[0])
+        self.bump(("acc", id(acc[0])))
+        return AccVal(acc[0])
+
+    def acc_values(self, v: ir.Value) -> list[ir.Value]:
+        """The accumulator values an operand reads: itself, or those of the unstored
+        tile forms it is made of (`(acc * 2.0) * alpha`)."""
+        lv = self.get(v)
+        if isinstance(lv, AccVal):
+            return [v]
+        if isinstance(lv, Lazy) and isinstance(v, ir.OpResult):
+            return [x for w in v.owner.operands for x in self.acc_values(w)]
+        return []
 
     # -- values through loops and ifs ------------------------------------------------------
 
@@ -1181,12 +1257,21 @@ def _binary(fl: FunctionLowering, op: ir.Operation) -> None:
     cls = _cls(op.results[0].type, op)
     if cls == "f32":
         raise refuse("E7011", op, f"{op.name} on f32 is not supported by the NVIDIA backends")
-    if cls == "pred":
+    if cls == "pred" and op.name not in _PRED:
         raise refuse("E7011", op, f"{op.name} on i1 is not supported by the NVIDIA backends")
     a, b = fl.get(op.operands[0]), fl.get(op.operands[1])
+    if cls == "pred":  # `&&`, `||`, `!` (xor with true) on bools
+        r = fl.k.reg("pred")
+        fl.k.ins(f"{_PRED[op.name]}.pred", r, a.reg, b.reg)
+        fl.set(op.results[0], Scalar(r))
+        return
     r = fl.k.reg(cls)
     fl.k.ins(f"{_BINARY[op.name]}{cls[1:]}", r, a.reg, b.reg)
     fl.set(op.results[0], Scalar(r))
+
+
+# Logic on bools (i1 values live in predicate registers).
+_PRED = {"arith.andi": "and", "arith.ori": "or", "arith.xori": "xor"}
 
 
 _CMP = ["eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"]
@@ -1441,7 +1526,9 @@ def _acc_vector(fl: FunctionLowering, op: ir.Operation, v: object) -> Lazy:
 
 def _tile_value(fl: FunctionLowering, op: ir.Operation, make) -> None:
     """A tile form's value: stored into its ring slot when it is a placed shared-memory
-    tile, else an expression (`Lazy`) computed where it is read."""
+    tile; an accumulator updated in place when the result must be one (an MMA
+    accumulates into it, or a loop or an `if` carries it); else an expression (`Lazy`)
+    computed where it is read."""
     res = op.results[0]
     m = T.placed(res.type)
     rows, cols = m.shape[0], m.shape[1]
@@ -1451,8 +1538,64 @@ def _tile_value(fl: FunctionLowering, op: ir.Operation, make) -> None:
     lv = Lazy(node, lay.space, reads)
     if lay.space == "VMEM" and lay.shared:
         fl.set(res, fl.evaluate(lv, op, fl.tile(op, res.type)))
+    elif lay.space == fl.arch.acc_space and _needs_acc(res):
+        fl.set(res, fl.update_acc(lv, op))
     else:
         fl.set(res, lv)
+
+
+def _needs_acc(v: ir.Value) -> bool:
+    """`v` is read as an accumulator: matmul_acc's first operand, or yielded."""
+    return any(
+        (u.owner.name == "vx.matmul_acc" and u.operand_number == 0) or u.owner.name == "scf.yield"
+        for u in v.uses
+    )
+
+
+def _region_owner(op: ir.Operation) -> ir.Operation | None:
+    p = op.parent
+    return None if p is None or p.name == "func.func" else p.operation
+
+
+def _chain(op: ir.Operation) -> list[ir.Operation]:
+    """`op` and the ops that enclose it, innermost first (below the function)."""
+    out: list[ir.Operation] = []
+    x: ir.Operation | None = op
+    while x is not None:
+        out.append(x)
+        x = _region_owner(x)
+    return out
+
+
+def _may_follow(u: ir.Operation, op: ir.Operation) -> bool:
+    """Whether `u` may run after `op` in one run of the block that holds both (branches
+    of one `if` exclude each other; loops are the caller's concern)."""
+    cu, co = _chain(u), _chain(op)
+    for x in cu:
+        for y in co:
+            if x.block == y.block:
+                if x == y:  # different regions of x: the branches of an `if`
+                    return x.name != "scf.if"
+                return y.is_before_in_block(x)
+    return True
+
+
+def _dead_after(v: ir.Value, op: ir.Operation) -> bool:
+    """No read of `v` but `op` can come after `op`: `v` may be overwritten in place. A
+    loop between `op` and `v`'s definition would read it again next iteration; a loop's
+    iteration argument is also its initial value, which must be dead after the loop."""
+    home = v.owner if isinstance(v, ir.BlockArgument) else v.owner.operation.block
+    x = op
+    while x.block != home:
+        x = _region_owner(x)
+        if x is None or x.name == "scf.for":
+            return False
+    if any(u.owner != op and _may_follow(u.owner.operation, op) for u in v.uses):
+        return False
+    if isinstance(v, ir.BlockArgument) and home.owner.operation.name == "scf.for" and v.arg_number:
+        loop = home.owner.operation
+        return _dead_after(loop.operands[2 + v.arg_number], loop)
+    return True
 
 
 def _tile_check(op: ir.Operation) -> None:
@@ -1624,7 +1767,7 @@ FunctionLowering.rule_surface = frozenset(
      "target", "func", "tile", "issue_load", "wait", "as_smem", "next_count",
      "slot_address", "tmaps", "tmap_addr", "results", "lens",
      "instance", "status", "exit", "store_groups", "node", "evaluate", "em", "private",
-     "private_at", "bump"}
+     "private_at", "bump", "update_acc"}
 )  # fmt: skip
 FunctionLowering.no_rule = "the NVIDIA backends have no lowering for `{name}`"
 # Views and stores are TMA boxes at the view's coordinates and TMA stores; tile

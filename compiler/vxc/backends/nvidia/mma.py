@@ -35,6 +35,9 @@ from vxc.targets import BLACKWELL, HOPPER, NVIDIA_ARCHES
 THREADS = 128  # one warpgroup: wgmma's issuing unit, and the 4 warps that cover TMEM's 128 lanes
 TMEM_LANES = 128
 TMEM_COLUMNS = 512
+# The comment before the TMEM stores of an in-place accumulator update complete (tests
+# find the update's ordering by it).
+UPDATED = "accumulator updated in place"
 
 
 class MmaError(ValueError):
@@ -223,6 +226,14 @@ class Hopper:
                         regs.append(half[4 * j + 2 * down + e])
         yield Spread(row, col, elems, acc_regs=regs, even_col=True)  # col = 2 (l % 4)
 
+    def write_back(self, acc: Acc, s: Spread, vals: list[Reg]) -> None:
+        """New values of the spread's accumulator registers (an in-place update)."""
+        for r, v in zip(s.acc_regs, vals, strict=True):
+            self.k.ins("mov.f32", r, v)
+
+    def written(self, acc: Acc) -> None:
+        """Nothing: the next wgmma's `wgmma.fence` orders the register writes before it."""
+
     def teardown(self) -> None:
         pass
 
@@ -364,6 +375,26 @@ class Blackwell:
                 elems, regs = [], []
         if whole:
             yield Spread(c.tid, None, elems, acc_regs=regs, even_col=True)
+
+    def write_back(self, acc: Acc, s: Spread, vals: list[Reg]) -> None:
+        """New values of a spread (this thread's row, 32 columns) stored back to TMEM."""
+        k = self.k
+        bits = []
+        for v in vals:
+            b = k.reg("b32")
+            k.ins("mov.b32", b, v)
+            bits.append(b)
+        k.ins(
+            "tcgen05.st.sync.aligned.32x32b.x32.b32",
+            Addr(self.lane_base, acc.column + s.elems[0][1]),
+            Vec(tuple(bits)),
+        )
+
+    def written(self, acc: Acc) -> None:
+        """The stores complete, and are ordered before the MMA thread 0 issues next."""
+        self.k.comment(UPDATED)
+        self.k.ins("tcgen05.wait::st.sync.aligned")
+        self._sync()
 
     def teardown(self) -> None:
         k, c = self.k, self.c

@@ -161,6 +161,9 @@ class Kernel:
     body: list = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     labels: dict[str, int] = field(default_factory=dict)
+    # `.minnctapersm`: the CTAs per SM ptxas may assume (None: its own occupancy target,
+    # which on sm_100a can hold a kernel to 80 registers and spill)
+    min_ctas: int | None = None
 
     def param(self, name: str, kind: str) -> Sym:
         if any(p.name == name for p in self.params):
@@ -223,6 +226,8 @@ class Kernel:
         lines.append(",\n".join(f"\t{p.decl()}" for p in self.params))
         lines.append(")")
         lines.append(f".maxntid {self.max_threads}, 1, 1")
+        if self.min_ctas is not None:
+            lines.append(f".minnctapersm {self.min_ctas}")
         lines.append("{")
         for cls, (prefix, decl) in _CLASSES.items():
             if self.counts.get(cls):

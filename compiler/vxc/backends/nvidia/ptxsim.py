@@ -920,6 +920,9 @@ class Cta:
         if op == "mov.b32" and a[0].startswith("%f"):  # bits into an f32 register
             R[a[0]] = struct.unpack("<f", struct.pack("<I", V(a[1]) & 0xFFFFFFFF))[0]
             return None
+        if op == "mov.b32" and a[1].startswith("%f"):  # an f32 register's bits
+            R[a[0]] = struct.unpack("<I", struct.pack("<f", V(a[1])))[0]
+            return None
         if base == "mov":
             v = V(a[1])
             R[a[0]] = v

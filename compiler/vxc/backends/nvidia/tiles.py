@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass, field
 
 from vxc.backends.nvidia.encoders import elem_bytes
-from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Operand, Reg
+from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Operand, Reg, Vec
 
 LOG2E = math.log2(math.e)
 FLOATS = ("f32", "bf16", "f16")
@@ -298,6 +298,50 @@ class Emitter:
                 continue
             self.store(dst, s, i, v, memo)
             i += 1
+
+    def element_values(self, n: Node, s: Spread) -> list[Reg]:
+        """`n` at every element of the spread, in registers (an in-place update's values)."""
+        memo: dict = {}
+        return [self._reg(self.value(n, s, i, memo, {})) for i in range(len(s.elems))]
+
+    def evaluate_sw128(self, n: Node, addr: Reg, rows: int, cols: int, dtype: str) -> None:
+        """`n` stored as an MMA operand: K-major with the 128-byte swizzle (encoders.py),
+        K-blocks of 128 bytes x `rows` rows, the 16-byte chunk q of row r at
+        r * 128 + (q ^ r % 8) * 16 in its block. Thread t writes chunk t % 8 of rows
+        t / 8 + 16 i of every block (whole chunks: one 16-byte store each); the rows a
+        thread writes share r % 8, so its swizzled chunk is one address for all of them."""
+        k, eb = self.k, elem_bytes(dtype)
+        per, block = 16 // eb, 128 // eb  # elements per chunk, per K-block
+        if dtype not in NARROW:
+            raise TileError(f"a {dtype} MMA operand computed by tile arithmetic (cast it to bf16)")
+        if (cols * eb) % 128 or rows % 16:
+            raise TileError(
+                f"a [{rows}, {cols}] {dtype} MMA operand: rows must be a multiple of 16 and "
+                f"rows of 128-byte multiples"
+            )
+        row, chunk, col, sw, dst = (k.reg("b32") for _ in range(5))
+        k.ins("shr.u32", row, self.tid, Imm(3))
+        k.ins("and.b32", chunk, self.tid, Imm(7))
+        k.ins("shl.b32", col, chunk, Imm(per.bit_length() - 1))
+        k.ins("and.b32", sw, row, Imm(7))
+        k.ins("xor.b32", sw, sw, chunk)
+        k.ins("shl.b32", sw, sw, Imm(4))
+        k.ins("mad.lo.u32", dst, row, Imm(128), addr)
+        k.ins("add.u32", dst, dst, sw)
+        elems = [(r, b * block + e) for b in range(cols // block) for r in range(0, rows, 16)
+                 for e in range(per)]  # fmt: skip
+        s = Spread(row, col, elems, even_col=True)
+        memo: dict = {}
+        for g in range(0, len(elems), per):
+            vals = [self._reg(self.value(n, s, g + e, memo, {})) for e in range(per)]
+            words = []
+            for e in range(0, per, 2):
+                w = k.reg("b32")
+                k.ins(f"cvt.rn.{dtype}x2.f32", w, vals[e + 1], vals[e])
+                words.append(w)
+            r, c = elems[g]
+            off = (c // block) * rows * 128 + r * 128
+            k.ins("st.shared.v4.b32", Addr(dst, off), Vec(tuple(words)))
 
     def pairs(self, dst: Load, s: Spread, i: int) -> bool:
         """Elements i and i + 1 are the 4-byte-aligned halves of one word of `dst`: the
