@@ -703,9 +703,10 @@ class SeamChecker(StmtVisitor):
             if key in self.reported:
                 proved = False
                 continue
-            if self._bound_proved([*self.assume, pc, fails]):
+            query = [*self.assume, pc, fails]
+            if self._bound_proved(query):
                 continue
-            verdict, model = self.solver.decide([*self.assume, pc, fails], self._program_values())
+            verdict, model = self.solver.decide(query, self._program_values())
             if verdict == "unsat":
                 continue
             proved = False

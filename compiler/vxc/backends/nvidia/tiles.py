@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from vxc.backends.nvidia.encoders import elem_bytes
+from vxc.backends.nvidia.encoders import ATOM_ROWS, SWIZZLE_BYTES, elem_bytes
 from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Operand, Reg, Vec
 
 LOG2E = math.log2(math.e)
@@ -310,23 +310,23 @@ class Emitter:
         r * 128 + (q ^ r % 8) * 16 in its block. Thread t writes chunk t % 8 of rows
         t / 8 + 16 i of every block (whole chunks: one 16-byte store each); the rows a
         thread writes share r % 8, so its swizzled chunk is one address for all of them."""
-        k, eb = self.k, elem_bytes(dtype)
-        per, block = 16 // eb, 128 // eb  # elements per chunk, per K-block
+        k, eb, span = self.k, elem_bytes(dtype), SWIZZLE_BYTES
+        per, block = 16 // eb, span // eb  # elements per chunk, per K-block
         if dtype not in NARROW:
             raise TileError(f"a {dtype} MMA operand computed by tile arithmetic (cast it to bf16)")
-        if (cols * eb) % 128 or rows % 16:
+        if (cols * eb) % span or rows % 16:
             raise TileError(
                 f"a [{rows}, {cols}] {dtype} MMA operand: rows must be a multiple of 16 and "
                 f"rows of 128-byte multiples"
             )
         row, chunk, col, sw, dst = (k.reg("b32") for _ in range(5))
         k.ins("shr.u32", row, self.tid, Imm(3))
-        k.ins("and.b32", chunk, self.tid, Imm(7))
+        k.ins("and.b32", chunk, self.tid, Imm(span // 16 - 1))
         k.ins("shl.b32", col, chunk, Imm(per.bit_length() - 1))
-        k.ins("and.b32", sw, row, Imm(7))
+        k.ins("and.b32", sw, row, Imm(ATOM_ROWS - 1))
         k.ins("xor.b32", sw, sw, chunk)
         k.ins("shl.b32", sw, sw, Imm(4))
-        k.ins("mad.lo.u32", dst, row, Imm(128), addr)
+        k.ins("mad.lo.u32", dst, row, Imm(span), addr)
         k.ins("add.u32", dst, dst, sw)
         elems = [(r, b * block + e) for b in range(cols // block) for r in range(0, rows, 16)
                  for e in range(per)]  # fmt: skip
@@ -340,7 +340,7 @@ class Emitter:
                 k.ins(f"cvt.rn.{dtype}x2.f32", w, vals[e + 1], vals[e])
                 words.append(w)
             r, c = elems[g]
-            off = (c // block) * rows * 128 + r * 128
+            off = (c // block) * rows * span + r * span
             k.ins("st.shared.v4.b32", Addr(dst, off), Vec(tuple(words)))
 
     def pairs(self, dst: Load, s: Spread, i: int) -> bool:
