@@ -8,6 +8,7 @@ model wraps too (tests/tokens: "products wrap")."""
 from __future__ import annotations
 
 import json
+import random
 import re
 import subprocess
 import sys
@@ -41,9 +42,14 @@ def reference(name: str, x: int, d: int, bits: int) -> int:
 
 
 def _cases(bits: int) -> list[tuple[int, int]]:
+    """The extreme values against each other, then seeded random ones of every size."""
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     xs = [lo, lo + 1, -7, -1, 0, 1, 7, hi - 1, hi]
-    return [(x, d) for x in xs for d in (lo, -2, -1, 0, 1, 2, hi)]
+    extreme = [(x, d) for x in xs for d in (lo, -2, -1, 0, 1, 2, hi)]
+    rng = random.Random(bits)
+    width = [rng.randrange(1, bits) for _ in range(40)]
+    drawn = [(rng.randrange(-(1 << w), 1 << w), rng.randrange(-(1 << w), 1 << w)) for w in width]
+    return extreme + [(max(lo, min(hi, x)), max(lo, min(hi, d))) for x, d in drawn]
 
 
 # Runs in a child process: before the fix `MIN / -1` was x86's SIGFPE, which would have
@@ -63,10 +69,11 @@ print(json.dumps(out))
 """
 
 
+CALLS = [[f"{name}_i{bits}", x, d] for bits in (32, 64) for name in OPS for x, d in _cases(bits)]
+
+
 def test_cpu_wraps_and_divides_totally(tmp_path):
-    calls = [
-        [f"{name}_i{bits}", x, d] for bits in (32, 64) for name in OPS for x, d in _cases(bits)
-    ]
+    calls = CALLS
     p = subprocess.run(
         [sys.executable, "-c", CHILD, KERNELS, str(tmp_path), json.dumps(calls)],
         capture_output=True,
@@ -125,3 +132,40 @@ def test_nvidia_ptx_guards_the_division_and_wraps():
     (div,) = re.findall(r"div\.s64 %rd\d+, %rd\d+, (%rd\d+);", text)
     assert re.search(rf"selp\.b64 {re.escape(div)},", text), text
     assert "sub.s64" in text
+
+
+def test_the_proofs_model_is_the_generated_codes():
+    """Issue 30, S2: the z3 terms the checker builds for each operation (checks/seams.py
+    `_int`) over arguments it knows only by facts (`x == X`, `d == D`) admit the value
+    the generated code computes (the definition's: the cpu test above runs the code), and
+    only that value once the division facts are pinned (`_precise`, the form reported
+    counterexamples use). Literal operands fold to the same value. The model said 2^63
+    for `MIN / -1`, so a branch the machine takes was read as dead."""
+    import z3
+
+    from vxc.checks.machine import Machine
+    from vxc.checks.seams import SeamChecker
+    from vxc.checks.solver import Solver
+    from vxc.diagnostics import DiagnosticSink
+    from vxc.hir import nodes as H
+    from vxc.plan.placement import FnPlacement
+
+    analysis = api.analyze([api.Source("ints.vx", KERNELS.encode())])
+    fns = analysis.program.functions
+    for name, x, d in CALLS:
+        want = reference(name.rsplit("_i", 1)[0], x, d, int(name.rsplit("_i", 1)[1]))
+        fn = fns[name]
+        (ret,) = [s for s in H.walk_stmts(fn.decl.body) if isinstance(s, H.Return)]
+        for literal in (False, True):
+            checker = SeamChecker(fn, Machine(), fns, FnPlacement(name), Solver(), DiagnosticSink())
+            xp, dp = fn.params
+            known = []
+            for p, v in ((xp, x), (dp, d)):
+                checker.ints[p.vid] = z3.IntVal(v) if literal else z3.Int(p.name)
+                known.append(checker.ints[p.vid] == v)
+            term = checker._int(ret.value)
+            one = z3.Solver()
+            one.add(*checker.assume, *known)
+            assert one.check(term == want) == z3.sat, (name, x, d, want, literal)
+            one.add(*checker.pinned)
+            assert one.check(term != want) == z3.unsat, (name, x, d, want, literal)

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 import z3
 
+from vxc.hir.types import int_range
+
 INTERNAL = "%"  # prefix of constants that are no program value (quotients, remainders)
 
 
@@ -57,7 +59,7 @@ class Ideal:
 
 @dataclass
 class Store:
-    """One store of the emitting pass: the output, its region's terms, the path."""
+    """One store (or load) of an output in the emitting pass: its region's terms, the path."""
 
     out_vid: int
     out: str
@@ -67,6 +69,7 @@ class Store:
     mentions_instance: bool
     nid: int = -1  # the store's Transfer node
     inside: z3.BoolRef | None = None  # the region's bounds in its output (E6041 proves them)
+    writes: bool = True  # a store; False: a load from the output (raced against stores)
 
 
 @dataclass
@@ -83,18 +86,43 @@ class Proofs:
         return self.index | self.views | self.disjoint
 
 
-def trunc_div(a: z3.ArithRef, b: z3.ArithRef, facts: list, fresh) -> tuple:
-    """Vx's truncating `a / b` and `a % b` for a non-literal `b`, as fresh constants."""
+def trunc_div(a: z3.ArithRef, b: z3.ArithRef, ty: str, facts: list, fresh) -> tuple:
+    """Vx's `a / b` and `a % b` for a non-literal `b`, as fresh constants `q`, `r`, and
+    the facts that pin them at the divisors where Vx division is total and wraps
+    (docs/DESIGN.md: `x / 0 == 0`, `x % 0 == x`, `x / -1 == 0 - x`, so `MIN / -1 ==
+    MIN`, and `x % -1 == 0`). The truncating facts go to `facts`; the pinning ones are
+    returned apart: without them `q` is free at 0 and -1, every value the machine computes
+    is among the model's, and a proof is sound (the model said `q == -a` by -1, 2^63 at
+    MIN, which the machine never computes: issue 30, S2). The checker adds them to the
+    queries that report (checks/seams.py `_precise`): any fact more left gemm-shaped race
+    proofs undecided in the fast forms (z3's nonlinear core is sensitive to what it is
+    given), and a counterexample must be one the machine can run."""
     q, r = z3.Int(fresh(f"{INTERNAL}q")), z3.Int(fresh(f"{INTERNAL}r"))
+    lo, _ = int_range(ty)
+    signed = lo < 0
     facts += [
-        z3.Implies(b != 0, a == b * q + r),
+        z3.Implies(z3.And(b != 0, b != -1) if signed else b != 0, a == b * q + r),
         z3.Implies(b != 0, z3.If(a >= 0, r >= 0, r <= 0)),
         z3.Implies(b > 0, z3.And(r < b, -r < b)),
         z3.Implies(b < 0, z3.And(r < -b, -r < -b)),
         # Implied, and stated for z3's sake: a quotient of naturals is between 0 and `a`.
         z3.Implies(z3.And(a >= 0, b > 0), z3.And(q >= 0, q <= a)),
     ]
-    return q, r
+    pinned = [z3.Implies(b == 0, z3.And(q == 0, r == a))]
+    if signed:
+        pinned.append(z3.Implies(b == -1, z3.And(r == 0, q == z3.If(a == lo, lo, -a))))
+    return q, r, pinned
+
+
+def machine_div(a: int, b: int, ty: str) -> tuple[int, int]:
+    """The quotient and remainder the generated code computes for literals (as `trunc_div` models it)."""
+    if b == 0:
+        return 0, a
+    q = abs(a) // abs(b)
+    q = q if (a < 0) == (b < 0) else -q
+    rem = a - q * b
+    lo, hi = int_range(ty)
+    return (q - lo) % (hi - lo + 1) + lo, rem
 
 
 def constants(exprs) -> list[z3.ExprRef]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import z3
 
+from vxc.checks.loops import Head, classify
 from vxc.checks.machine import Machine
 from vxc.checks.regions import (
     Ideal,
@@ -24,6 +25,7 @@ from vxc.checks.regions import (
     Proofs,
     Store,
     constants,
+    machine_div,
     named_values,
     trunc_div,
 )
@@ -102,9 +104,13 @@ class SeamChecker(StmtVisitor):
         self.inflight: dict[int, z3.BoolRef] = {}
         self.token_stores: dict[int, frozenset[int]] = {}
         self.store_src: dict[int, tuple[int, str, int]] = {}
+        self.store_dest: dict[int, tuple] = {}  # an async store -> its region, its line
         self.stores: list[Store] = []
         self.proofs = Proofs()
         self.divs: dict[tuple, tuple] = {}
+        # What Vx's division computes by 0 and -1 (checks/regions.py `trunc_div`): true
+        # facts, given to the queries that report (`_precise`), not to the fast forms.
+        self.pinned: list[z3.BoolRef] = []
         self.bounds: list[tuple] = []  # view bounds of the emitting pass, proved at the end
         # Constants of one instance's own (loop variables, quotients, unknown values): a
         # second instance has its own copies (E6042); parameters and lengths are shared.
@@ -214,7 +220,10 @@ class SeamChecker(StmtVisitor):
         query is E6015 here (an error, so the program never builds on it) and UNDECIDED:
         neither a model nor a proof."""
         try:
-            return self.solver.counterexample(constraints)
+            model = self.solver.counterexample(constraints)
+            if model is None or not self.pinned:
+                return model
+            return self.solver.counterexample(self._precise(constraints))  # as `_decide`
         except Undecided as u:
             self.sink.emit(
                 "E6015",
@@ -224,6 +233,19 @@ class SeamChecker(StmtVisitor):
                 help="simplify the integer arithmetic the obligation depends on",
             )
             return UNDECIDED
+
+    def _precise(self, facts: list[z3.BoolRef]) -> list[z3.BoolRef]:
+        """`facts` with the division facts of `pinned`: for the queries whose answer is
+        reported, so that a counterexample is one the machine can run."""
+        return [*facts, *self.pinned] if self.pinned else facts
+
+    def _decide(self, query: list[z3.BoolRef], small: list) -> tuple:
+        """A reported query: proved without the pinned division facts (fewer facts, the
+        form z3 decides best), else asked with them, whose model the machine can run."""
+        verdict, model = self.solver.decide(query, small)
+        if verdict == "unsat" or not self.pinned:
+            return verdict, model
+        return self.solver.decide(self._precise(query), small)
 
     def _bind_param(self, vid: int, name: str, ty: T.Type) -> None:
         if T.is_int(ty):
@@ -400,11 +422,17 @@ class SeamChecker(StmtVisitor):
     def _for(self, s: H.For, pc: z3.BoolRef) -> None:
         lo, hi = self._int(s.start), self._int(s.end)
         entry = self._snapshot()
-        # Silent passes build the loop-head state "entry, or the end of some earlier
-        # iteration": head_k = entry | body(head_k-1). A stale buffer rotated through n
-        # variables (`a = b; b = c; c = <relaxed>`) reaches the first of them only after
-        # n iterations, so one pass per assigned variable, plus one, covers every chain.
-        # The last pass starts from that head and reports.
+        # The loop head's integers and bools (checks/loops.py): each one the body assigns
+        # is, at iteration `i`, a closed form in `i` (a counter stepped by a loop-invariant
+        # amount), an interval (stepped by one of a few constants), or any value of its
+        # type. Without this the head held "the entry value, or one step past it", and a
+        # counter's third value was never seen (issue 30, S1).
+        heads = self._induction(s, pc, lo, hi, entry)
+        # Silent passes build the loop-head state of the buffers "entry, or the end of
+        # some earlier iteration": head_k = entry | body(head_k-1). A stale buffer rotated
+        # through n variables (`a = b; b = c; c = <relaxed>`) reaches the first of them only
+        # after n iterations, so one pass per assigned variable, plus one, covers every
+        # chain. The last pass starts from that head and reports.
         # Passes stop early once no buffer changes whether it may be stale or which
         # constant it holds (the seed's loop needs one pass, as before).
         # A body whose every path returns never reaches the head again, nor the code after
@@ -415,7 +443,7 @@ class SeamChecker(StmtVisitor):
         head = entry
         for _ in range(len(H.assigned_vars(s.body)) + 1):
             self._restore(head)
-            end_pc = self._iteration(s, pc, lo, hi)
+            end_pc, _ = self._iteration(s, pc, lo, hi, heads)
             if end_pc is None:
                 break
             end = self._snapshot()
@@ -426,19 +454,127 @@ class SeamChecker(StmtVisitor):
                 break
         self.emit = emit
         self._restore(head)
-        end_pc = self._iteration(s, pc, lo, hi)
-        after = self._snapshot()
-        self._restore(entry)
-        if end_pc is not None:
-            self._merge(
-                z3.And(self._own(z3.Bool(self.solver.fresh_name("entered"))), end_pc), after
-            )
+        end_pc, i = self._iteration(s, pc, lo, hi, heads)
+        if end_pc is None:
+            self._restore(entry)
+            return
+        self._after_loop(s, lo, hi, i, end_pc, entry)
 
-    def _iteration(self, s: H.For, pc: z3.BoolRef, lo, hi) -> z3.BoolRef | None:
-        """One pass over the body: the condition under which it completes, or None."""
+    def _after_loop(self, s: H.For, lo, hi, i, end_pc, entry) -> None:
+        """The state after the loop: the end of its last iteration (`i = hi - 1`) where the
+        loop ran, the entry state where it did not. Integers and bools are read at the last
+        iteration exactly (a counter's final value); buffers keep the last pass's terms,
+        whose other iterations' constants stay free (sound: any iteration may be last)."""
+        after = self._snapshot()
+        last = [(i, hi - 1)]
+        ints = {vid: self._subst_int(t, last) for vid, t in after[1].items()}
+        bools = {vid: z3.substitute(b, *last) for vid, b in after[2].items()}
+        after = (after[0], ints, bools, *after[3:])
+        self._restore(entry)
+        ran = z3.simplify(lo < hi)
+        if not any(isinstance(x, H.Return) for x in H.walk_stmts(s.body)):
+            if z3.is_true(ran):  # every path past the loop ran its last iteration
+                self._restore(after)
+                return
+        else:  # where the last iteration returned, no path continues
+            ran = z3.And(ran, z3.substitute(end_pc, *last))
+        if not z3.is_false(ran):
+            self._merge(ran, after)
+
+    def _induction(self, s: H.For, pc: z3.BoolRef, lo, hi, entry) -> dict:
+        """How each integer and bool the body assigns (and the loop's entry knew) is set at
+        the loop head of an iteration: one silent pass from symbolic head values, then
+        checks/loops.py classifies what one iteration does to each."""
+        carried = [v for v in sorted(H.assigned_vars(s.body)) if v in entry[1] or v in entry[2]]
+        if not carried:
+            return {}
+        self._restore(entry)
+        emit, self.emit = self.emit, False
+        mark = len(self.owned)
+        symbols = {}
+        for vid in carried:
+            name = f"{self.fn.vars[vid].name}@head"
+            if vid in entry[1]:
+                symbols[vid] = self._own(z3.Int(self.solver.fresh_name(name)))
+                self.ints[vid] = symbols[vid]
+            else:
+                symbols[vid] = self._own(z3.Bool(self.solver.fresh_name(name)))
+                self.bools[vid] = symbols[vid]
         i = self._own(z3.Int(self.solver.fresh_name(s.var)))
         self.ints[s.vid] = i
-        return self._block(s.body, z3.And(pc, lo <= i, i < hi))
+        end_pc = self._block(s.body, z3.And(pc, lo <= i, i < hi))
+        ends = {vid: self.ints.get(vid, self.bools.get(vid)) for vid in carried}
+        new = {c.get_id() for c in self.owned[mark:]}
+        self.emit = emit
+        self._restore(entry)
+        if end_pc is None:  # no iteration reaches the next: the head is the entry state
+            return {}
+        heads = {}
+        for vid in carried:
+            end = ends[vid] if ends[vid] is not None else symbols[vid]
+            exact = self._exact(end) if vid in entry[1] else end
+            before = entry[1].get(vid, entry[2].get(vid))
+            heads[vid] = classify(symbols[vid], end, exact, new, before)
+        return heads
+
+    def _iteration(self, s: H.For, pc: z3.BoolRef, lo, hi, heads: dict) -> tuple:
+        """One pass over the body: the condition under which it completes (or None), and
+        the pass's loop variable."""
+        i = self._own(z3.Int(self.solver.fresh_name(s.var)))
+        self.ints[s.vid] = i
+        for vid, head in heads.items():
+            self._set_head(vid, head, i, lo)
+        return self._block(s.body, z3.And(pc, lo <= i, i < hi)), i
+
+    def _set_head(self, vid: int, head: Head, i, lo) -> None:
+        """Bind one carried variable at the head of iteration `i` (checks/loops.py)."""
+        ty = self.fn.vars[vid].ty
+        if ty == T.BOOL:
+            if head.kind == "invariant":
+                self.bools[vid] = z3.If(i == lo, head.entry, head.value)
+            else:
+                self.bools[vid] = self._own(z3.Bool(self.solver.fresh_name("loop_bool")))
+            return
+        k = i - lo  # completed iterations before this one
+        base = self._exact(head.entry)
+        if head.kind == "invariant":  # set to the same value every iteration
+            first = i == lo
+            self.ints[vid] = self._keep(
+                z3.If(first, head.entry, head.value),
+                z3.If(first, base, self._exact(head.value)),
+                self._ops(head.entry) | self._ops(head.value),
+            )
+            return
+        if head.kind == "affine":  # entry + k * step, as the machine wraps it
+            exact = base + k * head.value
+        elif head.kind == "interval":  # each step one of some constants
+            x = self._own(z3.Int(self.solver.fresh_name("%step")))
+            self.assume.append(z3.And(k * head.low <= x, x <= k * head.high))
+            exact = base + x
+        else:  # any value of its type
+            v = self._own(z3.Int(self.solver.fresh_name(f"{self.fn.vars[vid].name}@loop")))
+            tlo, thi = T.int_range(ty.name)
+            self.assume.append(z3.And(tlo <= v, v <= thi))
+            self.ints[vid] = v
+            return
+        tlo, thi = T.int_range(ty.name)
+        ops = self._ops(head.entry) | {len(self.wraps)}
+        text = f"{self.fn.vars[vid].name} (stepped each iteration)"
+        self.wraps.append(Overflow(z3.And(tlo <= exact, exact <= thi), text, ty.name))
+        self.ints[vid] = self._keep(_wrap(exact, ty), exact, ops)
+
+    def _subst_int(self, term: z3.ArithRef, pairs: list) -> z3.ArithRef:
+        """`term` with `pairs` substituted, its exact form and overflow obligations too."""
+        out = z3.substitute(term, *pairs)
+        known = self.ideals.get(term.get_id())
+        if known is None or out is term:
+            return out
+        ops = set()
+        for j in known.ops:
+            w = self.wraps[j]
+            ops.add(len(self.wraps))
+            self.wraps.append(Overflow(z3.substitute(w.fits, *pairs), w.text, w.ty))
+        return self._keep(out, z3.substitute(known.exact, *pairs), frozenset(ops))
 
     # ---- expressions: effects and reads -------------------------------------------------
     def _effects(self, e: H.Expr, pc: z3.BoolRef) -> None:
@@ -652,15 +788,26 @@ class SeamChecker(StmtVisitor):
             if isinstance(side, H.View):
                 self._view_bounds(side, pc)
         src = _strip(t.src)
+        read = self._output_region(t.src)
+        if read is not None:  # a load from an output: races and in-flight stores (S4, S5)
+            self._against_inflight(read, t.src.span, "read", pc)
+            if self.emit:
+                self.stores.append(self._store(t, read, pc, t.src, writes=False))
         if t.dest is None:
             if isinstance(src, H.Name) and not isinstance(src.ty, T.TokenT):
                 self._changed(src.vid, src.span, "moved away", pc)  # a transfer moves it
             return
-        if self.emit and isinstance(t.dest, H.View):
-            self._record_store(t, t.dest, pc)
-        if t.is_async and isinstance(src, H.Name):
+        dest = self._output_region(t.dest) if isinstance(t.dest, H.View) else None
+        if dest is not None:
+            self._against_inflight(dest, t.dest.span, "stored to", pc)
+            if self.emit:
+                self.stores.append(self._store(t, dest, pc, t.dest, writes=True))
+        if t.is_async:
             self.inflight[t.nid] = pc
-            self.store_src[t.nid] = (src.vid, src.name, t.span.line)
+            if dest is not None:
+                self.store_dest[t.nid] = (dest, t.span.line)
+            if isinstance(src, H.Name):
+                self.store_src[t.nid] = (src.vid, src.name, t.span.line)
 
     def _view_bounds(self, v: H.View, pc: z3.BoolRef) -> None:
         """E6041: `0 <= lo` and `hi <= dim` in every dimension, for every allowed value."""
@@ -706,7 +853,7 @@ class SeamChecker(StmtVisitor):
             query = [*self.assume, pc, fails]
             if self._bound_proved(query):
                 continue
-            verdict, model = self.solver.decide(query, self._program_values())
+            verdict, model = self._decide(query, self._program_values())
             if verdict == "unsat":
                 continue
             proved = False
@@ -796,30 +943,83 @@ class SeamChecker(StmtVisitor):
                 help="index within the Vec, or fix the `where` clause on its length",
             )
 
-    def _record_store(self, t: H.Transfer, dest: H.View, pc: z3.BoolRef) -> None:
-        root = _strip(dest.obj)
-        if not isinstance(root, H.Name):
-            return
-        # Exact terms: the destination is a view, whose bounds query proves that none of
-        # their operations overflows (E6041 otherwise).
-        region = [(self._exact(self._int(r.lo)), self._exact(self._int(r.hi))) for r in dest.ranges]
-        dims = [self._dim(d) for d in T.deref(dest.obj.ty).dims]
-        # The region's bounds, which the race query may assume: `_view_bounds` proves them
-        # (or reports E6041, and nothing is built).
+    def _output_region(self, e: H.Expr) -> tuple | None:
+        """`(vid, name, region, inside)` for a view of an output, or a whole output read
+        (`&mut` tensor): the region's exact terms (a view's bounds query proves that none of
+        their operations overflows, E6041 otherwise), and its bounds in the output, which
+        the race query may assume (`_view_bounds` proves them, or nothing is built)."""
+        obj = e.obj if isinstance(e, H.View) else e
+        root = _strip(obj)
+        ty = root.ty if isinstance(root, H.Name) else None
+        if not (isinstance(ty, T.RefT) and ty.mutable and isinstance(ty.inner, T.TensorT)):
+            return None
+        dims = [self._dim(d) for d in ty.inner.dims]
+        if isinstance(e, H.View):
+            region = [
+                (self._exact(self._int(r.lo)), self._exact(self._int(r.hi))) for r in e.ranges
+            ]
+        else:
+            region = [(z3.IntVal(0), d) for d in dims]
         inside = z3.And(
             *(z3.And(lo >= 0, hi <= d) for (lo, hi), d in zip(region, dims, strict=True))
         )
-        uses = any(self._per_instance(b) for r in dest.ranges for b in (r.lo, r.hi))
-        self.stores.append(
-            Store(root.vid, root.name, region, pc, t.span, uses, t.nid, inside=inside)
-        )
+        return root.vid, root.name, region, inside
+
+    def _store(self, t: H.Transfer, place: tuple, pc, e: H.Expr, writes: bool) -> Store:
+        vid, name, region, inside = place
+        ranges = e.ranges if isinstance(e, H.View) else []
+        uses = any(self._per_instance(b) for r in ranges for b in (r.lo, r.hi))
+        span = t.span if writes else e.span
+        return Store(vid, name, region, pc, span, uses, t.nid, inside=inside, writes=writes)
+
+    def _against_inflight(self, place: tuple, span, how: str, pc: z3.BoolRef) -> None:
+        """E6043: a read of, or another store to, elements of an output that a store still
+        in flight writes (the DMA may land before or after it), on some feasible path."""
+        vid, name, region, inside = place
+        for nid, flying in self.inflight.items():
+            known = self.store_dest.get(nid)
+            if known is None or known[0][0] != vid or not self.emit:
+                continue
+            key = ("inflight-dest", span, nid)
+            if key in self.reported:
+                continue
+            (_, _, theirs, their_inside), line = known
+            elems = [z3.Int(self.solver.fresh_name(f"%e{d}")) for d in range(len(region))]
+            both = [
+                x
+                for (lo, hi), (lo2, hi2), el in zip(region, theirs, elems, strict=True)
+                for x in (lo <= el, el < hi, lo2 <= el, el < hi2)
+            ]
+            query = [*self.assume, pc, flying, inside, their_inside, *both]
+            verdict, model = self._decide(query, [*self._program_values(), *elems])
+            if verdict == "unsat":
+                continue
+            self.reported.add(key)
+            notes = [f"the store at line {line} writes `{name}` until its token is waited"]
+            if verdict == "sat":
+                at = ", ".join(str(model.eval(x, model_completion=True)) for x in elems)
+                path = named_values(model, [*self._program_values(), pc], self._order())
+                notes.append(
+                    f"z3 counterexample: both touch `{name}[{at}]`" + (f" ({path})" if path else "")
+                )
+            else:
+                notes.append("z3 did not decide whether the regions overlap while it is in flight")
+            self.sink.emit(
+                "E6043",
+                f"`{name}` is {how} while the store at line {line} into it is in flight",
+                span,
+                notes=notes,
+                help=f"`wait` the store's token before this {'read' if how == 'read' else 'store'}",
+            )
 
     def _races(self) -> None:
         """E6042: for instances p != q, every pair of their stores to one output is disjoint."""
-        self.proofs.disjoint = {s.nid for s in self.stores}
+        self.proofs.disjoint = {s.nid for s in self.stores if s.writes}
         for k, a in enumerate(self.stores):
             for b in self.stores[k:]:
-                if a.out_vid == b.out_vid and not self._race(a, b):
+                if a.out_vid != b.out_vid or not (a.writes or b.writes):
+                    continue  # reads by two instances never race
+                if not self._race(a, b):
                     self.proofs.disjoint -= {a.nid, b.nid}
 
     def _race(self, a: Store, b: Store) -> bool:
@@ -843,7 +1043,10 @@ class SeamChecker(StmtVisitor):
         weak = _cone(weak, [a.pc, a.inside, b.pc, b.inside, *(t for r in a.region for t in r)])
         # The weak query is a proof attempt only (equations eliminated first, which z3's
         # nonlinear core needs here); the full one also finds the counterexample.
-        for facts, eqs in ((weak, True), (weak, False), (self.assume, False)):
+        forms = [(weak, True), (weak, False), (self.assume, False)]
+        if self.pinned:  # the counterexample's query: one the machine can run
+            forms.append((self._precise(self.assume), False))
+        for facts, eqs in forms:
             side_b = z3.substitute(z3.And(*facts, b.pc, b.inside, *inside_b), *pairs)
             verdict, model = self.solver.decide(
                 [*facts, a.pc, a.inside, side_b, INSTANCE != q, *overlap],
@@ -858,16 +1061,25 @@ class SeamChecker(StmtVisitor):
             q_val = model.eval(q, model_completion=True)
             elem = ", ".join(str(model.eval(x, model_completion=True)) for x in elems)
             values = named_values(model, [*self._program_values()[:-2], a.pc], self._order())
-            msg = f"instances may write overlapping regions of `{a.out}`"
-            notes = [
-                f"z3 counterexample: instances {p_val} and {q_val} both write "
-                f"`{a.out}[{elem}]`" + (f" ({values})" if values else "")
-            ]
+            if a.writes and b.writes:
+                msg = f"instances may write overlapping regions of `{a.out}`"
+                seen = f"instances {p_val} and {q_val} both write `{a.out}[{elem}]`"
+            else:  # instance p runs `a`, q runs `b`: name the writer and the reader
+                writer, reader = (p_val, q_val) if a.writes else (q_val, p_val)
+                msg = f"an instance may read a region of `{a.out}` that another instance writes"
+                seen = f"instance {reader} reads `{a.out}[{elem}]`, which instance {writer} writes"
+            notes = [f"z3 counterexample: {seen}" + (f" ({values})" if values else "")]
         else:
-            msg = f"could not prove that instances write disjoint regions of `{a.out}`"
+            what = (
+                "write disjoint regions"
+                if a.writes and b.writes
+                else "never read what another writes"
+            )
+            msg = f"could not prove that instances {what} of `{a.out}`"
             notes = ["z3 did not decide it within the compilation's solver budget"]
         if b is not a:
-            notes.append(f"the other store is at line {a.span.line}")
+            other = "store" if a.writes else "read"
+            notes.append(f"the other {other} is at line {a.span.line}")
         help_ = (
             "the region does not depend on `instance()`: if the kernel runs once, say so "
             "with `where instances() == 1`"
@@ -934,7 +1146,7 @@ class SeamChecker(StmtVisitor):
             key = ("inflight", span, nid)
             if key in self.reported:
                 continue
-            verdict, model = self.solver.decide([*self.assume, pc, flying], self._program_values())
+            verdict, model = self._decide([*self.assume, pc, flying], self._program_values())
             if verdict == "unsat":
                 continue
             self.reported.add(key)
@@ -1012,15 +1224,15 @@ class SeamChecker(StmtVisitor):
                 # (checks/regions.py): linear for a literal divisor, and the form z3's
                 # nonlinear core decides for a non-literal one (`instance() / (n / 128)`).
                 lhs, rhs = self._int(e.lhs), self._int(e.rhs)
-                if z3.is_int_value(lhs) and z3.is_int_value(rhs) and rhs.as_long() != 0:
-                    q = abs(lhs.as_long()) // abs(rhs.as_long())  # truncating, as Vx divides
-                    q = q if (lhs.as_long() < 0) == (rhs.as_long() < 0) else -q
-                    rem = lhs.as_long() - q * rhs.as_long()
+                ty = e.ty if T.is_int(e.ty) else T.I64
+                if z3.is_int_value(lhs) and z3.is_int_value(rhs):
+                    q, rem = machine_div(lhs.as_long(), rhs.as_long(), ty.name)
                     return z3.IntVal(q if e.op == "/" else rem)
                 key = ("div", lhs.get_id(), rhs.get_id())
                 if key not in self.divs:  # `n / 128` twice is one quotient
-                    q, r = trunc_div(lhs, rhs, self.assume, self.solver.fresh_name)
+                    q, r, pinned = trunc_div(lhs, rhs, ty.name, self.assume, self.solver.fresh_name)
                     self.divs[key] = (self._own(q), self._own(r))
+                    self.pinned.extend(pinned)
                 q, r = self.divs[key]
                 return q if e.op == "/" else r
             case H.Call(callee="instance" | "instances") if e.callee not in self.functions:
