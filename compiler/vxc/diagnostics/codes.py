@@ -332,17 +332,23 @@ _TABLE = [
         "instances may write overlapping regions",
         "Instances run in any order and at once, so every pair of stores of two instances "
         "`p != q` to one output must touch disjoint regions. z3 found two instances and an "
-        "element both write (or could not prove disjointness within the budget). A kernel whose "
-        "stores do not depend on `instance()` needs `where instances() == 1`.",
+        "element both write (or could not prove disjointness within the budget). A load from "
+        "an output races too: one instance may not read a region another instance writes "
+        "(the result would depend on the order they run). A kernel whose stores do not "
+        "depend on `instance()` needs `where instances() == 1`. Integers a loop assigns are "
+        "read at every iteration (a counter `r = r + 128` in closed form), and the "
+        "counterexample names the iteration.",
     ),
     Code(
         "E6043",
         "error",
-        "store source changed while the store is in flight",
-        "`transfer_async(t, out[...])` reads `t` until its token is waited. Writing `t` "
-        "(`&mut t`), assigning or re-binding it (its slot is reused), or moving it away before "
-        "`wait` races with the DMA; the path that reaches the write is shown. Wait the store's "
-        "token first.",
+        "store source or destination touched while the store is in flight",
+        "`transfer_async(t, out[...])` reads `t` and writes `out[...]` until its token is "
+        "waited. Writing `t` (`&mut t`), assigning or re-binding it (its slot is reused), or "
+        "moving it away before `wait` races with the DMA; so does reading elements of the "
+        "destination region, or storing to them again, before the `wait` (the DMA may land "
+        "before or after). The path that reaches it, or an element both touch, is shown. "
+        "Wait the store's token first.",
     ),
     Code(
         "E6044",
