@@ -567,7 +567,7 @@ class SeamChecker(StmtVisitor):
         """`term` with `pairs` substituted, its exact form and overflow obligations too."""
         out = z3.substitute(term, *pairs)
         known = self.ideals.get(term.get_id())
-        if known is None or out is term:
+        if known is None or out.eq(term):
             return out
         ops = set()
         for j in known.ops:
@@ -740,7 +740,8 @@ class SeamChecker(StmtVisitor):
         sub = SeamChecker(
             callee, self.machine, self.functions, FnPlacement(callee.name), self.solver, self.sink
         )
-        sub.assume, sub.divs = self.assume, self.divs  # its divisions' facts are ours
+        # its divisions' facts are ours
+        sub.assume, sub.divs, sub.pinned = self.assume, self.divs, self.pinned
         for p, a in zip(callee.params, call.args, strict=False):
             if T.is_int(p.ty):
                 sub.ints[p.vid] = self._int(a)
@@ -1472,7 +1473,10 @@ def where_sizes(
             terms[p.name] = checker.ints[p.vid]
         elif ("len", p.vid) in checker.lens:
             terms[f"{p.name}.len()"] = checker.lens[("len", p.vid)]
-    facts = [*checker.assume, *(terms[n] == v for n, v in given.items() if n in terms)]
+    facts = [
+        *checker._precise(checker.assume),
+        *(terms[n] == v for n, v in given.items() if n in terms),
+    ]
     if instances is not None:
         facts.append(INSTANCES == instances)
     for term, value in [
