@@ -1043,16 +1043,19 @@ class SeamChecker(StmtVisitor):
         weak = [x for x in self.assume if not any(x is c for c in self.wrapping_clauses)]
         weak = _cone(weak, [a.pc, a.inside, b.pc, b.inside, *(t for r in a.region for t in r)])
         # The weak query is a proof attempt only (equations eliminated first, which z3's
-        # nonlinear core needs here); the full one also finds the counterexample.
+        # nonlinear core needs here); the full one also finds the counterexample. The forms
+        # of the one obligation spend one budget (solver.py, `shared_budget`).
         forms = [(weak, True), (weak, False), (self.assume, False)]
         if self.pinned:  # the counterexample's query: one the machine can run
             forms.append((self._precise(self.assume), False))
+        budget = self.solver.shared_budget()
         for facts, eqs in forms:
             side_b = z3.substitute(z3.And(*facts, b.pc, b.inside, *inside_b), *pairs)
             verdict, model = self.solver.decide(
                 [*facts, a.pc, a.inside, side_b, INSTANCE != q, *overlap],
                 [] if eqs else [*self._program_values(), q, *elems],
                 eqs=eqs,
+                budget=budget,
             )
             if verdict == "unsat":
                 return True

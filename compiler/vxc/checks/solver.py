@@ -34,6 +34,11 @@ DECIDE_RLIMIT = 5_000_000
 # a time in 0.3 s), and a Vec index's proofs (in bounds: the run-time check is dropped;
 # out of bounds for every value: E6041; neither: the run-time check stays).
 SHORTCUT_RLIMIT = 1_000_000
+# An obligation asked in several forms (a race: without the wrapping `where` clauses, with
+# equations eliminated or not, then with every fact) spends one budget over all of them
+# (`Solver.shared_budget`): each form gets what the earlier ones left. A form z3 does not
+# decide uses all it was given, so no later form is asked: an undecidable race cost
+# three budgets (2.7 s of CPU for one mutant of gemm_epilogue.vx) before it said so.
 SMALL_BOUNDS = (256, 4096)  # tried in turn for a counterexample's values
 # Decided queries by the SHA-256 of their SMT-LIB text: a compilation names its constants
 # the same way every time, so checking a program again (the worker, the LSP, a warm
@@ -71,6 +76,13 @@ class SolverStats:
 RLIMIT = 100_000
 
 
+@dataclass
+class Budget:
+    """The units an obligation has left for its forms (`Solver.shared_budget`)."""
+
+    left: int
+
+
 class Undecided(Exception):
     """z3 answered `unknown`: the obligation is neither proved nor refuted."""
 
@@ -89,19 +101,31 @@ class Solver:
         self._fresh += 1
         return f"{base}!{self._fresh}"
 
+    def shared_budget(self, rlimit: int = DECIDE_RLIMIT) -> Budget:
+        """One budget for the forms of one obligation: pass it to each `decide` of them."""
+        return Budget(rlimit)
+
     def decide(
         self,
         constraints: list[z3.BoolRef],
         small: list[z3.ArithRef] = (),
         eqs: bool = False,
         rlimit: int = DECIDE_RLIMIT,
+        budget: Budget | None = None,
     ) -> tuple[str, z3.ModelRef | None]:
         """Whether `constraints` (an obligation's negation) can hold: ("sat", model) — the
         obligation fails —, ("unsat", None) — proved —, or ("unknown", None) when z3 did
         not decide within the budget (reported as not proved). `eqs`: eliminate the
         equations first (`simplify; solve-eqs; smt`), which z3's default strategy leaves to
-        its nonlinear core: gemm.vx's race query takes 0.2 M units so, 3.3 M without."""
+        its nonlinear core: gemm.vx's race query takes 0.2 M units so, 3.3 M without.
+        `budget`: the obligation's shared budget; the query gets at most what is left of
+        it (nothing left: "unknown" without asking z3) and spends what z3 counted."""
         import z3
+
+        if budget is not None:
+            rlimit = min(rlimit, budget.left)
+            if rlimit <= 0:
+                return ("unknown", None)
 
         # A solver of its own, not a scope of the shared one: z3 runs a pushed solver in
         # incremental mode, without the preprocessing its nonlinear core needs (the gemm
@@ -115,15 +139,21 @@ class Solver:
             one.set("rlimit", rlimit)
             one.add(*(c.translate(ctx) for c in constraints))
             result = one.check()
+            # What the query spent: all it was given when z3 gave up (the count overshoots
+            # the limit a little), else z3's count (kept with the answer, so a remembered
+            # answer spends the same as a fresh one).
+            spent = rlimit if result == z3.unknown else _units(one)
             model = one.model() if result == z3.sat else None
             if model is not None and small:
                 model = _smaller(one, [t.translate(ctx) for t in small]) or model
-            return (str(result), _Model(model) if model is not None else None)
+            return (str(result), _Model(model) if model is not None else None, spent)
 
         start = time.perf_counter()
-        answer = _answer(f"decide {eqs} {rlimit}", constraints, small, solve)
+        verdict, model, spent = _answer(f"decide {eqs} {rlimit}", constraints, small, solve)
         self._count(time.perf_counter() - start)
-        return answer
+        if budget is not None:
+            budget.left -= min(spent, rlimit)
+        return verdict, model
 
     def _count(self, took: float) -> None:
         self.stats.obligations += 1
@@ -154,6 +184,14 @@ class Solver:
         if result == "unknown":
             raise Undecided("resource limit reached" if why == "canceled" else why)
         return model
+
+
+def _units(one) -> int:
+    """The resource units z3 counted for a query (its context is its own)."""
+    try:
+        return int(one.statistics().get_key_value("rlimit count"))
+    except Exception:  # no count reported (a trivial query): it spent next to nothing
+        return 0
 
 
 def _eqs_solver(ctx):
