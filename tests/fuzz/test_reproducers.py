@@ -426,3 +426,31 @@ def test_a_program_without_a_kernel_is_refused_at_its_first_line(target):
     d = refusal(api.build(analysis, target, "target-ir"), "E7003")
     assert (d.span.file, d.span.line, d.span.column) == (vxfuzz.FILE, 1, 1)
     assert "no kernel" in d.message
+
+
+# Issue 30 item 5c: a float literal as a range's lower bound took the other bound's
+# integer type (the rule for an integer literal), checked clean, and the cpu build failed
+# making an integer constant of 1.7976931348623157e308 (MLIRError)
+@pytest.mark.parametrize("target", ["cpu", "tpu", "b200", "h100"])
+@pytest.mark.parametrize("lo", ["1.7976931348623157e308", "2.5", "0.0"])
+def test_float_literal_range_bound_is_e0201(lo, target):
+    src = (
+        "fn f(n: i64) -> i64 {\n  let mut s = 0;\n"
+        f"  for i in {lo} .. n {{\n    s = s + 1;\n  }}\n  return s;\n}}\n"
+    ).encode()
+    no_internal_error(src)
+    (d,) = diags(src, target)
+    assert (d.code, d.span.line, d.span.column, d.span.end_column) == (
+        "E0201",
+        3,
+        12,
+        12 + len(lo),
+    )
+    assert d.message == "mismatched types in a range bound: expected `i64`, found `f32`"
+
+
+def test_integer_literal_range_bound_still_takes_the_other_bounds_type():
+    built(
+        b"fn f(n: i32) -> i32 {\n  let mut s: i32 = 0;\n  for i in 1 .. n { s = s + i; }\n"
+        b"  return s;\n}\n"
+    )

@@ -388,8 +388,8 @@ class TypeChecker(StmtVisitor):
 
     def visit_for(self, s: H.For, scope: _Scope) -> None:
         lo = self._expr(s.start, scope, None)
-        hi = self._expr(s.end, scope, lo if not _is_literal(s.start) else None)
-        if _is_literal(s.start) and T.is_int(hi):
+        hi = self._expr(s.end, scope, lo if not _is_literal(s.start, floats=False) else None)
+        if _is_literal(s.start, floats=False) and T.is_int(hi):
             s.start.ty = lo = hi
         for e, t in ((s.start, lo), (s.end, hi)):
             if not T.is_int(t):
