@@ -1048,7 +1048,7 @@ class SeamChecker(StmtVisitor):
         forms = [(weak, True), (weak, False), (self.assume, False)]
         if self.pinned:  # the counterexample's query: one the machine can run
             forms.append((self._precise(self.assume), False))
-        budget = self.solver.shared_budget()
+        budget = self.solver.shared_budget(attempts=2)  # the two weak forms
         for facts, eqs in forms:
             side_b = z3.substitute(z3.And(*facts, b.pc, b.inside, *inside_b), *pairs)
             verdict, model = self.solver.decide(
