@@ -454,3 +454,36 @@ def test_integer_literal_range_bound_still_takes_the_other_bounds_type():
         b"fn f(n: i32) -> i32 {\n  let mut s: i32 = 0;\n  for i in 1 .. n { s = s + i; }\n"
         b"  return s;\n}\n"
     )
+
+
+# Issue 30 item 5a: a `where` clause calling a function (a helper, or an `extern fn
+# instances()` shadowing the intrinsic) checked clean, then the cpu build was an
+# internal error (a `func.call` before the last `vx.require`); now E0405 at the call
+@pytest.mark.parametrize("target", ["cpu", "tpu", "b200", "h100"])
+@pytest.mark.parametrize(
+    "decl,clause,column",
+    [
+        (b"fn one() -> i64 { return 1; }", b"one() == 1", 11),
+        (b"extern fn instances() -> i32;", b"instances() == 1", 11),
+        (b"fn one() -> i64 { return 1; }", b"instances() == 1, 2 * one() <= 3", 33),
+    ],
+)
+def test_call_in_where_clause_is_e0405(decl, clause, column, target):
+    src = (
+        decl + b"\n\nfn k(x: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]>"
+        b" on Topology::TensorCore\n    where " + clause + b" {\n"
+        b"  let v = transfer(x, Memory::VMEM);\n  return transfer(v, Memory::HBM);\n}\n"
+    )
+    no_internal_error(src)
+    (d,) = diags(src, target)
+    assert (d.code, d.span.line, d.span.column) == ("E0405", 4, column), d
+    assert "`where` clause calls function" in d.message
+
+
+def test_where_clause_intrinsics_still_build():
+    built(
+        b"fn k(tiles: &Vec<Tensor<f32, [128, 128]>>) -> Tensor<f32, [128, 128]>"
+        b" on Topology::TensorCore\n    where instances() <= tiles.len() {\n"
+        b"  let v = transfer(tiles[instance()], Memory::VMEM);\n"
+        b"  return transfer(v, Memory::HBM);\n}\n"
+    )

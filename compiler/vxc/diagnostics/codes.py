@@ -225,6 +225,17 @@ _TABLE = [
         "infeasible (so no E6004 counterexample exists). A token is never a tensor, whatever "
         "the path condition: `wait` it and use the waited tensor.",
     ),
+    Code(
+        "E0405",
+        "error",
+        "function call in a `where` clause",
+        "A `where` clause is computed from the parameters, shape parameters, `v.len()` and "
+        "the launch grid (`instance()`, `instances()`) only: on a kernel entry the launcher "
+        "evaluates it before any instance runs, and the solver reads it as a fact. A call of "
+        "a helper or an `extern fn` (also one named `instance` or `instances`, which shadows "
+        "the intrinsic) or of another intrinsic has no value there. Write the condition on "
+        "the parameters themselves.",
+    ),
     # -- placement (LANGUAGE.md section 7) ---------------------------------------
     Code(
         "E6001",

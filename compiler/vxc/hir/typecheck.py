@@ -233,6 +233,9 @@ class TypeChecker(StmtVisitor):
         self.literal_pins.update(literal_types(hir, params, fn.ret, self.fns))
         self.home = home
         for w in hir.where:
+            if self._where_calls(w):
+                self.abandoned += 1  # reported; the next clause and the body are checked
+                continue
             try:
                 self._expect_bool(self._expr(w, scope, want=None), w)
             except _Error:  # reported; the next clause and the body are still checked
@@ -241,6 +244,46 @@ class TypeChecker(StmtVisitor):
             self._block(hir.body, _Scope({}, scope))
         fn.ok = self.sink.errors_emitted == errors_before and self.abandoned == abandoned_before
         return fn
+
+    def _where_calls(self, w: H.Expr) -> bool:
+        """E0405: a `where` clause is computed from the parameters, `v.len()` and the launch
+        grid (LANGUAGE.md 4.1) before any instance runs; a call of a function (a helper, an
+        `extern fn`, also one named `instance`/`instances`, which shadows the intrinsic)
+        has no value there. Each such call is reported, innermost calls of a reported one
+        not again."""
+        calls = [
+            n
+            for n in H.walk_expr(w)
+            if isinstance(n, H.Call) and (n.callee in self.fns or n.callee not in LAUNCH_INTRINSICS)
+        ]
+        inner = {id(m) for n in calls for m in H.walk_expr(n) if m is not n}
+        for n in sorted(
+            (n for n in calls if id(n) not in inner), key=lambda n: (n.span.line, n.span.column)
+        ):
+            decl = self.fns.get(n.callee)
+            notes = []
+            if decl is not None and n.callee in LAUNCH_INTRINSICS:
+                kind = "extern fn" if decl.body is None else "fn"
+                notes.append(
+                    f"`{n.callee}` here is the `{kind}` declared at line {decl.span.line}, "
+                    f"which shadows the launch intrinsic `{n.callee}()`"
+                )
+            what = "function" if decl is not None or n.callee not in INTRINSICS else "intrinsic"
+            self.sink.emit(
+                "E0405",
+                f"a `where` clause calls {what} `{n.callee}`: clauses are computed from the "
+                "parameters, `v.len()` and the launch grid only",
+                n.span,
+                notes=notes,
+                help=(
+                    f"rename the `{n.callee}` declared at line {decl.span.line} to use the "
+                    f"intrinsic `{n.callee}()`"
+                    if notes
+                    else "write the condition on the parameters, lengths and grid themselves "
+                    "(`where n <= 128`, `where instances() == m / 128`)"
+                ),
+            )
+        return bool(calls)
 
     def _bind(
         self, scope: _Scope, name: str, ty: T.Type, mutable: bool, span: Span, kind: str
