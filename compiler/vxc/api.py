@@ -231,6 +231,10 @@ def check_target(analysis: Analysis, target: str) -> Checked:
                 from vxc.checks.seams import check_seams
 
                 check_seams(fns[name], machine, fns, placed, solver, sink)
+        if TARGETS[target].index_bits < 64:
+            from vxc.checks.dims import check_dims
+
+            check_dims(fns.values(), target, TARGETS[target].index_bits, sink)
         if TARGETS[target].dma is not None:
             from vxc.checks.dma import check_dma
 

@@ -266,13 +266,16 @@ class Target:
     family: str  # backend family: the package under vxc.backends that builds it
     arch: NvidiaArch | None = None  # the chip's facts (NVIDIA targets)
     dma: DmaLimits | None = None  # limits of one DMA copy, checked before the backend runs
+    # The width of the index type its kernels compute shapes and indices in: a literal
+    # dimension past its signed range is E0406 at check time (vxc/checks/dims.py).
+    index_bits: int = 64
 
 
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in [
         Target("cpu", "the host CPU (x86-64 native object + C header)", "cpu.vx", "cpu"),
-        Target("tpu", "TPU v5e class (Mosaic TPU module)", "tpu.vx", "tpu"),
+        Target("tpu", "TPU v5e class (Mosaic TPU module)", "tpu.vx", "tpu", index_bits=32),
         Target(
             "b200", "NVIDIA B200, sm_100a (cubin + PTX fatbin)", "b200.vx", "nvidia",
             BLACKWELL, TMA,

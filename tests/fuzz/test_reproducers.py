@@ -487,3 +487,33 @@ def test_where_clause_intrinsics_still_build():
         b"  let v = transfer(tiles[instance()], Memory::VMEM);\n"
         b"  return transfer(v, Memory::HBM);\n}\n"
     )
+
+
+# Issue 30 item 5b: a tpu kernel with an output dimension of 2^31 or more and its grid
+# from the `where` clause checked clean, then the build's export raised OverflowError
+# (int32 shapes); now E0406 at the type, at check time, and only on the 32-bit target
+@pytest.mark.parametrize("target", ["cpu", "tpu", "b200", "h100"])
+@pytest.mark.parametrize("dim", [2147483648, 4294967296, 2147483647])
+def test_dimension_past_the_targets_index_type_is_e0406(dim, target):
+    src = (
+        f"fn k(m: i64, x: &Tensor<f32, [m, {dim}]>, y: &mut Tensor<f32, [m, {dim}]>) -> void\n"
+        "    on Topology::TensorCore\n    where m % 128 == 0, instances() == m / 128 {\n"
+        "  let r = instance() * 128;\n"
+        "  let v = transfer(x[r .. r + 128, 0 .. 128], Memory::VMEM);\n"
+        "  transfer(v, y[r .. r + 128, 0 .. 128]);\n}\n"
+    ).encode()
+    no_internal_error(src)
+    analysis = api.analyze([api.Source(vxfuzz.FILE, src)])
+    if target != "tpu" or dim < 2**31:
+        assert codes(src, target) == []
+        if target == "tpu":
+            assert api.build(analysis, target, "artifact").ok
+        return
+    ds = diags(src, target)
+    assert [(d.code, d.span.line, d.span.column) for d in ds] == [
+        ("E0406", 1, 17),
+        ("E0406", 1, 41 + len(str(dim))),
+    ]
+    assert f"a dimension of {dim}" in ds[0].message and "32-bit" in ds[0].message
+    result = api.build(analysis, target, "artifact")  # the build checks first: the same
+    assert not result.ok and [d.code for d in result.diagnostics] == ["E0406", "E0406"]

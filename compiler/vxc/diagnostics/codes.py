@@ -236,6 +236,15 @@ _TABLE = [
         "the intrinsic) or of another intrinsic has no value there. Write the condition on "
         "the parameters themselves.",
     ),
+    Code(
+        "E0406",
+        "error",
+        "tensor dimension past the target's index type",
+        "A tensor type has a literal dimension larger than the target's index type holds: "
+        "the TPU computes every index, shape and grid value in 32 bits, so a dimension is at "
+        "most 2147483647 there (the cpu, b200 and h100 index in 64 bits). It is reported at "
+        "check time, where the type is written; split the tensor into parts.",
+    ),
     # -- placement (LANGUAGE.md section 7) ---------------------------------------
     Code(
         "E6001",
