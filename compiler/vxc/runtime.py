@@ -184,8 +184,18 @@ class Kernel:
         """Fill omitted shape parameters from the arrays, and check every given one against
         them: `m` of `a: &Tensor<bf16, [m, k]>` is `a.shape[0]`."""
         for p in self.params:
+            value = bound.get(p["name"])
+            if p.get("dims") and isinstance(value, np.ndarray) and value.ndim != len(p["shape"]):
+                # Before any size is read from it: a shape parameter taken from the wrong
+                # rank blamed the next array that names it (`b` for a 3-d `a` of a gemm).
+                pairs = zip(p["dims"], p["shape"], strict=False)
+                shown = [n or ("n" if d is None else str(d)) for n, d in pairs]
+                raise ArgumentError(
+                    f"{self.name}: argument '{p['name']}' must have {len(p['shape'])} "
+                    f"dimension(s), shape ({', '.join(shown)}), got {value.ndim}: "
+                    f"{tuple(value.shape)}"
+                )
             for i, name in enumerate(p.get("dims", [])):
-                value = bound.get(p["name"])
                 if not name or not isinstance(value, np.ndarray) or value.ndim <= i:
                     continue
                 size = int(value.shape[i])

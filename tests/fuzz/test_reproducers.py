@@ -517,3 +517,26 @@ def test_dimension_past_the_targets_index_type_is_e0406(dim, target):
     assert f"a dimension of {dim}" in ds[0].message and "32-bit" in ds[0].message
     result = api.build(analysis, target, "artifact")  # the build checks first: the same
     assert not result.ok and [d.code for d in result.diagnostics] == ["E0406", "E0406"]
+
+
+# Issue 30 item 5d: a 3-d `a` passed to gemm.vx (`a: &Tensor<bf16, [m, k]>`) was reported
+# as `b`'s mismatch: the launcher read m and k from the 3-d array, then found b's rows
+# unequal to that k. The array of the wrong rank is named now, before any size is read.
+def test_wrong_rank_argument_is_named_not_the_next_array(tmp_path):
+    import numpy as np
+
+    from vxc import runtime
+
+    gemm = (vxfuzz.ROOT / "kernels" / "gemm.vx").read_bytes()
+    result = api.build(api.analyze([api.Source("gemm.vx", gemm)]), "cpu", cpu="x86-64-v3")
+    assert result.ok, result.diagnostics
+    art = runtime.load_outputs(result.outputs, tmp_path)
+    a = np.zeros((128, 256, 3), np.uint16)
+    b = np.zeros((128, 128), np.uint16)
+    c = np.zeros((128, 128), np.float32)
+    with pytest.raises(runtime.ArgumentError) as e:
+        art.gemm(a=a, b=b, c=c)
+    assert "argument 'a' must have 2 dimension(s), shape (m, k), got 3" in str(e.value)
+    assert "'b'" not in str(e.value)
+    with pytest.raises(runtime.ArgumentError, match="argument 'b' must have 2 dimension"):
+        art.gemm(a=np.zeros((128, 128), np.uint16), b=b[None], c=c)
