@@ -3,8 +3,9 @@
 The seam checker (checks/seams.py) proves these facts with z3: reads of a
 buffer that crossed a relaxed hop of the target plan or of a token before its `wait`
 (E6004), buffers with a value contract `assert(buf == v)` (E6004), the `where`
-bounds of a callee (E6005), that a function's own `where` clauses can hold (E0403), and
-views, stores and `Vec` indices (E6041-E6043). A function with none of these forms has
+bounds of a callee (E6005), that a function's own `where` clauses can hold (E0403),
+views, stores and `Vec` indices (E6041-E6043), and that a kernel whose extern writes its
+output through `&mut` runs as one instance (E6042). A function with none of these forms has
 nothing to prove, so `vxc.api` runs the seam checker (and imports z3) only for functions
 where this returns True. It errs on the side of True: the checker then proves nothing or
 reports.
@@ -36,7 +37,30 @@ def needs_proof(fn: Function, placement: FnPlacement, functions: dict[str, Funct
             for e in H.walk_expr(top):
                 if _obliges(e, functions, bounded_len):
                     return True
+                if isinstance(e, H.Call) and extern_outputs(e, fn, functions):
+                    return True  # an extern writes shared memory: one instance only
     return False
+
+
+def extern_outputs(call: H.Call, fn: Function, functions: dict[str, Function]) -> list[H.Expr]:
+    """The arguments of a call of an `extern fn` passed to its `&mut` parameters that are
+    (views of) `fn`'s own tensor parameters: memory every instance shares, which the
+    extern writes as a whole in each of them (E6042 unless `instances() == 1`). A tile of
+    the function's own is per instance, and free to pass."""
+    callee = functions.get(call.callee)
+    if callee is None or not callee.is_extern:
+        return []
+    out = []
+    for p, a in zip(callee.params, call.args, strict=False):
+        if not (isinstance(p.ty, T.RefT) and p.ty.mutable):
+            continue
+        root = a
+        while isinstance(root, H.Borrow | H.View):
+            root = root.operand if isinstance(root, H.Borrow) else root.obj
+        var = fn.vars.get(root.vid) if isinstance(root, H.Name) else None
+        if var is not None and var.kind == "param":
+            out.append(a)
+    return out
 
 
 def _token_as_tensor(s: H.Stmt, fn: Function) -> bool:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import z3
 
+from vxc.checks.externs import check_extern_outputs
 from vxc.checks.loops import Head, classify
 from vxc.checks.machine import Machine
 from vxc.checks.regions import (
@@ -614,6 +615,7 @@ class SeamChecker(StmtVisitor):
                     self._changed(a.vid, a.span, "moved away", pc)
             if callee is not None:
                 self._bounds(node, callee, pc)
+                check_extern_outputs(self, node, callee, pc)  # checks/externs.py: E6042
 
     def _assert(self, call: H.Call, pc: z3.BoolRef) -> None:
         cond = call.args[0]

@@ -355,7 +355,9 @@ _TABLE = [
         "element both write (or could not prove disjointness within the budget). A load from "
         "an output races too: one instance may not read a region another instance writes "
         "(the result would depend on the order they run). A kernel whose stores do not "
-        "depend on `instance()` needs `where instances() == 1`. Integers a loop assigns are "
+        "depend on `instance()` needs `where instances() == 1`, and so does one that passes a "
+        "tensor parameter to an `extern fn`'s `&mut` parameter (the extern writes all of it, "
+        "in every instance). Integers a loop assigns are "
         "read at every iteration (a counter `r = r + 128` in closed form), and the "
         "counterexample names the iteration.",
     ),
