@@ -409,9 +409,12 @@ class Kernel:
         arrays = [np.asarray(a) for a in arrays]
         if self.target == "tpu":
             from vxc.backends.tpu import interp
+            from vxc.backends.tpu.runtime import distinct_tensors
+            from vxc.runtime import check_distinct
 
             params = self.spec["params"]
             _check_tpu_args(self.name, params, arrays)
+            check_distinct(self.name, distinct_tensors(self.spec, arrays))
             mosaic = (self.manifest_path.parent / self.spec["files"]["mosaic"]).read_text()
             aliases = [(a["param"], a["result"]) for a in self.spec.get("aliases", [])]
             inputs, names, at = interp.operands(params, arrays)
