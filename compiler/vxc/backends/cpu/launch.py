@@ -24,11 +24,11 @@ the lowest-numbered instance that failed (so it does not depend on the
 schedule); VX_ERR_LAUNCH for N < 1 or threads < 0, VX_ERR_NULL for a null
 output pointer or a null input of non-zero size, VX_ERR_SHAPE for a negative
 length, VX_ERR_SHAPE_PARAM for a tensor whose size differs from its shape
-parameter, VX_ERR_ALIAS for a written argument whose bytes overlap another
-argument's (LANGUAGE.md section 7, distinct arguments), and VX_ERR_WHERE for a
-launch that breaks the kernel's `where` clauses (evaluated by `K__vx_where`:
-once, or per instance when a clause reads instance()), all before any instance
-runs.
+parameter, VX_ERR_WHERE for a launch that breaks the kernel's `where` clauses
+(evaluated by `K__vx_where`: once, or per instance when a clause reads
+instance()), then VX_ERR_ALIAS for a written argument whose bytes overlap
+another argument's (LANGUAGE.md section 7, distinct arguments; an output's bytes
+are N results), all before any instance runs.
 """
 
 from __future__ import annotations
@@ -309,9 +309,10 @@ def define_launch(
     _check_pointers(b, launch, sig, 2, guard)
     _check_lengths(b, launch, sig, 2, guard)
     _check_shapes(b, launch, sig, 2, guard)
-    _check_alias(b, launch, sig, 2, n, guard)
     if where is not None:
         _check_where(b, where, launch.args[2:], n)
+    # After the `where` clauses, which may bound N: each output's range is N results.
+    _check_alias(b, launch, sig, 2, n, guard)
 
     ctx = b.alloca(ctx_ty, name="launch")
 
