@@ -383,13 +383,18 @@ class Kernel:
                 import numpy as np
 
                 from vxc.runtime import LaunchError
+                from vxc.status import STATUS
 
                 arrays = self._ordered(named)
                 (grid,) = _tpu_grid(self.spec, [np.asarray(a) for a in arrays])
-                if instances != grid:
+                if instances != grid:  # refused as the cpu refuses it (VX_ERR_WHERE)
+                    bound = self.spec["grid"]["iteration_bounds"][0]
                     raise LaunchError(
-                        f"{self.name}: its where clause runs {grid} instances for these "
-                        f"shapes; a launch of {instances} is refused"
+                        self.name,
+                        STATUS["VX_ERR_WHERE"],
+                        "VX_ERR_WHERE",
+                        f" (instances() == {bound}: {grid} for these shapes; a launch of "
+                        f"{instances} is refused)",
                     )
                 return _one(self._interpret(arrays, instances))
             return self._artifact().launch(instances, *self._ordered(named))
