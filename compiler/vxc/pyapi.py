@@ -252,7 +252,9 @@ class Kernel:
     `m` of `a: &Tensor<bf16, [m, k]>`) may be omitted: pass only the other arguments,
     positionally or by name, and each is inferred from the arrays (a given one is
     checked against them). Outputs (`&mut Tensor` parameters) are arrays you allocate;
-    on the cpu they are written in place. A kernel's status error raises
+    on the cpu they are written in place. One that shares memory with another argument
+    is refused on every target, interpreted or not (`vxc.runtime.ArgumentError` naming
+    both, LANGUAGE.md section 7). A kernel's status error raises
     `vxc.runtime.KernelError` (`LaunchError` for a launch its `where` clauses rule out).
     """
 
