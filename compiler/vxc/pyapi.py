@@ -252,7 +252,9 @@ class Kernel:
     `m` of `a: &Tensor<bf16, [m, k]>`) may be omitted: pass only the other arguments,
     positionally or by name, and each is inferred from the arrays (a given one is
     checked against them). Outputs (`&mut Tensor` parameters) are arrays you allocate;
-    on the cpu they are written in place. A kernel's status error raises
+    on the cpu they are written in place. One that shares memory with another argument
+    is refused on every target, interpreted or not (`vxc.runtime.ArgumentError` naming
+    both, LANGUAGE.md section 7). A kernel's status error raises
     `vxc.runtime.KernelError` (`LaunchError` for a launch its `where` clauses rule out).
     """
 
@@ -383,13 +385,18 @@ class Kernel:
                 import numpy as np
 
                 from vxc.runtime import LaunchError
+                from vxc.status import STATUS
 
                 arrays = self._ordered(named)
                 (grid,) = _tpu_grid(self.spec, [np.asarray(a) for a in arrays])
-                if instances != grid:
+                if instances != grid:  # refused as the cpu refuses it (VX_ERR_WHERE)
+                    bound = self.spec["grid"]["iteration_bounds"][0]
                     raise LaunchError(
-                        f"{self.name}: its where clause runs {grid} instances for these "
-                        f"shapes; a launch of {instances} is refused"
+                        self.name,
+                        STATUS["VX_ERR_WHERE"],
+                        "VX_ERR_WHERE",
+                        f" (instances() == {bound}: {grid} for these shapes; a launch of "
+                        f"{instances} is refused)",
                     )
                 return _one(self._interpret(arrays, instances))
             return self._artifact().launch(instances, *self._ordered(named))
@@ -409,9 +416,12 @@ class Kernel:
         arrays = [np.asarray(a) for a in arrays]
         if self.target == "tpu":
             from vxc.backends.tpu import interp
+            from vxc.backends.tpu.runtime import distinct_tensors
+            from vxc.runtime import check_distinct
 
             params = self.spec["params"]
             _check_tpu_args(self.name, params, arrays)
+            check_distinct(self.name, distinct_tensors(self.spec, arrays))
             mosaic = (self.manifest_path.parent / self.spec["files"]["mosaic"]).read_text()
             aliases = [(a["param"], a["result"]) for a in self.spec.get("aliases", [])]
             inputs, names, at = interp.operands(params, arrays)

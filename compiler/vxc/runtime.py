@@ -26,6 +26,12 @@ LANGUAGE.md section 3) are checked against the arrays before any instance runs
 (`ArgumentError` naming the parameter); when the caller omits them (passing the
 arrays by keyword, `art.gemm.launch(4, a=a, b=b, c=c)`), they are inferred from the
 arrays.
+
+Arguments are distinct (LANGUAGE.md section 7): a `&mut` argument the kernel writes may
+share no memory with any other argument (`np.shares_memory`, exact), else the launch is
+refused with an `ArgumentError` naming both parameters before any instance runs
+(`check_distinct`, which every Python launcher calls; the C entry itself returns
+`VX_ERR_ALIAS`, also an `ArgumentError` here).
 """
 
 from __future__ import annotations
@@ -97,7 +103,34 @@ class LaunchError(KernelError, ValueError):
     launch its `where` clause rules out (more instances than tiles, say)."""
 
 
-def _kernel_error(kernel: str, status: int, code: str, detail: str = "") -> KernelError:
+DISTINCT = "a `&mut` argument must share no memory with another (LANGUAGE.md §7)"
+
+
+def check_distinct(kernel: str, tensors: Sequence[tuple[str, Any, bool]]) -> None:
+    """Refuse a launch whose `&mut` argument overlaps another argument (LANGUAGE.md
+    section 7: the proofs assume distinct arguments). `tensors` holds each tensor or Vec
+    argument as (parameter name, value, written: a `&mut` the kernel writes), in parameter
+    order. numpy arrays are compared by `np.shares_memory` (exact: disjoint slices of one
+    array are distinct, overlapping ones are not, and an empty array overlaps nothing);
+    any other array (a jax.Array) is the same argument only when it is the same object.
+    The one check of every Python launcher: `vxc.runtime`, `vxc.compile`'s kernels, and
+    the tpu and nvidia runtimes and interpreters."""
+    for i, (name_i, a, written_i) in enumerate(tensors):
+        for name_j, b, written_j in tensors[i + 1 :]:
+            if not (written_i or written_j):
+                continue
+            both = isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+            if np.shares_memory(a, b) if both else a is b:
+                raise ArgumentError(
+                    f"{kernel}: arguments `{name_i}` and `{name_j}` overlap: {DISTINCT}"
+                )
+
+
+def _kernel_error(kernel: str, status: int, code: str, detail: str = "") -> Exception:
+    if code == "VX_ERR_ALIAS":  # refused by the C entry: the arguments' fault
+        return ArgumentError(
+            f"kernel '{kernel}' refused the launch with {code} ({status}): {MEANING[code]}"
+        )
     cls = LaunchError if code in ("VX_ERR_LAUNCH", "VX_ERR_WHERE") else KernelError
     return cls(kernel, status, code, detail)
 
@@ -258,13 +291,16 @@ class Kernel:
     def _args(self, args: tuple, kwargs: dict) -> tuple[list[Any], list[np.ndarray]]:
         keep: list[np.ndarray] = []  # contiguous copies must outlive the call
         cargs: list[Any] = []
+        tensors: list[tuple[str, Any, bool]] = []  # the caller's arrays, for check_distinct
         for p, value in zip(self.params, self._bind(args, kwargs), strict=True):
             if p["kind"] == "tensor":
                 arr, parts = self._tensor(p, value)
                 keep.append(arr)
                 cargs += parts
+                tensors.append((p["name"], value, not p["const"]))
             else:
                 cargs.append(self._scalar(p, value))
+        check_distinct(self.name, tensors)
         return cargs, keep
 
     def _outputs(self, lead: tuple[int, ...]) -> list[np.ndarray]:

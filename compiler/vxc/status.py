@@ -29,6 +29,11 @@ STATUSES: tuple[Status, ...] = (
     Status("VX_ERR_NULL", 6, "an output pointer was null, or an input with elements was null"),
     Status("VX_ERR_WHERE", 7, "the launch breaks the kernel's `where` clause"),
     Status("VX_ERR_SHAPE_PARAM", 8, "a tensor's size differs from the shape parameter naming it"),
+    Status(
+        "VX_ERR_ALIAS",
+        9,
+        "a `&mut` argument or an output overlaps another argument's bytes (LANGUAGE.md §7)",
+    ),
 )
 
 STATUS: dict[str, int] = {s.name: s.code for s in STATUSES}

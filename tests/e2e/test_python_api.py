@@ -217,6 +217,16 @@ def test_gemm_in_the_interpreters(path, target):
     np.testing.assert_array_equal(c, ref)
 
 
+def test_a_launch_the_where_clause_refuses_in_the_tpu_interpreter_is_a_launch_error():
+    """gemm's grid comes from its shapes (`instances() == (m / 128) * (n / 128)`): another
+    count is refused as the cpu refuses it (this raised a TypeError of its own)."""
+    g = vxc.compile(GEMM, target="tpu", interpret=True)
+    a, b, c, _ = _gemm_inputs(128, 256, 128)
+    with pytest.raises(LaunchError, match=r"VX_ERR_WHERE \(7\).*2 for these shapes; a launch of 3"):
+        g.launch(a, b, c, instances=3)
+    assert not c.any()
+
+
 def test_what_is_a_path_and_what_is_source(tmp_path):
     plain = tmp_path / "plain_name"  # a file without the .vx suffix is still a path
     plain.write_bytes(STREAM.read_bytes())

@@ -23,9 +23,12 @@ out in order from an atomic counter. The status is VX_OK, or the status of
 the lowest-numbered instance that failed (so it does not depend on the
 schedule); VX_ERR_LAUNCH for N < 1 or threads < 0, VX_ERR_NULL for a null
 output pointer or a null input of non-zero size, VX_ERR_SHAPE for a negative
-length, and VX_ERR_WHERE for a launch that breaks the kernel's `where` clauses
+length, VX_ERR_SHAPE_PARAM for a tensor whose size differs from its shape
+parameter, VX_ERR_WHERE for a launch that breaks the kernel's `where` clauses
 (evaluated by `K__vx_where`: once, or per instance when a clause reads
-instance()), all before any instance runs.
+instance()), then VX_ERR_ALIAS for a written argument whose bytes overlap
+another argument's (LANGUAGE.md section 7, distinct arguments; an output's bytes
+are N results), all before any instance runs.
 """
 
 from __future__ import annotations
@@ -132,6 +135,55 @@ def _check_shapes(b: ll.IRBuilder, fn: ll.Function, sig: abi.Signature, first: i
     fail(bad, "VX_ERR_SHAPE_PARAM")
 
 
+def _byte_ranges(
+    b: ll.IRBuilder, fn: ll.Function, sig: abi.Signature, first: int, instances: ll.Value
+) -> list[tuple[ll.Value, ll.Value, bool]]:
+    """Each pointer argument's bytes as (start address, size, written): a tensor or Vec
+    (one contiguous block: its elements, the dynamic dimensions read from the call) and
+    each output, which holds `instances` results. Written: a non-const pointer (a `&mut`
+    the body writes) or an output."""
+    args = iter(fn.args[first:])
+    ranges = []
+    for p in sig.params:
+        ptr = next(args)
+        if p.kind != "tensor":
+            continue
+        dyn = {i: next(args) for i in p.dynamic_dims}
+        size: ll.Value = _c(abi.ELEMENT_BYTES[p.dtype])
+        for i, d in enumerate(p.shape):
+            size = b.mul(size, dyn[i] if d is None else _c(d))
+        ranges.append((b.ptrtoint(ptr, I64), size, not p.const))
+    for r, ptr in zip(sig.results, args, strict=True):
+        ranges.append((b.ptrtoint(ptr, I64), b.mul(instances, _c(result_bytes(r))), True))
+    return ranges
+
+
+def _check_alias(
+    b: ll.IRBuilder, fn: ll.Function, sig: abi.Signature, first: int, instances: ll.Value, fail
+) -> None:
+    """VX_ERR_ALIAS when a written argument (a `&mut` tensor or Vec the body writes, or an
+    output) shares a byte with another pointer argument: the proofs assume distinct
+    arguments (LANGUAGE.md section 7). Byte ranges [ptr, ptr + size) are compared,
+    empty ones never overlap; called after the length checks, so sizes are not
+    negative."""
+    ranges = _byte_ranges(b, fn, sig, first, instances)
+    bad = ll.Constant(ll.IntType(1), 0)
+    zero = _c(0)
+    for i, (start_i, size_i, written_i) in enumerate(ranges):
+        for start_j, size_j, written_j in ranges[i + 1 :]:
+            if not (written_i or written_j):
+                continue
+            nonempty = b.and_(
+                b.icmp_unsigned("!=", size_i, zero), b.icmp_unsigned("!=", size_j, zero)
+            )
+            meet = b.and_(
+                b.icmp_unsigned("<", start_i, b.add(start_j, size_j)),
+                b.icmp_unsigned("<", start_j, b.add(start_i, size_i)),
+            )
+            bad = b.or_(bad, b.and_(nonempty, meet))
+    fail(bad, "VX_ERR_ALIAS")
+
+
 class _Guards:
     """Early returns with a status from a function being built."""
 
@@ -159,6 +211,7 @@ def define_single(mod: ll.Module, sig: abi.Signature, fnty: ll.FunctionType, bod
     _check_pointers(b, fn, sig, 0, _Guards(b))
     _check_lengths(b, fn, sig, 0, _Guards(b))
     _check_shapes(b, fn, sig, 0, _Guards(b))
+    _check_alias(b, fn, sig, 0, _c(1), _Guards(b))
     b.ret(b.call(body, [*fn.args, _c(0), _c(1)]))
     return fn
 
@@ -258,6 +311,8 @@ def define_launch(
     _check_shapes(b, launch, sig, 2, guard)
     if where is not None:
         _check_where(b, where, launch.args[2:], n)
+    # After the `where` clauses, which may bound N: each output's range is N results.
+    _check_alias(b, launch, sig, 2, n, guard)
 
     ctx = b.alloca(ctx_ty, name="launch")
 

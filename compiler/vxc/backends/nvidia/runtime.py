@@ -23,6 +23,7 @@ import numpy as np
 from vxc.backends.nvidia.encoders import TMA_DTYPES, TMA_SWIZZLE, TensorMap
 from vxc.backends.nvidia.manifest import Manifest
 from vxc.errors import NotRunnableHere
+from vxc.runtime import check_distinct
 from vxc.targets import NVIDIA_ARCHES
 
 NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32}
@@ -135,6 +136,20 @@ def _dtype_of(dtype: str):
     return _bf16() if dtype == "bf16" else NUMPY.get(dtype)
 
 
+def _check_distinct(meta: dict, args) -> None:
+    """A `&mut` argument (one the kernel stores into: a parameter marked `mut`) may share
+    no memory with another tensor argument (LANGUAGE.md section 7): refused before
+    anything is uploaded, for the GPU and the PTX simulator alike."""
+    tensors: dict[int, bool] = {}
+    for p in meta["params"]:
+        index = p.get("arg_index")
+        if p["kind"] in ("tensormap", "pointer") and index is not None:
+            tensors[index] = tensors.get(index, False) or bool(p.get("mut"))
+    check_distinct(
+        meta["name"], [(meta["args"][i], args[i], w) for i, w in sorted(tensors.items())]
+    )
+
+
 def plan_launch(meta: dict, args, instances: int) -> list[LaunchParam]:
     """The parameters of one launch of manifest kernel `meta` on `args` (numpy) as
     `instances` CTAs, checked against the manifest; shared by the CUDA launch and the
@@ -146,6 +161,7 @@ def plan_launch(meta: dict, args, instances: int) -> list[LaunchParam]:
             f"{meta['name']} takes {len(meta['args'])} arguments "
             f"({', '.join(meta['args'])}), got {len(args)}"
         )
+    _check_distinct(meta, args)
     out: list[LaunchParam] = []
     for p in meta["params"]:
         kind, index = p["kind"], p.get("arg_index")

@@ -7,19 +7,35 @@
 
 Loading reads the manifest and works on any machine (the kernels, their parameters, the
 export); running needs a TPU: elsewhere a call raises `NoTpu`, one line saying so.
+A `&mut` argument that overlaps another argument is refused first (`ArgumentError`,
+LANGUAGE.md section 7).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from vxc.errors import NotRunnableHere
+from vxc.runtime import check_distinct
 
 
 class NoTpu(NotRunnableHere):
     """No TPU device answers here; the message is one line."""
+
+
+def distinct_tensors(spec: dict, args: Sequence[Any]) -> list[tuple[str, Any, bool]]:
+    """A tpu kernel's tensor arguments for `vxc.runtime.check_distinct`: (name, value,
+    written), written for a `&mut` (a parameter an output aliases, the manifest's
+    `aliases`)."""
+    mut = {a["param"] for a in spec.get("aliases", [])}
+    return [
+        (p["name"], a, k in mut)
+        for k, (p, a) in enumerate(zip(spec["params"], args, strict=False))
+        if p["space"] != "SMEM"
+    ]
 
 
 def _tpu_devices() -> list[Any]:
@@ -57,6 +73,7 @@ class TpuKernel:
         # The grid the kernel's `where` clause gives from the shapes (gemm's
         # `((m // 128) * (n // 128))`), or None: the static grid above.
         self.grid_expr: str | None = bound if isinstance(bound, str) else None
+        self.spec = spec
         self.export_path = directory / spec["files"]["export"]
         self._exported: Any = None
         self._jit: Any = None
@@ -71,6 +88,7 @@ class TpuKernel:
         return self._exported
 
     def __call__(self, *args: Any) -> Any:
+        check_distinct(self.name, distinct_tensors(self.spec, args))
         if not _tpu_devices():
             import jax
 
