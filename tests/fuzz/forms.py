@@ -245,3 +245,122 @@ def store_form(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
         + rng.choice([b"Memory::VMEM", b"Memory::HBM", b"y", b"c[0]"])
         + data[m.end() :]
     )
+
+
+# ---- loop-carried counters, reads of outputs, in-flight store destinations ------------
+# (issue 30: the checks these reach were made sound after the fuzzer had no mutants of
+# them; tests/fuzz/oracle.py judges the same forms by running them)
+
+FOR = re.compile(rb"\n([ \t]*)for \w+ in [^{;]*\{")
+VIEW = re.compile(rb"\b\w+\[([^\[\];]*?)\s*\.\.\s*([^\[\];]*?)(,|\])")
+STORE = re.compile(rb"\n([ \t]*)transfer(_async)?\(([^;]*), (\w+\[[^\[\];]*\])\);")
+ASYNC_STORE = re.compile(rb"\n([ \t]*)let (\w+) = transfer_async\(([^;]*), (\w+\[[^\[\];]*\])\);")
+STEPS = [b"128", b"64", b"1", b"0", b"-128", b"256"]
+
+
+def _matching_brace(data: bytes, open_at: int) -> int | None:
+    """The index of the `}` that closes the `{` at `open_at`."""
+    depth = 0
+    for i in range(open_at, len(data)):
+        c = data[i : i + 1]
+        if c == b"{":
+            depth += 1
+        elif c == b"}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def loop_counter(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    """A counter carried around a loop: `let mut vxr: i64 = S;` before a `for`, `vxr = vxr
+    + C;` at the end of its body (under an `if` sometimes), and a view inside the loop
+    (or after it) offset by `vxr`: E6041's and E6042's loop heads."""
+    loops = list(FOR.finditer(data))
+    if not loops:
+        return data
+    m = rng.choice(loops)
+    close = _matching_brace(data, m.end() - 1)
+    if close is None:
+        return data
+    ind = m.group(1)
+    step = rng.choice(STEPS)
+    bump = b"vxr = vxr + " + step + b";"
+    if rng.random() < 0.3:
+        bump = (
+            b"if " + rng.choice([b"vxr < 256", b"vxr >= 0", b"vxr != 128"]) + b" { " + bump + b" }"
+        )
+    start = rng.choice([b"0", b"0", b"128", b"instance() * 128"])
+    inside = [v for v in VIEW.finditer(data, m.end(), close)]
+    after = [v for v in VIEW.finditer(data, close)]
+    views = inside if inside and (rng.random() < 0.8 or not after) else after
+    out = data
+    if views:  # the view first, in `data`'s positions; the loop's end moves with it
+        v = rng.choice(views)
+        shifted = b"vxr + " + v.group(1) + b" .. vxr + " + v.group(2)
+        out = data[: v.start(1)] + shifted + data[v.end(2) :]
+        if v.start(1) < close:
+            close += len(shifted) - (v.end(2) - v.start(1))
+    out = out[:close] + b"  " + bump + b"\n" + ind + out[close:]
+    return out[: m.start()] + b"\n" + ind + b"let mut vxr: i64 = " + start + b";" + out[m.start() :]
+
+
+def output_read(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    """A read of an output next to a store into it: the same region (fine for one
+    instance, a race for the region of another) or a shifted one (E6042's reads)."""
+    stores = list(STORE.finditer(data))
+    if not stores:
+        return data
+    m = rng.choice(stores)
+    ind, view = m.group(1), m.group(4)
+    if rng.random() < 0.4:
+        hits = list(VIEW.finditer(view))
+        if hits:
+            v = hits[0]
+            off = rng.choice([b" + 128", b" - 128", b" + 64", b" + 1"])
+            view = (
+                view[: v.start(1)]
+                + v.group(1)
+                + off
+                + b" .. "
+                + v.group(2)
+                + off
+                + view[v.end(2) :]
+            )
+    read = b"\n" + ind + b"let vxu = transfer(" + view + b", Memory::VMEM);"
+    at = m.end() if rng.random() < 0.5 else m.start()
+    return data[:at] + read + data[at:]
+
+
+def inflight_read(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    """A read of (or a second store to) the destination of a store still in flight, before
+    its `wait` (E6043), or the same read after the wait (allowed): an async store is used
+    as found, a blocking one made async with its wait after the read."""
+    ind = src = view = None
+    found = list(ASYNC_STORE.finditer(data))
+    if found and rng.random() < 0.6:
+        m = rng.choice(found)
+        ind, src, view = m.group(1), m.group(3), m.group(4)
+        if rng.random() < 0.15:  # after its wait: no E6043
+            w = re.search(rb"\n[ \t]*wait\(" + re.escape(m.group(2)) + rb"\);", data[m.end() :])
+            if w:
+                at = m.end() + w.end()
+                read = b"\n" + ind + b"let vxu = transfer(" + view + b", Memory::VMEM);"
+                return data[:at] + read + data[at:]
+        at, head, tail = m.end(), b"", b""
+    else:
+        blocking = [s for s in STORE.finditer(data) if not s.group(2)]
+        if not blocking:
+            return data
+        m = rng.choice(blocking)
+        ind, src, view = m.group(1), m.group(3), m.group(4)
+        at = m.end()
+        head = b"\n" + ind + b"let vxst = transfer_async(" + src + b", " + view + b");"
+        tail = b"\n" + ind + b"wait(vxst);"
+    if rng.random() < 0.25:
+        touch = b"\n" + ind + b"transfer(" + src + b", " + view + b");"  # a second store
+    else:
+        touch = b"\n" + ind + b"let vxu = transfer(" + view + b", Memory::VMEM);"
+    if head:
+        return data[: m.start()] + head + touch + tail + data[at:]
+    return data[:at] + touch + data[at:]

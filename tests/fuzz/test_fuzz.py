@@ -255,7 +255,18 @@ def test_forms_generator_writes_every_new_form():
         assert out.error is None, out.error
 
 
-@pytest.mark.parametrize("mutator", [forms.view_bounds, forms.tile_word, forms.store_form])
+@pytest.mark.parametrize(
+    "mutator",
+    [
+        forms.view_bounds,
+        forms.tile_word,
+        forms.store_form,
+        forms.loop_counter,
+        forms.output_read,
+        forms.inflight_read,
+    ],
+    ids=lambda m: m.__name__,
+)
 def test_form_mutators_change_the_seeds(mutator):
     seeds = [p.read_bytes() for p in sorted(vxfuzz.SEEDS.glob("*.vx"))]
     assert len(seeds) >= 5

@@ -146,6 +146,34 @@ def test_generated_kernels_agree_with_the_oracle():
     _generated(BIG, GEN_SEED + 1)
 
 
+def test_fuzzer_mutants_of_the_new_forms_agree_with_the_oracle():
+    """The fuzzer's mutators of loop counters, output reads and in-flight destinations
+    (forms.py) on the fuzzer's seeds: the checker reports what the oracle finds."""
+    import random
+
+    import forms
+
+    progs = [p.read_bytes() for p in sorted((ROOT / "tests" / "fuzz" / "seeds").glob("*.vx"))]
+    rng = random.Random(5)
+    stats: Counter = Counter()
+    unsound = []
+    for mutator in (forms.loop_counter, forms.output_read, forms.inflight_read):
+        for data in progs:
+            mutant = mutator(rng, data, progs)
+            r = compare(f"{mutator.__name__}.vx", mutant)
+            if r is None or r["verdict"].codes is None:
+                stats[f"{mutator.__name__} skipped"] += 1
+                continue
+            stats[f"{mutator.__name__} judged"] += 1
+            for c in r["verdict"].found:
+                stats[f"{mutator.__name__} oracle {c}"] += 1
+            if r["missed"]:
+                unsound.append((mutator.__name__, r["missed"], r["verdict"].witness, mutant))
+    _report("fuzzer mutants (cpu)", stats, {})
+    assert unsound == [], unsound[:2]
+    assert stats["loop_counter oracle E6041"] and stats["inflight_read oracle E6043"], stats
+
+
 # ---- the oracle itself --------------------------------------------------------------
 def _one(text: str) -> oracle.ProgramVerdict:
     v = oracle.oracle([api.Source("t.vx", text.encode())])

@@ -463,6 +463,9 @@ MUTATORS: list[Callable[[random.Random, bytes, list[bytes]], bytes]] = [
     forms.view_bounds,
     forms.tile_word,
     forms.store_form,
+    forms.loop_counter,
+    forms.output_read,
+    forms.inflight_read,
 ]
 
 
