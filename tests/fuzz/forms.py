@@ -364,3 +364,8 @@ def inflight_read(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes
     if head:
         return data[: m.start()] + head + touch + tail + data[at:]
     return data[:at] + touch + data[at:]
+
+
+# The forms' mutators, in the order the fuzzer draws them (vxfuzz.MUTATORS) and the
+# suite checks each one changes the seeds (test_fuzz.py).
+MUTATORS = (view_bounds, tile_word, store_form, loop_counter, output_read, inflight_read)

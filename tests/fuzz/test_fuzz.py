@@ -257,14 +257,7 @@ def test_forms_generator_writes_every_new_form():
 
 @pytest.mark.parametrize(
     "mutator",
-    [
-        forms.view_bounds,
-        forms.tile_word,
-        forms.store_form,
-        forms.loop_counter,
-        forms.output_read,
-        forms.inflight_read,
-    ],
+    forms.MUTATORS,
     ids=lambda m: m.__name__,
 )
 def test_form_mutators_change_the_seeds(mutator):

@@ -460,12 +460,7 @@ MUTATORS: list[Callable[[random.Random, bytes, list[bytes]], bytes]] = [
     deep_nesting,
     huge_literal,
     long_name,
-    forms.view_bounds,
-    forms.tile_word,
-    forms.store_form,
-    forms.loop_counter,
-    forms.output_read,
-    forms.inflight_read,
+    *forms.MUTATORS,
 ]
 
 
