@@ -90,7 +90,10 @@ def test_an_undecided_race_spends_one_budget(target, monkeypatch):
     assert d.code == "E6042" and d.message.startswith("could not prove"), d
     assert (d.span.line, d.span.column) == (7, 3)
     assert spent < DECIDE_RLIMIT + 2 * solver.SHORTCUT_RLIMIT, spent  # four budgets: 20 M
-    assert took < 2.0, took  # CPU seconds: 6.5 s before, 1.5 s after (one core here)
+    # CPU seconds: 6.5 s before, 1.5 s after on one core here. The units above are the
+    # deterministic check; the time bound is generous so that a loaded CI host (CPU time
+    # grows with contention too) does not fail it.
+    assert took < 4.0, took
 
 
 @pytest.mark.parametrize("target", ["cpu", "tpu"])
@@ -99,7 +102,7 @@ def test_the_gemm_epilogue_mutant_checks_within_one_budget(target, monkeypatch):
     diags, spent, took = _spent_checking(EPILOGUE_MUTANT, target, monkeypatch)
     assert {d.code for d in diags} <= {"E6042"}, diags
     assert spent < DECIDE_RLIMIT + 4 * solver.SHORTCUT_RLIMIT, spent
-    assert took < 2.0, took  # CPU seconds: 2.1 s before, 1.0 s after
+    assert took < 4.0, took  # CPU seconds: 2.1 s before, 1.0-1.5 s after (the units decide)
 
 
 def test_a_spent_budget_asks_z3_nothing(monkeypatch):

@@ -501,9 +501,7 @@ class SeamChecker(StmtVisitor):
             else:
                 symbols[vid] = self._own(z3.Bool(self.solver.fresh_name(name)))
                 self.bools[vid] = symbols[vid]
-        i = self._own(z3.Int(self.solver.fresh_name(s.var)))
-        self.ints[s.vid] = i
-        end_pc = self._block(s.body, z3.And(pc, lo <= i, i < hi))
+        end_pc, _ = self._iteration(s, pc, lo, hi, {})  # the head symbols stay as set
         ends = {vid: self.ints.get(vid, self.bools.get(vid)) for vid in carried}
         new = {c.get_id() for c in self.owned[mark:]}
         self.emit = emit
