@@ -24,7 +24,6 @@ from importlib import resources
 from pathlib import Path
 
 import vxc
-from vxc.checks.machine import Machine, build_machine
 from vxc.checks.obligations import needs_proof
 from vxc.checks.solver import Solver
 from vxc.diagnostics import Diagnostic, DiagnosticSink
@@ -35,6 +34,7 @@ from vxc.frontend.parser import parse_source
 from vxc.hir.ownership import check_ownership
 from vxc.hir.program import CheckedHir, Program
 from vxc.hir.typecheck import typecheck
+from vxc.machines.model import Machine, build_machine
 from vxc.plan import TargetPlan, plan_target
 from vxc.targets import EMITS, TARGETS, model_source
 

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vxc.checks.machine import Machine
 from vxc.checks.seams import LaunchSizes, where_sizes
 from vxc.checks.solver import Undecided
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.program import Function
 from vxc.hir.tiles import tile_form
+from vxc.machines.model import Machine
 from vxc.plan import TargetPlan
 from vxc.plan.scratchpad import human_size as human
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from vxc.checks.machine import build_machine
 from vxc.diagnostics import DiagnosticSink
 from vxc.frontend import ast as A
 from vxc.frontend.parser import parse_source
+from vxc.machines.model import build_machine
 from vxc.targets import TARGETS, model_source
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from vxc.checks.machine import Machine, build_machine
 from vxc.diagnostics import DiagnosticSink
 from vxc.frontend.parser import parse_source
 from vxc.hir import nodes as H
 from vxc.hir.ownership import check_ownership
 from vxc.hir.program import Function
 from vxc.hir.typecheck import typecheck
+from vxc.machines.model import Machine, build_machine
 from vxc.plan import plan_target
 from vxc.plan.placement import FnPlacement, check_placement, where_bounds
 from vxc.targets import model_source

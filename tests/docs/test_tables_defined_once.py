@@ -166,8 +166,8 @@ def test_dma_limits_and_the_shared_memory_budget_are_defined_once():
     each NVIDIA model's VMEM is the shared memory the backend gives a CTA's tiles."""
     from vxc.api import _model_decls
     from vxc.backends.nvidia import encoders
-    from vxc.checks.machine import build_machine
     from vxc.diagnostics import DiagnosticSink
+    from vxc.machines.model import build_machine
     from vxc.targets import TARGETS, TMA
 
     assert (encoders.TMA_BOX_MAX, encoders.TMA_ROW_MULTIPLE) == (TMA.box_max, TMA.row_multiple)

@@ -143,11 +143,11 @@ def test_the_proofs_model_is_the_generated_codes():
     for `MIN / -1`, so a branch the machine takes was read as dead."""
     import z3
 
-    from vxc.checks.machine import Machine
     from vxc.checks.seams import SeamChecker
     from vxc.checks.solver import Solver
     from vxc.diagnostics import DiagnosticSink
     from vxc.hir import nodes as H
+    from vxc.machines.model import Machine
     from vxc.plan.placement import FnPlacement
 
     analysis = api.analyze([api.Source("ints.vx", KERNELS.encode())])

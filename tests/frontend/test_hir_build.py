@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from vxc import api
-from vxc.checks.machine import build_machine
 from vxc.diagnostics import DiagnosticSink
 from vxc.frontend import ast as A
 from vxc.frontend.parser import parse_source
@@ -16,6 +15,7 @@ from vxc.hir import nodes as H
 from vxc.hir import serial
 from vxc.hir.build import TWINS
 from vxc.hir.typecheck import typecheck
+from vxc.machines.model import build_machine
 from vxc.plan import plan_target
 from vxc.targets import model_source
 

@@ -28,7 +28,6 @@ def check_extern_outputs(
 ) -> None:
     """E6042 at a call of an extern that writes (part of) an output, unless the facts
     prove the launch has one instance."""
-    from vxc.checks.seams import INSTANCES, UNDECIDED
     from vxc.hir.nodes import show_expr
 
     if not checker.emit:
@@ -37,10 +36,10 @@ def check_extern_outputs(
     if not args:
         return
     what = f"that `{callee.decl.name}` runs in one instance"
-    model = checker._model([*checker.assume, pc, INSTANCES != 1], call.span, what)
-    if model is None or model is UNDECIDED:
+    model = checker._model([*checker.assume, pc, checker.INSTANCES != 1], call.span, what)
+    if model is None or model is checker.UNDECIDED:
         return  # proved, or E6015 (reported)
-    n = model.eval(INSTANCES, model_completion=True)
+    n = model.eval(checker.INSTANCES, model_completion=True)
     shown = show_expr(args[0])
     checker.sink.emit(
         "E6042",

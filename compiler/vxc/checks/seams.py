@@ -19,7 +19,6 @@ import z3
 
 from vxc.checks.externs import check_extern_outputs
 from vxc.checks.loops import Head, classify
-from vxc.checks.machine import Machine
 from vxc.checks.regions import (
     Ideal,
     Overflow,
@@ -46,6 +45,7 @@ from vxc.hir import types as T
 from vxc.hir.program import Function
 from vxc.hir.tiles import tile_form, tile_operands
 from vxc.hir.visit import StmtVisitor
+from vxc.machines.model import Machine
 from vxc.plan.placement import FnPlacement
 
 STALE = "a consumer may read stale data"
@@ -79,6 +79,10 @@ def _bv(v: int, bits: int) -> z3.BitVecNumRef:
 
 
 class SeamChecker(StmtVisitor):
+    # Read by the checks that take a checker (externs.py) rather than import this module.
+    INSTANCES = INSTANCES
+    UNDECIDED = UNDECIDED
+
     def __init__(
         self,
         fn: Function,

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vxc.checks.machine import Machine
 from vxc.diagnostics import DiagnosticSink
 from vxc.hir import nodes as H
 from vxc.hir.program import Function
+from vxc.machines.model import Machine
 from vxc.plan.placement import FnPlacement, NodePlacement, check_placement
 
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vxc.checks.machine import CPU_DRAM, Hop, Machine, Memory
 from vxc.diagnostics import DiagnosticSink
 from vxc.diagnostics.suggest import did_you_mean
 from vxc.hir import nodes as H
@@ -43,6 +42,7 @@ from vxc.hir.program import Function
 from vxc.hir.tiles import tile_form, tile_operands
 from vxc.hir.typecheck import MAX_BYTES
 from vxc.hir.visit import StmtVisitor
+from vxc.machines.model import CPU_DRAM, Hop, Machine, Memory
 from vxc.plan.scratchpad import Alloc, Allocator, Ring, Tile, human_size
 
 __all__ = [

@@ -40,12 +40,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from vxc.checks.machine import Memory
 from vxc.diagnostics import DiagnosticSink, Span
 from vxc.hir import types as T
 from vxc.hir.liveness import Cfg
 from vxc.hir.program import Function
 from vxc.hir.typecheck import MAX_BYTES
+from vxc.machines.model import Memory
 
 INFINITE = -1  # an unbounded number of allocations during one lifetime
 

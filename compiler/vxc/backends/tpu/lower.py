@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from jaxlib.mlir import ir
@@ -56,6 +55,7 @@ from jaxlib.mlir.dialects import arith, func, memref, scf, vector
 from jaxlib.mosaic.python import tpu
 
 from vxc.backends import RefusalEntry
+from vxc.backends.tpu.base import RULES, Ref, placed, rule
 from vxc.backends.tpu.errors import fail
 from vxc.backends.tpu.tiling import check_footprint, mosaic_element
 from vxc.backends.walk import Walk
@@ -63,7 +63,6 @@ from vxc.errors import Refusal, Unsupported
 from vxc.ir import types as T
 from vxc.ir.loc import inlined_notes, span_of
 from vxc.ir.ops import TILE_OPS, RequireOp, TransferOp, ring_layout, view
-from vxc.rules import registrar
 
 # Pallas's export convention: a symbolic dimension appears in the Mosaic module as a
 # placeholder constant counting down from int32 max; module attributes map it to the
@@ -81,10 +80,6 @@ SMEM_PARAMS = {"i64": ("i32", "i32"), "i32": ("i32", "i32"), "f32": ("f32", "f32
 
 def _func_name(f: ir.Operation) -> str:
     return ir.StringAttr(f.attributes["sym_name"]).value
-
-
-def _placed(t: ir.Type) -> ir.MemRefType:
-    return ir.MemRefType(T.token_inner(t) if T.is_token(t) else t)
 
 
 @dataclass(frozen=True)
@@ -131,19 +126,6 @@ class Ring:
     sem: ir.Value | None = None
     counter: int | None = None  # index into the SMEM counters when slots > 1
     what: str = ""  # how messages name it
-
-
-@dataclass(frozen=True)
-class Ref:
-    """A tensor in Mosaic: a base memref, optionally indexed by one leading index (a Vec
-    tile, a ring slot), optionally the region at `starts` (a view, LANGUAGE.md 4.2; one
-    i32 per dimension after the index) of the size of `vx_type`."""
-
-    base: ir.Value
-    index: ir.Value | None
-    vx_type: ir.MemRefType
-    name: str
-    starts: tuple[ir.Value, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -223,13 +205,6 @@ class Kernel:
         for p in self.inputs:
             out += [s for s in p.symbols if s and s not in out]
         return out
-
-
-Rule = Callable[["FunctionLowering", ir.Operation], None]
-RULES: dict[str, Rule] = {}
-
-
-rule = registrar(RULES)
 
 
 VIEW_OPS = ("vx.view", "vx.store", "vx.store_async")
@@ -526,7 +501,7 @@ class FunctionLowering(Walk):
             raise fail(
                 "E7005", op, f"`{op.name}` into {space}: the tpu backend places tiles in VMEM only"
             )
-        tile = _placed(op.results[0].type)
+        tile = placed(op.results[0].type)
         if op.name in ("vx.transfer", "vx.transfer_async"):
             self.capacity = max(self.capacity, view(op).capacity)
         mosaic_element(tile.element_type)
@@ -953,7 +928,7 @@ class FunctionLowering(Walk):
         return ref
 
     def dst(self, op: ir.Operation) -> tuple[Ref, Ring | None, ir.Value | None]:
-        t = _placed(op.results[0].type)
+        t = placed(op.results[0].type)
         if op in self.outputs:
             k = self.outputs[op]
             # A launch writes its instance's slice of the stacked result.
@@ -1042,7 +1017,7 @@ class FunctionLowering(Walk):
 def _element(lo: FunctionLowering, op: ir.Operation) -> None:
     vec = lo.hbm(op.operands[0], op)
     i = lo.env[op.operands[1]]
-    lo.env[op.results[0]] = Ref(vec.base, i, _placed(op.results[0].type), f"{vec.name}[i]")
+    lo.env[op.results[0]] = Ref(vec.base, i, placed(op.results[0].type), f"{vec.name}[i]")
 
 
 @rule("vx.len")
@@ -1056,7 +1031,7 @@ def _len(lo: FunctionLowering, op: ir.Operation) -> None:
 def _zeros(lo: FunctionLowering, op: ir.Operation) -> None:
     """A fill (`Tensor<E>([dims])`): a constant vector, stored into its ring slot when an
     op needs it in memory (an accumulator)."""
-    t = _placed(op.results[0].type)
+    t = placed(op.results[0].type)
     elem = lo.ty(mosaic_element(t.element_type, op))
     vt = ir.VectorType.get(list(t.shape), elem)
     zero = arith.ConstantOp(vt, ir.DenseElementsAttr.get_splat(vt, _zero(elem))).result
@@ -1133,7 +1108,7 @@ def _view(lo: FunctionLowering, op: ir.Operation) -> None:
     offs = [lo.aligned(v) for v in list(op.operands)[1:]]
     if src.starts is not None:  # a view of a view: offsets add up
         offs = [arith.AddIOp(a, b).result for a, b in zip(src.starts, offs, strict=True)]
-    t = _placed(op.results[0].type)
+    t = placed(op.results[0].type)
     lo.env[op.results[0]] = Ref(src.base, src.index, t, f"{src.name}[view]", tuple(offs))
 
 
@@ -1145,7 +1120,7 @@ def _store(lo: FunctionLowering, op: ir.Operation) -> None:
     tile = lo.hbm(op.operands[0], op)
     out = lo.hbm(op.operands[1], op)
     offs = tuple(lo.aligned(v) for v in list(op.operands)[2:])
-    dst = Ref(out.base, out.index, _placed(op.operands[0].type), f"{out.name}[view]", offs)
+    dst = Ref(out.base, out.index, placed(op.operands[0].type), f"{out.name}[view]", offs)
     s, d = lo.view(tile), lo.view(dst)
     if op.name == "vx.store":
         tpu.EnqueueDMAOp(s, d, target_semaphore=lo.sem(None, None))
@@ -1439,7 +1414,7 @@ def _register_accumulators(f: ir.Operation, in_memory: set[ir.Value]) -> set[ir.
 
 def _register_use(user: ir.Operation, k: int, acc: ir.Value, home: ir.Operation) -> bool:
     if user.name == "vx.matmul_acc":
-        if str(_placed(user.operands[1].type).element_type) == "f32":
+        if str(placed(user.operands[1].type).element_type) == "f32":
             return False
         if k != 0 or any(o == acc for o in list(user.operands)[1:]):
             return False

@@ -21,14 +21,18 @@ bf16/f16 results rounded to nearest even.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, math, vector
 from jaxlib.mosaic.python import tpu
 
+from vxc.backends.tpu.base import Ref, placed, rule
 from vxc.backends.tpu.errors import fail
-from vxc.backends.tpu.lower import FunctionLowering, Ref, _placed, rule
 from vxc.backends.tpu.tiling import mosaic_element
+
+if TYPE_CHECKING:
+    from vxc.backends.tpu.lower import FunctionLowering
 
 FLOATS = ("f32", "bf16", "f16")
 
@@ -61,7 +65,7 @@ def _f32(lo: FunctionLowering) -> ir.Type:
 
 def vector_type(lo: FunctionLowering, t: ir.Type, element: str | None = None) -> ir.VectorType:
     """The vector a vx tile type is held in (its element, or `element`)."""
-    m = _placed(t)
+    m = placed(t)
     return ir.VectorType.get(list(m.shape), lo.ty(element or mosaic_element(m.element_type)))
 
 
@@ -109,7 +113,7 @@ def narrow(lo: FunctionLowering, v: ir.Value, element: str) -> ir.Value:
 
 
 def _element(lo: FunctionLowering, op: ir.Operation) -> str:
-    e = mosaic_element(_placed(op.results[0].type).element_type, op)
+    e = mosaic_element(placed(op.results[0].type).element_type, op)
     if e not in FLOATS:
         raise fail("E7001", op, f"tpu backend: `{op.name}` on {e} tiles is not lowered")
     return e
@@ -146,7 +150,7 @@ def _operand(lo: FunctionLowering, v: ir.Value, op: ir.Operation, shape: list[in
 def _binary(lo: FunctionLowering, op: ir.Operation) -> None:
     elem = _element(lo, op)
     fn = ir.StringAttr(op.attributes["fn"]).value
-    shape = list(_placed(op.results[0].type).shape)
+    shape = list(placed(op.results[0].type).shape)
     a, b = (_operand(lo, v, op, shape) for v in op.operands)
     bind(lo, op, narrow(lo, BINARY[fn](a, b).result, elem))
 
@@ -221,7 +225,7 @@ def _matmul_acc(lo: FunctionLowering, op: ir.Operation) -> None:
     acc = lo.hbm(op.operands[0], op)
     if "vmem" not in str(ir.MemRefType(acc.base.type).memory_space):
         raise fail("E7007", op, "matmul_acc operand `acc` must be in VMEM (transfer it first)")
-    elem = str(_placed(op.operands[1].type).element_type)
+    elem = str(placed(op.operands[1].type).element_type)
     if elem not in FLOATS:
         raise fail(
             "E7007", op, f"matmul_acc on {elem} operands: the MXU path takes f32, bf16 or f16"
