@@ -107,6 +107,18 @@ def test_a_refusal_is_a_diagnostic_of_api_build():
     assert "error[E7002]" in text and "10 |     matmul_acc(cur);" in text
 
 
+def test_a_module_is_built_only_for_the_target_it_was_planned_for():
+    from vxc.backends import emit_target
+    from vxc.ir.from_hir import lower_program
+
+    src = api.Source("kernels/stream.vx", (ROOT / "kernels" / "stream.vx").read_bytes())
+    checked = api.check_target(api.analyze([src]), "tpu")
+    module = lower_program(checked.analysis.program, checked.plan)
+    with pytest.raises(ValueError, match="planned for `tpu` handed to the `cpu` build"):
+        emit_target("cpu", module, "stream", "target-ir", {})
+    assert emit_target("tpu", module, "stream", "target-ir", {})  # its own target builds
+
+
 def test_vxc_explain_knows_the_refusal_codes(capsys):
     for code in (c for c in CODES if c.startswith("E70")):
         assert cli.main(["explain", code]) == 0

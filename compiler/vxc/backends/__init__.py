@@ -6,7 +6,8 @@ that lowers it, on one walk base: vxc/backends/walk.py), its refusal table (op n
 the coded refusal of an op it does not lower by design) and `emit`, which turns a
 verified vx module into files for a `Target` record. `emit_target` is the one dispatch
 point: it hands the backend the target record and that family's options, so no backend
-reads the target back out of the IR. Backends import lazily (jaxlib, llvmlite, libtpu).
+reads the target back out of the IR (`vx.target` is only checked against it: the plan that sized
+the module was for the same target). Backends import lazily (jaxlib, llvmlite, libtpu).
 """
 
 from __future__ import annotations
@@ -65,5 +66,17 @@ def emit_target(target: str, module, stem: str, emit: str, options: Mapping) -> 
     from vxc.ir.inline import inline_helpers
 
     t = TARGETS[target]
+    _check_planned_for(module, target)
     inline_helpers(module)  # every target: no backend lowers a call to a Vx helper
     return backend(t.family).emit(module, t, family_options(t.family, options), stem, emit)
+
+
+def _check_planned_for(module, target: str) -> None:
+    """The module's `vx.target` (ir/from_hir.py) names the target whose plan sized its
+    rings and working sets; built for another target those sizes are wrong, silently.
+    A driver bug, not a user's mistake, so it is an exception, not a diagnostic."""
+    attrs = module.operation.attributes
+    if "vx.target" in attrs:
+        planned = str(attrs["vx.target"]).strip('"')
+        if planned != target:
+            raise ValueError(f"a vx module planned for `{planned}` handed to the `{target}` build")

@@ -19,7 +19,8 @@ token type is opaque. Conventions every producer and backend follows:
 - A token is `!vx.token<memref<d0xd1xE, "X">>`: the placed tensor it yields.
 - Scalars: `i1`, `i32`, `i64`, `f32`, `index`.
 - Kernels are `func.func` with attribute `vx.topology = "TensorCore"`; extern
-  declarations are `func.func private`; the module carries `vx.target`.
+  declarations are `func.func private`; the module carries `vx.target` (the target whose
+  plan sized it; `backends.emit_target` refuses to build it for another).
   An argument may carry `{vx.name = "..."}`: backends use it to name the
   parameter in headers and manifests; `vx.mut` marks a `&mut` parameter (an
   extern declaration's C prototype is non-`const` exactly for those).
