@@ -36,6 +36,7 @@ from vxc.hir.program import CheckedHir, Program
 from vxc.hir.typecheck import typecheck
 from vxc.machines.model import Machine, build_machine
 from vxc.plan import TargetPlan, plan_target
+from vxc.stages import emit_after, emit_error
 from vxc.targets import EMITS, TARGETS, model_source
 
 # Front-half errors after which the per-target checks still run (see Analysis.checkable).
@@ -291,8 +292,9 @@ def build(
     """
     import time
 
-    if emit not in EMITS:
-        raise Unsupported(f"unknown --emit `{emit}` (one of: {', '.join(EMITS)})")
+    why = emit_error(emit, EMITS)
+    if why:
+        raise Unsupported(why)
     t0 = time.perf_counter()
     if emit == "report":  # the cost report's files, as `vxc report -o` writes them
         reported = report(analysis, target)
@@ -326,10 +328,15 @@ def _emit(checked: Checked, emit: str, options: dict) -> dict[str, bytes]:
 
     module = lower_program(checked.analysis.program, checked.plan)
     stem = _stem(checked.analysis.sources)
-    if emit == "vx-mlir":
+    after = emit_after(emit)
+    if emit == "vx-mlir" or after:
+        from vxc.backends import run_target_stages
         from vxc.ir import print_module
 
-        return {f"{stem}.{checked.target}.mlir": print_module(module).encode()}
+        if after:  # the module as the backend would receive it after that pass
+            run_target_stages(module, checked.target, stop_after=after)
+        name = f"{stem}.{checked.target}" + (f".after-{after}" if after else "")
+        return {f"{name}.mlir": print_module(module).encode()}
     from vxc.backends import emit_target
 
     return emit_target(checked.target, module, stem, emit, options)

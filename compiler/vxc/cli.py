@@ -11,6 +11,7 @@ import os
 import sys
 import traceback
 
+from vxc.stages import AFTER, emit_error, emit_help
 from vxc.targets import (
     EMIT_MEANING,
     EMITS,
@@ -23,6 +24,14 @@ from vxc.targets import (
 )
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+
+
+def _emit_value(value: str) -> str:
+    """`--emit`'s type: a name of EMITS or `vx-mlir:after=PASS` (vxc/stages.py)."""
+    why = emit_error(value, EMITS)
+    if why:
+        raise argparse.ArgumentTypeError(why)
+    return value
 
 
 class UsageError(Exception):
@@ -98,11 +107,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     b.add_argument(
         "--emit",
-        choices=EMITS,
+        type=_emit_value,
         default="artifact",
+        metavar="{" + ",".join(EMITS) + f",{AFTER}PASS}}",
         help="what to write: "
         + "; ".join(f"{k}: {v}" for k, v in EMIT_MEANING.items())
-        + " (default: %(default)s)",
+        + f"; {emit_help()} (default: %(default)s)",
     )
     add_option_flags(b)  # --cpu, --link, --tpu-aot, --tpu-instances: vxc/targets.py
     _add_error_format(b)

@@ -4,14 +4,18 @@ the lists (Starlark cannot import Python) must not drift from them."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 from pathlib import Path
+
+import pytest
 
 from vxc import cli
 from vxc.backends.cpu import abi, codegen
 from vxc.elements import BY_MLIR, ELEMENTS
 from vxc.hir import types as HT
+from vxc.stages import AFTER, PASSES
 from vxc.targets import CPU_LEVELS, EMITS, TARGET_NAMES
 from vxc.worker import action
 
@@ -50,20 +54,27 @@ def test_vx_rules_emit_kinds_match_the_table():
     assert sorted(_bzl_list(RULES / "private" / "kernel.bzl", r"values")) == sorted(EMITS)
 
 
+def _action(parser, command: str, option: str) -> argparse.Action:
+    """The action of `option` of sub-command `command` of an argparse parser."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return next(a for a in sub.choices[command]._actions if option in a.option_strings)
+
+
 def _choices(parser, command: str, option: str) -> tuple:
     """The choices of `option` of sub-command `command` of an argparse parser."""
-    import argparse
-
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    p = sub.choices[command]
-    return tuple(next(a for a in p._actions if option in a.option_strings).choices)
+    return tuple(_action(parser, command, option).choices)
 
 
 def test_the_cli_and_the_worker_read_the_tables():
     parser = cli._parser()
     assert _choices(parser, "build", "--target") == TARGET_NAMES
     assert _choices(parser, "check", "--target") == TARGET_NAMES
-    assert _choices(parser, "build", "--emit") == EMITS
+    # `vxc build --emit` takes the table's kinds and `vx-mlir:after=` each named pass.
+    emit = _action(parser, "build", "--emit").type
+    assert all(emit(e) == e for e in (*EMITS, *(f"{AFTER}{p}" for p in PASSES)))
+    for bad in ("object", f"{AFTER}nope"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            emit(bad)
     assert _choices(parser, "build", "--cpu") == CPU_LEVELS
     assert _choices(action.PARSER, "build", "--emit") == EMITS
     assert _choices(action.PARSER, "build", "--cpu") == CPU_LEVELS

@@ -16,6 +16,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from vxc.errors import Unsupported
 from vxc.targets import TARGETS, Target, family_options
 
 
@@ -44,6 +45,8 @@ class Backend:
     build: Callable[..., dict[str, bytes]]
     rules: Mapping[str, Callable] = field(repr=False)
     refusals: Mapping[str, RefusalEntry] = field(default_factory=dict)
+    # The vx -> vx passes run before `build`, in order (names of vxc/stages.py's PASSES).
+    stages: tuple[str, ...] = ("inline",)
 
     def emit(self, module, target: Target, options, stem: str, emit: str) -> dict[str, bytes]:
         if not isinstance(options, self.options):
@@ -63,12 +66,23 @@ def backend(family: str) -> Backend:
 def emit_target(target: str, module, stem: str, emit: str, options: Mapping) -> dict[str, bytes]:
     """Build `module` for `target`: `options` are the flat build options (`api.build`'s
     keywords); the target's family takes its own dataclass of them."""
-    from vxc.ir.inline import inline_helpers
-
     t = TARGETS[target]
+    b = backend(t.family)
+    run_target_stages(module, target)
+    return b.emit(module, t, family_options(t.family, options), stem, emit)
+
+
+def run_target_stages(module, target: str, stop_after: str | None = None) -> None:
+    """Run the passes of `target`'s backend on `module` (all, or up to `stop_after`)."""
+    from vxc.ir.passes import run_stages
+
     _check_planned_for(module, target)
-    inline_helpers(module)  # every target: no backend lowers a call to a Vx helper
-    return backend(t.family).emit(module, t, family_options(t.family, options), stem, emit)
+    stages = backend(TARGETS[target].family).stages
+    if stop_after is not None and stop_after not in stages:
+        raise Unsupported(
+            f"the {target} build runs no pass `{stop_after}`; its passes: {', '.join(stages)}"
+        )
+    run_stages(module, stages, stop_after)
 
 
 def _check_planned_for(module, target: str) -> None:

@@ -90,9 +90,35 @@ def _call_section() -> str:
     return "\n".join(lines)
 
 
+def _passes_section() -> str:
+    from vxc.backends import backend
+    from vxc.stages import PASSES
+    from vxc.targets import TARGETS
+
+    families = sorted({t.family for t in TARGETS.values()})
+    return "\n".join(
+        [
+            "## Passes",
+            "",
+            "Between the verified module and a backend run the vx -> vx passes that backend",
+            "declares (`Backend.stages`), in order, the module verified after each;",
+            "`vxc build --emit vx-mlir:after=PASS` prints the module after one of them.",
+            "",
+            "| pass | what it does |",
+            "|---|---|",
+            *(f"| `{p.name}` | {p.summary} |" for p in PASSES.values()),
+            "",
+            "| backend | its stages |",
+            "|---|---|",
+            *(f"| {f} | {', '.join(backend(f).stages)} |" for f in families),
+            "",
+        ]
+    )
+
+
 def render() -> str:
     ops = "\n".join(_op_section(d) for d in OPS.values())
-    return _PREAMBLE + "\n" + ops + "\n" + _call_section()
+    return _PREAMBLE + "\n" + ops + "\n" + _call_section() + "\n" + _passes_section()
 
 
 if __name__ == "__main__":
