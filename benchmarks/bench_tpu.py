@@ -23,7 +23,6 @@ from vxc import api  # noqa: E402
 from vxc.backends.tpu import mosaic_kernels  # noqa: E402
 from vxc.backends.tpu.aot import compile_export, topology  # noqa: E402
 from vxc.backends.tpu.export import export_kernel  # noqa: E402
-from vxc.ir.from_hir import lower_program  # noqa: E402
 
 KERNEL = ROOT / "kernels" / "stream.vx"
 
@@ -58,7 +57,7 @@ def main() -> None:
 
     source = api.Source("kernels/stream.vx", KERNEL.read_bytes())
     checked = api.check_target(api.analyze([source]), "tpu")
-    module = lower_program(checked.analysis.program, checked.plan)
+    module = api.backend_module(checked)
     lower_best, _ = timed(lambda: mosaic_kernels(module), args.repeat)
     (kernel,) = mosaic_kernels(module)
     export_best, _ = timed(lambda: export_kernel(kernel), args.repeat)

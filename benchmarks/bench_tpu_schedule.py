@@ -138,11 +138,10 @@ def vxc_kernel(source: str, instances: int, precision: str = "f32"):
     kernel's own)."""
     from vxc import api
     from vxc.backends.tpu import mosaic_kernels
-    from vxc.ir.from_hir import lower_program
 
     src = api.Source(source, (ROOT / source).read_bytes())
     checked = api.check_target(api.analyze([src]), "tpu")
-    module = lower_program(checked.analysis.program, checked.plan)
+    module = api.backend_module(checked)
     (kernel,) = mosaic_kernels(module, instances, precision)
     return kernel
 

@@ -323,23 +323,35 @@ def build(
     return result
 
 
-def _emit(checked: Checked, emit: str, options: dict) -> dict[str, bytes]:
+def backend_module(checked: Checked, stop_after: str | None = None):
+    """The vx module `checked.target`'s backend receives: lowered from the plan, then the
+    target's passes (vxc/ir/passes/), all of them or up to `stop_after`."""
+    from vxc.backends import run_target_stages
+
+    module = vx_module(checked)
+    run_target_stages(module, checked.target, stop_after)
+    return module
+
+
+def vx_module(checked: Checked):
+    """The checked program as a vx module, before any pass (`--emit vx-mlir`)."""
     from vxc.ir.from_hir import lower_program
 
-    module = lower_program(checked.analysis.program, checked.plan)
+    return lower_program(checked.analysis.program, checked.plan)
+
+
+def _emit(checked: Checked, emit: str, options: dict) -> dict[str, bytes]:
     stem = _stem(checked.analysis.sources)
     after = emit_after(emit)
     if emit == "vx-mlir" or after:
-        from vxc.backends import run_target_stages
         from vxc.ir import print_module
 
-        if after:  # the module as the backend would receive it after that pass
-            run_target_stages(module, checked.target, stop_after=after)
+        module = backend_module(checked, after) if after else vx_module(checked)
         name = f"{stem}.{checked.target}" + (f".after-{after}" if after else "")
         return {f"{name}.mlir": print_module(module).encode()}
     from vxc.backends import emit_target
 
-    return emit_target(checked.target, module, stem, emit, options)
+    return emit_target(checked.target, vx_module(checked), stem, emit, options)
 
 
 def refusal_diagnostic(e: Refusal, sources: list[Source]) -> Diagnostic:

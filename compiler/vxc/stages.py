@@ -14,7 +14,9 @@ from dataclasses import dataclass
 class PassDef:
     name: str
     summary: str  # one line: `vxc build --help`, docs/IR.md
-    impl: str  # "vxc.ir.passes.MODULE:FUNCTION", called with the module, rewriting it in place
+    # "vxc.ir.passes.MODULE:FUNCTION", called as FUNCTION(module, backend): it rewrites the
+    # module in place, reading what it needs of the target from the `Backend`.
+    impl: str
 
 
 PASSES: dict[str, PassDef] = {
@@ -22,8 +24,14 @@ PASSES: dict[str, PassDef] = {
     for p in (
         PassDef(
             "inline",
-            "each call to a Vx helper becomes its body, in the caller's frame (ir/inline.py)",
-            "vxc.ir.inline:inline_helpers",
+            "each call to a Vx helper becomes its body, in the caller's frame (ir/passes/inline.py)",
+            "vxc.ir.passes.inline:run",
+        ),
+        PassDef(
+            "fold-transpose",
+            "a `vx.transpose` feeding `vx.matmul_acc` becomes its `transpose` attribute: the "
+            "matmul reads the source transposed (ir/passes/fold_transpose.py)",
+            "vxc.ir.passes.fold_transpose:run",
         ),
     )
 }

@@ -1,4 +1,4 @@
-"""Vx helpers inlined into their kernels on every target (vxc/ir/inline.py): one pass on
+"""Vx helpers inlined into their kernels on every target (vxc/ir/passes/inline.py): one pass on
 the vx dialect before the backends, so no backend lowers a call to a Vx helper.
 
 Each program runs where it can: the cpu natively, the tpu in the Mosaic interpreter,
@@ -16,7 +16,7 @@ import pytest
 
 from vxc import api, runtime
 from vxc.ir.from_hir import lower_program
-from vxc.ir.inline import inline_helpers, recursive
+from vxc.ir.passes.inline import inline_helpers, recursive
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = ("cpu", "tpu", "b200", "h100")

@@ -1,5 +1,6 @@
 """`matmul_acc(&mut acc, &a, &transpose(b))` on the cpu (issue 21 item 5): a transpose that
-feeds a matmul is read in the matmul's operand access order (its packing of B, or of A)
+feeds a matmul (folded by the pass `fold-transpose`, vxc/ir/passes/fold_transpose.py) is
+read in the matmul's operand access order (its packing of B, or of A)
 and never materialised as a tile of its own; the answers are numpy's for every element
 type, each operand transposed, both the `vdpbf16ps` and the widening paths, and shapes
 with edges. A transpose with another use, or one whose source the matmul writes, is still
@@ -48,9 +49,10 @@ def _build(src: str, emit: str = "artifact", cpu: str = "native"):
 
 
 def _llvm_ir(src: str, name: str = "k.vx") -> str:
-    """The lowering's own LLVM IR, before LLVM's passes inline the tile functions."""
+    """The lowering's own LLVM IR, before LLVM's passes inline the tile functions, of the
+    module the cpu backend receives (after its vx passes, fold-transpose the last)."""
     source = api.Source(name, src.encode())
-    result = api.build(api.analyze([source]), "cpu", emit="vx-mlir")
+    result = api.build(api.analyze([source]), "cpu", emit="vx-mlir:after=fold-transpose")
     assert result.ok, api.render(result.diagnostics, [source])
     (mlir,) = result.outputs.values()
     return lower_to_llvm(parse_module(mlir.decode()), host_target())[0]

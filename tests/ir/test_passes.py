@@ -4,6 +4,7 @@ printable with `vxc build --emit vx-mlir:after=NAME`."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 
@@ -85,7 +86,7 @@ def test_a_pass_the_target_does_not_run_is_refused():
         run_target_stages(_module("cpu"), "cpu", stop_after="absent")
 
 
-def _retarget(module) -> None:
+def _retarget(module, backend) -> None:
     """A broken pass for the test below: `vx.target` must be a string (ir/verify.py)."""
     from jaxlib.mlir import ir
 
@@ -97,6 +98,59 @@ def _retarget(module) -> None:
 
 def test_the_module_is_verified_after_each_pass(monkeypatch):
     monkeypatch.setitem(PASSES, "retarget", PassDef("retarget", "breaks", f"{__name__}:_retarget"))
-    module = _module("cpu")
+    broken = dataclasses.replace(backend("cpu"), stages=("inline", "retarget"))
     with pytest.raises(PassError, match="after pass `retarget`: .*vx.target must be a string"):
-        run_stages(module, ("inline", "retarget"))
+        run_stages(_module("cpu"), broken)
+
+
+def _after(src: str, target: str, stop: str = "fold-transpose") -> str:
+    result = api.build(
+        api.analyze([api.Source("k.vx", src.encode())]), target, f"vx-mlir:after={stop}"
+    )
+    assert result.ok, result.diagnostics
+    (text,) = result.outputs.values()
+    return text.decode()
+
+
+def _mm(a: str, b: str, then: str = "", elem: str = "f32") -> str:
+    """acc += a @ b over [128, 128] tiles x and y (a, b are expressions of them)."""
+    t = f"Tensor<{elem}, [128, 128]>"
+    return (
+        f"fn k(x: &{t}, y: &{t}) -> {T} on Topology::TensorCore {{\n"
+        "  let xv = transfer(x, Memory::VMEM);\n"
+        "  let yv = transfer(y, Memory::VMEM);\n"
+        f"  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);\n"
+        f"  matmul_acc(&mut acc, &{a}, &{b});\n"
+        f"  {then}\n"
+        "  return transfer(acc, Memory::HBM);\n"
+        "}\n"
+    )
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_a_transpose_of_b_folds_into_the_matmul_on_every_target(target):
+    text = _after(_mm("xv", "transpose(yv)"), target)
+    assert "vx.transpose" not in text
+    assert 'transpose = "b"' in text
+
+
+@pytest.mark.parametrize(("target", "folds"), [("cpu", "ab"), ("tpu", "ab"), ("h100", "b")])
+def test_only_the_operands_a_backend_reads_transposed_fold(target, folds):
+    text = _after(_mm("transpose(xv)", "transpose(yv)", elem="bf16"), target)
+    assert f'transpose = "{folds}"' in text
+    assert text.count("vx.transpose") == (0 if folds == "ab" else 1)
+
+
+def test_a_transpose_with_another_use_stays():
+    src = _mm("xv", "yt", "let s = transfer(yt + yv, Memory::VMEM);").replace(
+        "  matmul_acc", "  let yt = transpose(yv);\n  matmul_acc", 1
+    )
+    text = _after(src, "cpu")
+    assert text.count("vx.transpose") == 1 and 'transpose = ""' in text
+
+
+def test_every_backend_folds_transposes():
+    """The backends read `matmul_acc`'s `transpose` attribute and fold nothing themselves:
+    without the pass, attention's `transpose(kt)` is refused on nvidia."""
+    for family in sorted({t.family for t in TARGETS.values()}):
+        assert "fold-transpose" in backend(family).stages, family

@@ -46,7 +46,10 @@ class Backend:
     rules: Mapping[str, Callable] = field(repr=False)
     refusals: Mapping[str, RefusalEntry] = field(default_factory=dict)
     # The vx -> vx passes run before `build`, in order (names of vxc/stages.py's PASSES).
-    stages: tuple[str, ...] = ("inline",)
+    stages: tuple[str, ...] = ()
+    # The `matmul_acc` operands its rule reads transposed ("a", "b"): `fold-transpose`
+    # folds a `vx.transpose` into those only.
+    matmul_transposes: frozenset[str] = frozenset({"a", "b"})
 
     def emit(self, module, target: Target, options, stem: str, emit: str) -> dict[str, bytes]:
         if not isinstance(options, self.options):
@@ -77,12 +80,12 @@ def run_target_stages(module, target: str, stop_after: str | None = None) -> Non
     from vxc.ir.passes import run_stages
 
     _check_planned_for(module, target)
-    stages = backend(TARGETS[target].family).stages
-    if stop_after is not None and stop_after not in stages:
+    b = backend(TARGETS[target].family)
+    if stop_after is not None and stop_after not in b.stages:
         raise Unsupported(
-            f"the {target} build runs no pass `{stop_after}`; its passes: {', '.join(stages)}"
+            f"the {target} build runs no pass `{stop_after}`; its passes: {', '.join(b.stages)}"
         )
-    run_stages(module, stages, stop_after)
+    run_stages(module, b, stop_after)
 
 
 def _check_planned_for(module, target: str) -> None:

@@ -40,7 +40,7 @@ def _file_span(loc: ir.Location) -> Span | None:
 
 
 def call_sites(op: ir.Operation | None) -> list[Span]:
-    """For an op of an inlined helper (ir/inline.py), the calls it was inlined through,
+    """For an op of an inlined helper (ir/passes/inline.py), the calls it was inlined through,
     innermost first: `f` inlined into `g` inlined into kernel `k` gives [the call of f
     in g, the call of g in k]."""
     out: list[Span] = []

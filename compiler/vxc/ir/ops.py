@@ -256,8 +256,14 @@ def _verify_wait(op: ir.Operation) -> list[str]:
     return []
 
 
+TRANSPOSES = ("", "a", "b", "ab")  # `vx.matmul_acc`'s operands read transposed
+
+
 def _verify_matmul_acc(op: ir.Operation) -> list[str]:
     acc, a, b = (o.type for o in op.operands)
+    transpose = attr_str(op, "transpose")
+    if transpose not in TRANSPOSES:
+        return [f"transpose must be one of {TRANSPOSES}, got {transpose!r}"]
     errs: list[str] = []
     for label, t in (("acc", acc), ("a", a), ("b", b)):
         if t.rank != 2:
@@ -270,9 +276,14 @@ def _verify_matmul_acc(op: ir.Operation) -> list[str]:
         errs.append(
             f"a and b must share an element type, got {a.element_type} and {b.element_type}"
         )
-    (m, n), (am, k), (bk, bn) = acc.shape, a.shape, b.shape
+    m, n = acc.shape
+    am, k = a.shape[::-1] if "a" in transpose else a.shape
+    bk, bn = b.shape[::-1] if "b" in transpose else b.shape
     if not (_dims_agree(m, am) and _dims_agree(k, bk) and _dims_agree(n, bn)):
-        errs.append(f"shapes do not agree for acc[MxN] += a[MxK] @ b[KxN]: {acc}, {a}, {b}")
+        errs.append(
+            f"shapes do not agree for acc[MxN] += a[MxK] @ b[KxN] (transposed: "
+            f"{transpose!r}): {acc}, {a}, {b}"
+        )
     return errs
 
 
@@ -554,14 +565,23 @@ OPS: dict[str, OpDef] = {
             "`acc += a @ b` in place.",
             (
                 Operand("acc", PLACED, "MxN f32 accumulator, updated in place"),
-                Operand("a", PLACED, "MxK"),
-                Operand("b", PLACED, "KxN, same element type as a"),
+                Operand("a", PLACED, "MxK (KxM when read transposed)"),
+                Operand("b", PLACED, "KxN (NxK when read transposed), same element type as a"),
             ),
             (),
-            (),
+            (
+                Attr(
+                    "transpose",
+                    "str",
+                    'the operands read transposed: "", "a", "b" or "ab" (the pass '
+                    "`fold-transpose` folds a `vx.transpose` feeding the op into it)",
+                    "",
+                ),
+            ),
             _verify_matmul_acc,
             lambda ts, attrs: [],
-            "all rank 2; acc is f32; a and b share an element type; M, N, K agree.",
+            "all rank 2; acc is f32; a and b share an element type; transpose is one of "
+            '"", "a", "b", "ab"; M, N, K agree (a transposed operand read as its transpose).',
         ),
         OpDef(
             "vx.zeros",
@@ -866,3 +886,15 @@ TILE_OPS = ("vx.binary", "vx.unary", "vx.reduce", "vx.cast", "vx.transpose")
 def view(op: ir.Operation) -> OpView:
     """The typed view of vx op `op`."""
     return VIEWS[op.name](op)
+
+
+# Ops whose result is (a view of) their first operand's buffer: a write through the
+# result writes the buffer it came from.
+THROUGH = ("vx.element", "vx.wait", "memref.memory_space_cast")
+
+
+def buffer_root(v: ir.Value) -> ir.Value:
+    """The buffer `v` is (a view of): through the ops of THROUGH."""
+    while isinstance(v, ir.OpResult) and v.owner.operation.name in THROUGH:
+        v = v.owner.operation.operands[0]
+    return v

@@ -232,8 +232,8 @@ def test_c_program_links_the_object(tmp_path):
 MM = """module attributes {{vx.target = "cpu"}} {{
   func.func @mm(%a: memref<{m}x{k}xf32, "HBM"> {{vx.name = "a"}}, %b: memref<{k}x{n}xf32, "HBM"> {{vx.name = "b"}}) -> memref<{m}x{n}xf32, "HBM"> attributes {{vx.topology = "TensorCore"}} {{
     %acc = "vx.zeros"() {{space = "HBM", offset = 0 : i64, slots = 1 : i64, slot_bytes = {bytes} : i64, ring = -1 : i64}} : () -> memref<{m}x{n}xf32, "HBM">
-    "vx.matmul_acc"(%acc, %a, %b) : (memref<{m}x{n}xf32, "HBM">, memref<{m}x{k}xf32, "HBM">, memref<{k}x{n}xf32, "HBM">) -> ()
-    "vx.matmul_acc"(%acc, %a, %b) : (memref<{m}x{n}xf32, "HBM">, memref<{m}x{k}xf32, "HBM">, memref<{k}x{n}xf32, "HBM">) -> ()
+    "vx.matmul_acc"(%acc, %a, %b) {{transpose = ""}} : (memref<{m}x{n}xf32, "HBM">, memref<{m}x{k}xf32, "HBM">, memref<{k}x{n}xf32, "HBM">) -> ()
+    "vx.matmul_acc"(%acc, %a, %b) {{transpose = ""}} : (memref<{m}x{n}xf32, "HBM">, memref<{m}x{k}xf32, "HBM">, memref<{k}x{n}xf32, "HBM">) -> ()
     return %acc : memref<{m}x{n}xf32, "HBM">
   }}
 }}"""
@@ -282,7 +282,7 @@ def test_scalars_branches_and_calls(tmp_path):
 
 F16_MM = """module attributes {vx.target = "cpu"} {
   func.func @mm16(%acc: memref<4x4xf32, "HBM">, %a: memref<4x4xf16, "HBM">, %b: memref<4x4xf16, "HBM">) {
-    "vx.matmul_acc"(%acc, %a, %b) : (memref<4x4xf32, "HBM">, memref<4x4xf16, "HBM">, memref<4x4xf16, "HBM">) -> ()
+    "vx.matmul_acc"(%acc, %a, %b) {transpose = ""} : (memref<4x4xf32, "HBM">, memref<4x4xf16, "HBM">, memref<4x4xf16, "HBM">) -> ()
     return
   }
 }"""
@@ -302,8 +302,9 @@ def test_colliding_c_names_are_rejected():
 
 
 def test_the_backend_reads_no_target_out_of_the_module():
-    """The driver hands the backend its `Target` record; the module's `vx.target` is a
-    note for readers of the IR (a cpu build of a module marked tpu is the same build)."""
+    """The driver hands the backend its `Target` record; the backend does not read the
+    module's `vx.target` (a cpu build of a module marked tpu is the same build; the
+    driver, `emit_target`, refuses to hand it one planned for another target)."""
     text = SEED.replace('vx.target = "cpu"', 'vx.target = "tpu"')
     a = compile_module(parse_module(text), "stream", shared=False)
     b = compile_module(parse_module(SEED), "stream", shared=False)
@@ -313,8 +314,8 @@ def test_the_backend_reads_no_target_out_of_the_module():
 HALF_MM = """module attributes {vx.target = "cpu"} {
   func.func @mmh(%a: memref<37x70xE, "HBM"> {vx.name = "a"}, %b: memref<70x45xE, "HBM"> {vx.name = "b"}) -> memref<37x45xf32, "HBM"> {
     %acc = "vx.zeros"() {offset = 0 : i64, ring = -1 : i64, slot_bytes = 6660 : i64, slots = 1 : i64, space = "VMEM"} : () -> memref<37x45xf32, "VMEM">
-    "vx.matmul_acc"(%acc, %a, %b) : (memref<37x45xf32, "VMEM">, memref<37x70xE, "HBM">, memref<70x45xE, "HBM">) -> ()
-    "vx.matmul_acc"(%acc, %a, %b) : (memref<37x45xf32, "VMEM">, memref<37x70xE, "HBM">, memref<70x45xE, "HBM">) -> ()
+    "vx.matmul_acc"(%acc, %a, %b) {transpose = ""} : (memref<37x45xf32, "VMEM">, memref<37x70xE, "HBM">, memref<70x45xE, "HBM">) -> ()
+    "vx.matmul_acc"(%acc, %a, %b) {transpose = ""} : (memref<37x45xf32, "VMEM">, memref<37x70xE, "HBM">, memref<70x45xE, "HBM">) -> ()
     %out = "vx.transfer"(%acc) {capacity = 0 : i64, edge_cost = 1 : i64, from = "VMEM", granule = 0 : i64, offset = 0 : i64, ring = -1 : i64, scope = "device", slot_bytes = 6660 : i64, slots = 1 : i64, space = "HBM", within = ""} : (memref<37x45xf32, "VMEM">) -> memref<37x45xf32, "HBM">
     return %out : memref<37x45xf32, "HBM">
   }

@@ -143,10 +143,9 @@ def test_stream_grid_reads_its_share_and_checks_its_where_clause(artifacts):
 
 
 def ptx_text_of(target: str, name: str):
-    from vxc.ir.from_hir import lower_program
 
     checked = api.check_target(_analysis(ROOT / "kernels" / f"{name}.vx"), target)
-    return ptx_text(lower_program(checked.analysis.program, checked.plan), TARGETS[checked.target])
+    return ptx_text(api.backend_module(checked), TARGETS[checked.target])
 
 
 @pytest.mark.parametrize("target", ARCH)
@@ -231,11 +230,10 @@ def test_n_256_does_not_fit_hopper_registers_and_says_so():
 
 
 def ptx_of_text(target: str, text: str):
-    from vxc.ir.from_hir import lower_program
 
     checked = api.check_target(_analysis("t.vx", text), target)
     assert checked.ok, [d.message for d in checked.diagnostics]
-    return ptx_text(lower_program(checked.analysis.program, checked.plan), TARGETS[checked.target])
+    return ptx_text(api.backend_module(checked), TARGETS[checked.target])
 
 
 @pytest.mark.parametrize("target", ARCH)
@@ -326,7 +324,7 @@ def test_a_helper_is_inlined_into_the_kernel(target, tmp_path):
 @pytest.mark.parametrize("target", ARCH)
 def test_a_helper_with_tiles_of_its_own_is_inlined_with_its_frame(target, tmp_path):
     """Was E7002 ("places tiles of its own in a scratchpad"): the inlining pass before
-    the backends (vxc/ir/inline.py) stacks the helper's rings above the kernel's, so its
+    the backends (vxc/ir/passes/inline.py) stacks the helper's rings above the kernel's, so its
     tile is one more ring of the CTA's shared-memory layout (tests/e2e/test_inline.py
     runs such helpers in the PTX simulator)."""
     from vxc.backends.nvidia.validate import check_artifact

@@ -14,7 +14,6 @@ import pytest
 
 from vxc import api
 from vxc.backends.nvidia import ptx_text, ptxsim
-from vxc.ir.from_hir import lower_program
 from vxc.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -23,9 +22,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def _ptx(target: str, name: str):
     src = ROOT / "kernels" / f"{name}.vx"
     checked = api.check_target(api.analyze([api.Source(str(src), src.read_bytes())]), target)
-    _, ptx, kernels = ptx_text(
-        lower_program(checked.analysis.program, checked.plan), TARGETS[checked.target]
-    )
+    _, ptx, kernels = ptx_text(api.backend_module(checked), TARGETS[checked.target])
     return ptx, kernels[0]
 
 
@@ -145,9 +142,7 @@ def test_b200_bf16_with_n_256_and_k_64():
     import ml_dtypes
 
     checked = api.check_target(api.analyze([api.Source("mm.vx", BF16_N256.encode())]), "b200")
-    _, ptx, (k,) = ptx_text(
-        lower_program(checked.analysis.program, checked.plan), TARGETS[checked.target]
-    )
+    _, ptx, (k,) = ptx_text(api.backend_module(checked), TARGETS[checked.target])
     rng = np.random.default_rng(5)
     tiles = rng.integers(-3, 4, (3, 128, 64)).astype(ml_dtypes.bfloat16)
     w = rng.integers(-3, 4, (64, 256)).astype(ml_dtypes.bfloat16)
@@ -468,9 +463,7 @@ fn copy(m: i64, a: &Tensor<f32, [m, 128]>, c: &mut Tensor<f32, [m, 128]>) -> voi
 def _copy(target: str, mutate=None) -> tuple[np.ndarray, np.ndarray]:
     checked = api.check_target(api.analyze([api.Source("copy.vx", STORE_LOOP.encode())]), target)
     assert checked.ok, [d.message for d in checked.diagnostics]
-    _, ptx, (k,) = ptx_text(
-        lower_program(checked.analysis.program, checked.plan), TARGETS[checked.target]
-    )
+    _, ptx, (k,) = ptx_text(api.backend_module(checked), TARGETS[checked.target])
     if mutate:
         ptx = mutate(ptx)
     a = np.arange(384 * 128, dtype=np.float32).reshape(384, 128)
@@ -512,9 +505,7 @@ def test_one_tensor_as_both_operands(target):
 
     checked = api.check_target(api.analyze([api.Source("sq.vx", SQUARE.encode())]), target)
     assert checked.ok, [d.message for d in checked.diagnostics]
-    _, ptx, (k,) = ptx_text(
-        lower_program(checked.analysis.program, checked.plan), TARGETS[checked.target]
-    )
+    _, ptx, (k,) = ptx_text(api.backend_module(checked), TARGETS[checked.target])
     assert [p["name"] for p in k["params"] if p["kind"] == "tensormap"] == [
         "a_tmap", "a_tmap_mn", "c_tmap_rm"
     ]  # fmt: skip

@@ -202,13 +202,10 @@ fn accred(a: &Tensor<bf16, [128, 128]>, b: &Tensor<bf16, [128, 128]>,
 def _build(target: str, source: str):
     from vxc import api
     from vxc.backends.nvidia import ptx_text
-    from vxc.ir.from_hir import lower_program
     from vxc.targets import TARGETS as ALL
 
     checked = api.check_target(api.analyze([api.Source("k.vx", source.encode())]), target)
-    _, ptx, kernels = ptx_text(
-        lower_program(checked.analysis.program, checked.plan), ALL[checked.target]
-    )
+    _, ptx, kernels = ptx_text(api.backend_module(checked), ALL[checked.target])
     return ptx, kernels[0]
 
 

@@ -67,12 +67,11 @@ def test_a_region_the_checker_did_not_prove_is_refused(target, op):
 
     from vxc.backends.nvidia import ptx_text
     from vxc.backends.nvidia.lower import NvidiaError
-    from vxc.ir.from_hir import lower_program
     from vxc.targets import TARGETS as ALL
 
     src = Path(__file__).resolve().parents[3] / "kernels" / "gemm.vx"
     checked = api.check_target(api.analyze([api.Source(str(src), src.read_bytes())]), target)
-    module = lower_program(checked.analysis.program, checked.plan)
+    module = api.backend_module(checked)
     with module.context:
         hits = []
         module.operation.walk(lambda o: (hits.append(o) if o.name == op else None,

@@ -49,7 +49,6 @@ class Built:
     def __init__(self, path: Path, instances: int = 0):
         from vxc import api
         from vxc.backends.tpu import mosaic_kernels
-        from vxc.ir.from_hir import lower_program
 
         self.path = path
         result = build(path, instances=instances)
@@ -57,9 +56,7 @@ class Built:
         self.outputs = result.outputs
         src = api.Source(str(path.relative_to(ROOT)), path.read_bytes())
         checked = api.check_target(api.analyze([src]), "tpu")
-        (self.kernel,) = mosaic_kernels(
-            lower_program(checked.analysis.program, checked.plan), instances
-        )
+        (self.kernel,) = mosaic_kernels(api.backend_module(checked), instances)
         stem = path.stem
         self.mosaic = self.outputs[f"{stem}.tpu.mosaic.mlir"].decode()
         self.export = self.outputs[f"{stem}.tpu.jax_export"]

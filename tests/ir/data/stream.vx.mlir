@@ -13,11 +13,11 @@ module attributes {vx.target = "cpu"} {
       %ti = "vx.element"(%tiles, %i) {proved = 0 : i64} : (memref<?x128x128xf32, "HBM">, index) -> memref<128x128xf32, "HBM">
       %next = "vx.transfer_async"(%ti) {space = "VMEM", from = "HBM", within = "HBM", capacity = 2097152 : i64, granule = 4096 : i64, offset = 0 : i64, slots = 2 : i64, slot_bytes = 65536 : i64, ring = 0 : i64, scope = "device", edge_cost = 50 : i64} : (memref<128x128xf32, "HBM">) -> !vx.token<memref<128x128xf32, "VMEM">>
       %cur = "vx.wait"(%inflight) : (!vx.token<memref<128x128xf32, "VMEM">>) -> memref<128x128xf32, "VMEM">
-      "vx.matmul_acc"(%acc, %cur, %wv) : (memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">) -> ()
+      "vx.matmul_acc"(%acc, %cur, %wv) {transpose = ""} : (memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">) -> ()
       scf.yield %next : !vx.token<memref<128x128xf32, "VMEM">>
     }
     %lt = "vx.wait"(%last) : (!vx.token<memref<128x128xf32, "VMEM">>) -> memref<128x128xf32, "VMEM">
-    "vx.matmul_acc"(%acc, %lt, %wv) : (memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">) -> ()
+    "vx.matmul_acc"(%acc, %lt, %wv) {transpose = ""} : (memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">) -> ()
     %out = "vx.transfer"(%acc) {space = "HBM", from = "VMEM", within = "", capacity = 0 : i64, granule = 0 : i64, offset = 0 : i64, slots = 1 : i64, slot_bytes = 65536 : i64, ring = -1 : i64, scope = "device", edge_cost = 50 : i64} : (memref<128x128xf32, "VMEM">) -> memref<128x128xf32, "HBM">
     return %out : memref<128x128xf32, "HBM">
   }

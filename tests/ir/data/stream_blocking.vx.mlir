@@ -10,7 +10,7 @@ module attributes {vx.target = "cpu"} {
     scf.for %i = %c0 to %n step %c1 {
       %ti = "vx.element"(%tiles, %i) {proved = 0 : i64} : (memref<?x128x128xf32, "HBM">, index) -> memref<128x128xf32, "HBM">
       %cur = "vx.transfer"(%ti) {space = "VMEM", from = "HBM", within = "HBM", capacity = 2097152 : i64, granule = 4096 : i64, offset = 0 : i64, slots = 2 : i64, slot_bytes = 65536 : i64, ring = 0 : i64, scope = "device", edge_cost = 50 : i64} : (memref<128x128xf32, "HBM">) -> memref<128x128xf32, "VMEM">
-      "vx.matmul_acc"(%acc, %cur, %wv) : (memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">) -> ()
+      "vx.matmul_acc"(%acc, %cur, %wv) {transpose = ""} : (memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">, memref<128x128xf32, "VMEM">) -> ()
     }
     %out = "vx.transfer"(%acc) {space = "HBM", from = "VMEM", within = "", capacity = 0 : i64, granule = 0 : i64, offset = 0 : i64, slots = 1 : i64, slot_bytes = 65536 : i64, ring = -1 : i64, scope = "device", edge_cost = 50 : i64} : (memref<128x128xf32, "VMEM">) -> memref<128x128xf32, "HBM">
     return %out : memref<128x128xf32, "HBM">

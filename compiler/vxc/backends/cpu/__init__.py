@@ -57,7 +57,7 @@ def emit(
     return compile_module(module, stem, target=host, link=options.link == "cc")
 
 
-BACKEND = Backend("cpu", CpuOptions, emit, RULES)
+BACKEND = Backend("cpu", CpuOptions, emit, RULES, stages=("inline", "fold-transpose"))
 
 
 def lower_to_llvm(

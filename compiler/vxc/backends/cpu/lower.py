@@ -45,6 +45,7 @@ from vxc.ir.ops import (
     StoreOp,
     UnaryOp,
     ViewOp,
+    buffer_root,
     ring_layout,
 )
 
@@ -91,8 +92,8 @@ class Region:
 
 @dataclass
 class Transposed:
-    """A `vx.transpose` that only feeds the `matmul_acc` after it (`folded_transposes`):
-    the source tile, which the matmul reads in transposed order; no tile of its own."""
+    """A `matmul_acc` operand read transposed (its `transpose` attribute, set by the pass
+    `fold-transpose`): the source tile, which the matmul reads in transposed order."""
 
     src: Mem
 
@@ -137,7 +138,6 @@ class ArenaPlan:
     space_base: dict[str, int] = field(default_factory=dict)
     site: dict[object, int] = field(default_factory=dict)  # op (or (op, i)) -> byte offset
     rings: dict[int, int] = field(default_factory=dict)  # ring id -> slots
-    folded: set = field(default_factory=set)  # the transposes `folded_transposes` folds
 
 
 def _static_bytes(t: ir.MemRefType, what: str, op: ir.Operation | None = None) -> int:
@@ -151,7 +151,7 @@ def _static_bytes(t: ir.MemRefType, what: str, op: ir.Operation | None = None) -
 
 def plan_arena(func: ir.Operation) -> ArenaPlan:
     """Lay out every scratch placement of `func` in one arena."""
-    plan = ArenaPlan(folded=folded_transposes(func))
+    plan = ArenaPlan()
     extent: dict[str, int] = {}
     sites: list[tuple[object, int]] = []
 
@@ -165,11 +165,11 @@ def plan_arena(func: ir.Operation) -> ArenaPlan:
             sites.append((op, _static_bytes(t, f"'{op.name}'", op)))
         elif op.name == "vx.matmul_acc":
             # bf16/f16 operands are widened to f32 into buffers of their own (matmul.py),
-            # and so is a folded transpose of f32, transposed on the way.
+            # and so is an f32 operand read transposed, transposed on the way.
             mm = MatmulAccOp(op)
-            for i, v in ((1, mm.a), (2, mm.b)):
+            for i, v, letter in ((1, mm.a, "a"), (2, mm.b, "b")):
                 t = _memref(v.type)
-                if str(t.element_type) in WIDEN or _owner(v) in plan.folded:
+                if str(t.element_type) in WIDEN or letter in mm.transpose:
                     n = _static_bytes(t, f"'vx.matmul_acc' with {t.element_type} operands", op)
                     sites.append(((op, i), n * 4 // T.element_bytes(t.element_type)))
         elif op.name == "func.call":
@@ -188,58 +188,6 @@ def plan_arena(func: ir.Operation) -> ArenaPlan:
         cursor += _round(max(nbytes, 1))
     plan.size = cursor
     return plan
-
-
-# Ops whose result is (a view of) their first operand's buffer: a write through the
-# result writes the argument it came from.
-THROUGH = ("vx.element", "vx.wait", "memref.memory_space_cast")
-
-
-def _owner(v: ir.Value) -> ir.Operation | None:
-    return v.owner.operation if isinstance(v, ir.OpResult) else None
-
-
-def _root(v: ir.Value) -> ir.Value:
-    """The buffer `v` is (a view of): through the ops of THROUGH."""
-    while isinstance(v, ir.OpResult) and v.owner.operation.name in THROUGH:
-        v = v.owner.operation.operands[0]
-    return v
-
-
-def folded_transposes(func: ir.Operation) -> set[ir.Operation]:
-    """The `vx.transpose` ops that the `matmul_acc` right after them reads in transposed
-    order (issue 21 item 5): each one's one use is that matmul's `a` or `b`, the matmul
-    does not write its source, and only such transposes come between it and the matmul.
-    So nothing writes memory between the two, and the source still holds what the
-    transpose would have read (a later op may reuse its slot once the transpose was its
-    last use, but none comes between)."""
-    out: set[ir.Operation] = set()
-
-    def folds(t: ir.Operation, mm: ir.Operation) -> bool:
-        if t.name != "vx.transpose":  # (an op before the matmul may have no result)
-            return False
-        uses = list(t.results[0].uses)
-        return (
-            len(uses) == 1
-            and uses[0].owner == mm
-            and uses[0].operand_number in (1, 2)
-            and _root(mm.operands[0]) != _root(t.operands[0])
-        )
-
-    def visit(op: ir.Operation) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                ops = [o.operation for o in block.operations]
-                for at, mm in enumerate(ops):
-                    if mm.name != "vx.matmul_acc":
-                        continue
-                    for t in reversed(ops[:at]):
-                        if not folds(t, mm):
-                            break
-                        out.add(t)
-
-    _walk(func, visit)
-    return out
 
 
 def extern_writes(module: ir.Module) -> dict[str, set[int]]:
@@ -279,7 +227,7 @@ def written_args(func: ir.Operation, externs: dict[str, set[int]] | None = None)
     out: set[int] = set()
 
     def root(v: ir.Value) -> None:
-        v = _root(v)
+        v = buffer_root(v)
         if isinstance(v, ir.BlockArgument) and entry is not None and v.owner == entry:
             out.add(v.arg_number)
 
@@ -784,6 +732,8 @@ class FunctionLowering(Walk):
 
     def op_vx_matmul_acc(self, op: ir.Operation) -> None:
         acc, a, b = (self.get(v) for v in op.operands)
+        transpose = MatmulAccOp(op).transpose
+        a, b = (Transposed(x) if c in transpose else x for x, c in ((a, "a"), (b, "b")))
         ta, tb = (_memref(v.type) for v in op.operands[1:])
         elem = str(ta.element_type)
         if elem != "f32" and elem not in WIDEN or str(tb.element_type) != elem:
@@ -891,9 +841,6 @@ def _tile_reduce(lo: FunctionLowering, op: ir.Operation) -> None:
 
 
 def _tile_transpose(lo: FunctionLowering, op: ir.Operation) -> None:
-    if op in lo.plan.folded:  # the matmul after it reads the source transposed
-        lo.values[op.results[0]] = Transposed(lo.get(op.operands[0]))
-        return
     dst, _t = lo.tile_dst(op)
     src = _memref(op.operands[0].type)
     f = tiles_ll.define_transpose(lo.mod.ll, str(src.element_type), tuple(src.shape))

@@ -11,7 +11,7 @@ elements of `a` against NV vector loads of `b`. The shape is chosen from the
 host's vector registers (AVX-512: 8 x 32 = 16 zmm accumulators). Edges that
 do not fill a tile run an i-k-j loop that LLVM vectorises.
 
-A `transpose` that feeds `matmul_acc` (lower.folded_transposes) is not materialised: the
+A `transpose` folded into `matmul_acc` (the pass `fold-transpose`) is not materialised: the
 operand's packing reads it in transposed order (widened to f32 transposed, or for
 `vdpbf16ps` B^T's bf16 pairs taken as 32-bit words and A^T packed in pairs like B).
 """

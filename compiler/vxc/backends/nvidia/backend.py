@@ -45,4 +45,12 @@ def emit(
     return build(module, target, stem)
 
 
-BACKEND = Backend("nvidia", NvidiaOptions, emit, RULES, REFUSALS)
+BACKEND = Backend(
+    "nvidia",
+    NvidiaOptions,
+    emit,
+    RULES,
+    REFUSALS,
+    stages=("inline", "fold-transpose"),
+    matmul_transposes=frozenset({"b"}),  # the MMA reads B K-major for free, not A
+)

@@ -47,7 +47,7 @@ from vxc.backends.walk import Walk
 from vxc.errors import Refusal
 from vxc.ir import types as T
 from vxc.ir.loc import inlined_notes, span_of
-from vxc.ir.ops import RequireOp, ZerosOp, ring_layout, view
+from vxc.ir.ops import MatmulAccOp, RequireOp, ZerosOp, ring_layout, view
 from vxc.rules import registrar
 from vxc.status import STATUS as CODES
 from vxc.targets import NvidiaArch, Target
@@ -170,13 +170,6 @@ class Output:
 
 
 @dataclass
-class Transposed:
-    """`transpose(t)` of a shared-memory tile, read by matmul_acc as its B operand."""
-
-    smem: Smem
-
-
-@dataclass
 class Lazy:
     """A tile-arithmetic value not stored anywhere (tiles.py): an intermediate, or a
     result in the accumulator's space, computed where it is read. `reads` holds the
@@ -253,13 +246,6 @@ def _is_acc_vector(op: ir.Operation, arch: NvidiaArch) -> bool:
     )
 
 
-def _transposed(v: ir.Value) -> ir.Value | None:
-    """The operand of `v` when `v` is a `vx.transpose` result (None otherwise)."""
-    if isinstance(v, ir.OpResult) and v.owner.name == "vx.transpose":
-        return v.owner.operands[0]
-    return None
-
-
 def _tile_type(op: ir.Operation, t: ir.Type) -> ir.MemRefType:
     """`t` as a tile the backends move (2-D, static, an element type TMA copies), or a
     refusal naming `op`: every tile goes through here before its shape is read."""
@@ -312,7 +298,7 @@ class FunctionLowering(Walk):
 
     def collect(self, block: ir.Block, out: list[ir.Operation]) -> None:
         """The ops of `block` in program order (pre-order). Helpers were inlined before
-        the backend (vxc/ir/inline.py), so a call left is refused here, before planning."""
+        the backend (vxc/ir/passes/inline.py), so a call left is refused here, before planning."""
         for op in block.operations:
             op = op.operation
             out.append(op)
@@ -355,10 +341,10 @@ class FunctionLowering(Walk):
                     self.results[v] = i
         for op in ops:
             if op.name == "vx.matmul_acc":
-                for v, role in ((op.operands[1], "A"), (op.operands[2], "B")):
-                    if role == "B" and _transposed(v) in self.origin:
-                        # B = transpose(t): t [N, K] is B^T, which the MMA reads K-major.
-                        v, role = _transposed(v), "Bt"
+                b_role = "Bt" if "b" in MatmulAccOp(op).transpose else "B"
+                for v, role in ((op.operands[1], "A"), (op.operands[2], b_role)):
+                    # Bt: B read transposed (fold-transpose): the tile [N, K] is B^T,
+                    # which the MMA reads K-major.
                     if v in self.origin:
                         self.roles.setdefault(self.origin[v], set()).add(role)
             if op.name in _GENERIC_READERS or (
@@ -1469,13 +1455,13 @@ def _matmul_acc(fl: FunctionLowering, op: ir.Operation) -> None:
             f"matmul_acc accumulates into Memory::ACC on {fl.target} "
             f"({fl.arch.acc_space}); transfer the accumulator there first",
         )
-    bv = fl.get(op.operands[2])
+    bt = "b" in MatmulAccOp(op).transpose  # fold-transpose: B read transposed
     a = fl.as_smem(fl.get(op.operands[1]), op)
-    b = fl.as_smem(bv.smem if isinstance(bv, Transposed) else bv, op)
-    b_layouts = ("sw128",) if isinstance(bv, Transposed) else ("sw128T", "sw128MN")
+    b = fl.as_smem(fl.get(op.operands[2]), op)
+    b_layouts = ("sw128",) if bt else ("sw128T", "sw128MN")
     if a.tile.layout != "sw128" or b.tile.layout not in b_layouts:
         raise refuse("E7007", op, "matmul_acc operands are not in their MMA layouts")
-    if isinstance(bv, Transposed):  # B^T [N, K] as loaded: K-major, no transpose bit
+    if bt:  # B^T [N, K] as loaded: K-major, no transpose bit
         b = Smem(b.addr, dataclasses.replace(b.tile, rows=b.tile.cols, cols=b.tile.rows))
     if a.tile.dtype != b.tile.dtype:
         raise refuse("E7007", op, f"matmul_acc operands of types {a.tile.dtype} and {b.tile.dtype}")
@@ -1638,24 +1624,15 @@ def _tile_reduce(fl: FunctionLowering, op: ir.Operation) -> None:
 
 @rule("vx.transpose")
 def _transpose(fl: FunctionLowering, op: ir.Operation) -> None:
-    """Only as matmul_acc's B operand: the tile [N, K] is B^T, which the MMA reads
-    K-major (the plan gave its ring the A operands' layout); no data moves."""
-    v = fl.get(op.operands[0])
-    users = [u.owner for u in op.results[0].uses]
-    as_b = all(
-        u.name == "vx.matmul_acc"
-        and u.operands[2] == op.results[0]
-        and u.operands[1] != op.results[0]
-        for u in users
+    """A transpose that reaches the backend is one `fold-transpose` could not fold into
+    a matmul_acc's B operand, which is the only transpose the MMA reads for free."""
+    raise refuse(
+        "E7001",
+        op,
+        "the NVIDIA backends lower `vx.transpose` only as the B operand of the matmul_acc "
+        "right after it (folded into the MMA's operand layout); other transposes are not "
+        "lowered yet",
     )
-    if not (as_b and users and isinstance(v, Smem) and v.tile.layout == "sw128"):
-        raise refuse(
-            "E7001",
-            op,
-            "the NVIDIA backends lower `vx.transpose` only as matmul_acc's B operand (folded "
-            "into the MMA's operand layout); other transposes are not lowered yet",
-        )
-    fl.set(op.results[0], Transposed(v))
 
 
 @rule("scf.for")
@@ -1711,7 +1688,7 @@ def _return(fl: FunctionLowering, op: ir.Operation) -> None:
 
 
 def _call_refusal(fl: FunctionLowering, op: ir.Operation) -> str:
-    """Why a call reaches the backend: an extern, or a recursive helper (vxc/ir/inline.py
+    """Why a call reaches the backend: an extern, or a recursive helper (vxc/ir/passes/inline.py
     inlines every other)."""
     callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
     if callee in fl.helpers and T.has_body(fl.helpers[callee]):

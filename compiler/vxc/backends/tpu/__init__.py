@@ -53,7 +53,7 @@ def emit(
     )
 
 
-BACKEND = Backend("tpu", TpuOptions, emit, RULES, REFUSALS)
+BACKEND = Backend("tpu", TpuOptions, emit, RULES, REFUSALS, stages=("inline", "fold-transpose"))
 
 
 def mosaic_kernels(module: ir.Module, instances: int = 0, precision: str = "f32") -> list[Kernel]:

@@ -219,7 +219,7 @@ VREG_OPS = (*TILE_OPS, "vx.zeros")
 
 def _call_refusal(op: ir.Operation) -> str:
     callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-    # Vx helpers were inlined before the backend (vxc/ir/inline.py), but a recursive one.
+    # Vx helpers were inlined before the backend (vxc/ir/passes/inline.py), but a recursive one.
     module = op
     while module.name != "builtin.module":
         module = module.parent

@@ -10,9 +10,10 @@ the ring slot the allocator gave the op. Broadcasts of `[M, 1]` / `[1, N]` tiles
 scalars are `vector.broadcast`; `.sum(axis)` / `.max(axis)` are
 `vector.multi_reduction` then a `vector.shape_cast` that keeps the axis as size 1.
 
-A `transpose` that only feeds `matmul_acc` costs nothing: it is a `Transposed` marker
-the matmul rule folds into `tpu.matmul`'s dimension numbers (the MXU reads the operand
-transposed); any other use transposes the vector (`vector.transpose`).
+A `transpose` feeding `matmul_acc` costs nothing: the pass `fold-transpose` made it the
+matmul's `transpose` attribute, which this rule writes into `tpu.matmul`'s dimension
+numbers (the MXU reads the operand transposed). Any other transpose is a `Transposed`
+marker, transposed (`vector.transpose`) where it is used.
 
 The interpreter (interp.py) models each op the same way: f32 arithmetic in numpy's f32,
 bf16/f16 results rounded to nearest even.
@@ -30,6 +31,7 @@ from jaxlib.mosaic.python import tpu
 from vxc.backends.tpu.base import Ref, placed, rule
 from vxc.backends.tpu.errors import fail
 from vxc.backends.tpu.tiling import mosaic_element
+from vxc.ir.ops import MatmulAccOp
 
 if TYPE_CHECKING:
     from vxc.backends.tpu.lower import FunctionLowering
@@ -52,8 +54,7 @@ REDUCE = {"sum": ("add", 0.0), "max": ("maximumf", float("-inf"))}
 
 @dataclass(frozen=True)
 class Transposed:
-    """`transpose(src)` not yet computed: `matmul_acc` folds it into the dimension
-    numbers; any other use transposes the vector."""
+    """`transpose(src)` not yet computed: transposed where it is used."""
 
     src: object  # the operand's env value (a VMEM Ref or a vector)
     op: ir.Operation
@@ -194,7 +195,7 @@ def _cast(lo: FunctionLowering, op: ir.Operation) -> None:
 def _transpose(lo: FunctionLowering, op: ir.Operation) -> None:
     lazy = Transposed(lo.env[op.operands[0]], op)
     if op.results[0] not in lo.in_memory:
-        lo.env[op.results[0]] = lazy  # folded into matmul_acc, or transposed at its use
+        lo.env[op.results[0]] = lazy  # transposed at its use
         return
     lo.env[op.results[0]] = lazy
     bind(lo, op, tile(lo, op.results[0], op))
@@ -211,15 +212,6 @@ def _dims(lhs_t: bool, rhs_t: bool) -> ir.Attribute:
     )
 
 
-def _mxu_operand(lo: FunctionLowering, v: ir.Value, op: ir.Operation) -> tuple[ir.Value, bool]:
-    """A matmul operand as a vector, and whether the MXU reads it transposed (a folded
-    `transpose`)."""
-    x = lo.env[v]
-    if isinstance(x, Transposed):
-        return tile_of(lo, x.src, op), True
-    return tile_of(lo, x, op), False
-
-
 @rule("vx.matmul_acc")
 def _matmul_acc(lo: FunctionLowering, op: ir.Operation) -> None:
     acc = lo.hbm(op.operands[0], op)
@@ -230,7 +222,11 @@ def _matmul_acc(lo: FunctionLowering, op: ir.Operation) -> None:
         raise fail(
             "E7007", op, f"matmul_acc on {elem} operands: the MXU path takes f32, bf16 or f16"
         )
-    (av, at), (bv, bt) = (_mxu_operand(lo, v, op) for v in list(op.operands)[1:])
+    # The MXU reads an operand transposed where `fold-transpose` folded a transpose into
+    # the op (its `transpose` attribute): the dimension numbers say so, no vector moves.
+    transpose = MatmulAccOp(op).transpose
+    av, bv = (tile_of(lo, lo.env[v], op) for v in list(op.operands)[1:])
+    at, bt = "a" in transpose, "b" in transpose
     held = op.operands[0] in lo.promoted  # the accumulator kept in vector registers
     if held:
         vt = lo.promoted[op.operands[0]].type

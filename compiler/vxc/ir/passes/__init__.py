@@ -15,7 +15,6 @@ raised as `PassError` naming the pass.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from vxc.stages import PASSES
@@ -23,23 +22,25 @@ from vxc.stages import PASSES
 if TYPE_CHECKING:
     from jaxlib.mlir import ir
 
+    from vxc.backends import Backend
+
 
 class PassError(RuntimeError):
     """A pass left a module the verifier rejects (a compiler bug, not a user's mistake)."""
 
 
-def run_pass(module: ir.Module, name: str) -> None:
+def run_pass(module: ir.Module, name: str, backend: Backend) -> None:
     modname, _, fn = PASSES[name].impl.partition(":")
-    getattr(importlib.import_module(modname), fn)(module)
+    getattr(importlib.import_module(modname), fn)(module, backend)
 
 
-def run_stages(module: ir.Module, stages: Sequence[str], stop_after: str | None = None) -> None:
-    """Run `stages` in order on `module`, verifying after each; with `stop_after`, stop
-    after that pass (one of `stages`: the caller checks)."""
+def run_stages(module: ir.Module, backend: Backend, stop_after: str | None = None) -> None:
+    """Run `backend.stages` in order on `module`, verifying after each; with `stop_after`,
+    stop after that pass (one of the stages: the caller checks)."""
     from vxc.ir.verify import verify_module
 
-    for name in stages:
-        run_pass(module, name)
+    for name in backend.stages:
+        run_pass(module, name, backend)
         errors = verify_module(module)
         if errors:
             raise PassError(f"after pass `{name}`: " + "; ".join(str(e) for e in errors))

@@ -234,3 +234,8 @@ def _inline_all(module: ir.Module) -> None:
     for name, f in defined.items():
         if T.is_private(f) and name not in called:
             f.erase()
+
+
+def run(module: ir.Module, backend: object) -> None:
+    """The pass `inline` (vxc/stages.py): the same for every backend."""
+    inline_helpers(module)
