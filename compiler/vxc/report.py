@@ -2,8 +2,10 @@
 
 For every kernel entry the plan (vxc/plan/) has routed each transfer over the
 machine's edges, sized it, and given every scratchpad tile a ring. This module walks
-the entry's HIR once with the launch's runtime sizes (each `Vec` length and runtime
-dimension; `--size NAME=N`, default `DEFAULT_SIZE`) and counts, per instance:
+the entry's HIR with the launch's runtime sizes (each `Vec` length and runtime
+dimension; `--size NAME=N`, default `DEFAULT_SIZE`) and counts, for the whole launch
+(each instance walked with its own `instance()` when the walk reads it, a causal
+attention's triangle; else one instance's cost times the grid):
 
 - the bytes and transfers crossing each edge (`HBM -> VMEM`), from the plan's hops;
 - the FLOPs of `matmul_acc` (2 M N K per call, from the operand types) and of tile
@@ -37,6 +39,7 @@ from vxc.plan.scratchpad import human_size as human
 
 DEFAULT_SIZE = 1024  # every runtime size the command line does not give
 MAX_ITERATIONS = 1 << 20  # loop iterations walked one by one before the report gives up
+MAX_INSTANCES = 1 << 16  # instances walked one by one when their costs differ
 
 
 class ReportError(Exception):
@@ -112,8 +115,11 @@ class KernelReport:
     peak_flops: float  # FLOP/s, 0 when the model declares no peak
     memory: str  # the memory whose bandwidth bounds the kernel (the device memory)
     bandwidth: float  # B/s, 0 when no memory declares one
-    memory_bytes: int  # per instance, across that memory's edges
+    memory_bytes: int  # the launch's, across that memory's edges
     elements: tuple[str, ...]  # the element types of the matmul operands
+    # FLOPs of the cheapest and the costliest instance; `cost` is the launch's sum.
+    instance_flops: tuple[int, int] = (0, 0)
+    per_instance: bool = False  # each instance walked (its cost depends on `instance()`)
 
     @property
     def intensity(self) -> float | None:
@@ -144,8 +150,7 @@ class KernelReport:
         """The launch's lower bound: max(FLOPs / peak, bytes / bandwidth), all instances."""
         if not self.peak_flops or not self.bandwidth:
             return None
-        n = self.instances
-        return max(n * self.cost.flops / self.peak_flops, n * self.memory_bytes / self.bandwidth)
+        return max(self.cost.flops / self.peak_flops, self.memory_bytes / self.bandwidth)
 
 
 def _tensor(ty: T.Type | None) -> T.TensorT | None:
@@ -168,6 +173,10 @@ class _Walk:
         self, plan: TargetPlan, functions: dict[str, Function], sizes: Sizes, instances: int
     ):
         self.plan, self.functions, self.sizes, self.instances = plan, functions, sizes, instances
+        self.instance = 0  # the instance being walked: what `instance()` evaluates to
+        # A loop bound or branch condition read `instance()`: instances may differ.
+        self.reads_instance = False
+        self._touched = False  # the value last evaluated depends on `instance()`
         self.elements: set[str] = set()
         self.helpers: dict[str, None] = {}  # helper instances called, in first-call order
 
@@ -212,16 +221,19 @@ class _Walk:
                 self.block(fn, s.body, env, cost)
 
     def bind(self, vid: int, value: H.Expr, env: dict) -> None:
-        env.pop(vid, None)
-        env.pop(("len", vid), None)
+        for key in (vid, ("len", vid), ("instance", vid)):
+            env.pop(key, None)
+        self._touched = False
         known = self.value(value, env)
         if known is not None:
             env[vid] = known
+            if self._touched:  # `let r = instance() * 128`: r varies with the instance
+                env[("instance", vid)] = True
         elif isinstance(value, H.Name | H.Borrow) and ("len", _vid(value)) in env:
             env[("len", vid)] = env[("len", _vid(value))]
 
     def loop(self, fn: str, s: H.For, env: dict, cost: Cost) -> None:
-        lo, hi = self.value(s.start, env), self.value(s.end, env)
+        lo, hi = self.control(s.start, env), self.control(s.end, env)
         if lo is None or hi is None:
             raise _Unknown(f"the bounds of `for {s.var}` at line {s.span.line} are not known")
         trips = max(0, hi - lo)
@@ -243,7 +255,7 @@ class _Walk:
 
     def branch(self, fn: str, s: H.If, env: dict, cost: Cost) -> None:
         self.expr(fn, s.cond, env, cost)
-        cond = self.value(s.cond, env)
+        cond = self.control(s.cond, env)
         arms = [s.then, s.orelse] if cond is None else [s.then if cond else s.orelse]
         costs = []
         for arm in arms:
@@ -325,19 +337,29 @@ class _Walk:
     def dim(self, d: int | str) -> int:
         return d if isinstance(d, int) else self.sizes.get(d)
 
+    def control(self, e: H.Expr, env: dict) -> int | None:
+        """The value of a loop bound or a condition: where it depends on `instance()`, the
+        instances' costs may differ, and each one is walked (`_launch_cost`)."""
+        self._touched = False
+        v = self.value(e, env)
+        self.reads_instance |= self._touched
+        return v
+
     def value(self, e: H.Expr, env: dict) -> int | None:
         """The integer value of a scalar expression, or None when it is not known."""
         match e:
             case H.IntLit():
                 return e.value
             case H.Name():
+                self._touched |= ("instance", e.vid) in env
                 return env.get(e.vid)
             case H.MethodCall(method="len"):
                 return env.get(("len", _vid(e.obj)))
             case H.Call(callee="instances", args=[]) if e.callee not in self.functions:
                 return self.instances
             case H.Call(callee="instance", args=[]) if e.callee not in self.functions:
-                return 0  # instance 0's share: every instance's, when the split is even
+                self._touched = True
+                return self.instance
             case H.Unary(op="-"):
                 v = self.value(e.operand, env)
                 return None if v is None else -v
@@ -408,7 +430,7 @@ def kernel_reports(
         launch = _launch(plan, functions, name, given, instances)
         sizes = Sizes(dict(launch.sizes))
         walk = _Walk(plan, functions, sizes, launch.instances)
-        cost = walk.entry(name)
+        cost, flops = _launch_cost(walk, name, launch.instances)
         fn = functions[name]
         peak = topo_peaks.get(fn.topology or "", 0) or max(topo_peaks.values(), default=0)
         touched = sum(b for k, b in cost.edges.items() if memory in k.split(" -> "))
@@ -430,9 +452,36 @@ def kernel_reports(
                 float(bandwidth),
                 touched,
                 tuple(sorted(walk.elements)),
+                (min(flops), max(flops)),
+                walk.reads_instance and launch.instances > 1,
             )
         )
     return out
+
+
+def _launch_cost(walk: _Walk, name: str, instances: int) -> tuple[Cost, list[int]]:
+    """The launch's cost (the sum over its instances) and each instance's FLOPs. Instance
+    0 is walked first; only if that walk read `instance()` are the others walked too
+    (a grid whose instances split the work evenly costs N times one)."""
+    first = walk.entry(name)
+    total = Cost()
+    if not walk.reads_instance or instances <= 1:
+        total.add(first, max(instances, 1))
+        return total, [first.flops]
+    if instances > MAX_INSTANCES:
+        raise ReportError(
+            f"`{name}`: its cost depends on `instance()` and the launch has {instances} "
+            f"instances, more than the {MAX_INSTANCES} this report walks one by one; "
+            "give smaller sizes or `--instances`"
+        )
+    total.add(first)
+    flops = [first.flops]
+    for i in range(1, instances):
+        walk.instance = i
+        cost = walk.entry(name)
+        total.add(cost)
+        flops.append(cost.flops)
+    return total, flops
 
 
 def _launch(
@@ -506,9 +555,13 @@ def render(reports: list[KernelReport], source: str) -> str:
 def _render_one(r: KernelReport, source: str) -> str:
     sizes = ", ".join(f"{k} = {v}" for k, v in r.sizes.items()) or "none"
     grid = f"{r.instances} instance" + ("s" if r.instances != 1 else "")
+    how = "each walked: its cost depends on `instance()`" if r.per_instance else ""
+    if not how and r.instances > 1:
+        how = f"{r.instances} x one instance's cost"
     rows = [
-        f"{r.kernel} ({source}) on {r.target}: per instance (a launch of {grid}); "
-        f"runtime sizes: {sizes}"
+        f"{r.kernel} ({source}) on {r.target}: a launch of {grid}"
+        + (f" ({how})" if how else "")
+        + f"; runtime sizes: {sizes}"
     ]
     upper = " (upper bound: an `if` on a runtime value counted as its costlier branch)"
     rows.append(
@@ -525,6 +578,9 @@ def _render_one(r: KernelReport, source: str) -> str:
     if r.elements:
         ops += f", {'/'.join(r.elements)} operands"
     rows.append(f"  FLOPs               {_grouped(r.cost.flops):>27}  ({ops})")
+    if r.per_instance:
+        lo, hi = r.instance_flops
+        rows.append(f"  per instance        {_grouped(lo):>13} to {_grouped(hi)} FLOPs")
     for name, calls in sorted(r.cost.externs.items()):
         rows.append(f"  extern {name}: {_grouped(calls)} calls, their FLOPs and bytes not counted")
     mem = r.memory or "device memory"

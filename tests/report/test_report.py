@@ -81,16 +81,45 @@ def test_the_table_prints_the_derived_numbers():
     assert "VMEM: 2 slots in flight x 64 KiB (2 tiles)" in out
 
 
-def test_a_grid_kernel_reports_one_instance_share():
-    """stream_grid with 4 instances of 512 tiles: each streams 128 bf16 tiles (32 KiB)."""
+def test_a_grid_kernel_reports_the_whole_launch():
+    """stream_grid with 4 instances of 512 tiles: each streams 128 bf16 tiles (32 KiB)
+    and `w`. Its loop's bounds read `instance()`, so each instance is walked; they agree."""
     (r,) = _report(
         ROOT / "kernels" / "stream_grid.vx", "tpu", sizes={"tiles.len()": 512}, instances=4
     ).reports
-    assert r.cost.moves["HBM -> VMEM"] == 129 and r.cost.edges["HBM -> VMEM"] == 129 * TILE // 2
-    assert r.cost.flops == 128 * MATMUL and r.elements == ("bf16",)
-    assert r.seconds == pytest.approx(
-        max(4 * r.cost.flops / 197e12, 4 * r.memory_bytes / (819 << 30))
-    )
+    assert r.cost.moves["HBM -> VMEM"] == 4 * 129
+    assert r.cost.edges["HBM -> VMEM"] == 4 * 129 * TILE // 2
+    assert r.cost.flops == 4 * 128 * MATMUL and r.elements == ("bf16",)
+    assert r.per_instance and r.instance_flops == (128 * MATMUL, 128 * MATMUL)
+    assert r.seconds == pytest.approx(max(r.cost.flops / 197e12, r.memory_bytes / (819 << 30)))
+
+
+# Instance i multiplies i + 1 tiles (a causal attention's triangle): each instance walked.
+STAIRS = b"""
+fn stairs(tiles: &Vec<Tensor<f32, [128, 128]>>, w: &Tensor<f32, [128, 128]>) -> Tensor<f32, [128, 128]>
+    on Topology::TensorCore where instances() == tiles.len() {
+  let wv = transfer(w, Memory::VMEM);
+  let mut acc = transfer(Tensor<f32>([128, 128]), Memory::ACC);
+  let last = instance();
+  for j in 0 .. last + 1 {
+    let t = transfer(tiles[j], Memory::VMEM);
+    matmul_acc(&mut acc, &t, &wv);
+  }
+  return transfer(acc, Memory::HBM);
+}
+"""
+
+
+def test_instances_whose_loops_differ_are_each_counted():
+    (r,) = _report("stairs.vx", "tpu", STAIRS, sizes={"tiles.len()": 8}).reports
+    assert r.instances == 8 and r.per_instance
+    assert r.cost.matmuls == sum(i + 1 for i in range(8)) == 36
+    assert r.cost.moves["HBM -> VMEM"] == 36 + 8  # the tiles and each instance's `w`
+    assert r.instance_flops == (MATMUL, 8 * MATMUL)
+    out = _report("stairs.vx", "tpu", STAIRS, sizes={"tiles.len()": 8}).outputs
+    text = out["stairs.tpu.report.txt"].decode()
+    assert "a launch of 8 instances (each walked: its cost depends on `instance()`)" in text
+    assert "per instance" in text and "4 194 304 to 33 554 432 FLOPs" in text
 
 
 TRIANGLE = b"""
