@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+# ArgumentError and check_distinct live below every runner (no runner imports this module).
+from vxc.arguments import DISTINCT, ArgumentError, check_distinct  # noqa: F401 (re-exported)
 from vxc.manifest import ABI_SUFFIX, DIGEST_CHARS, abi_digest
 from vxc.status import MEANING
 
@@ -80,10 +82,6 @@ _CTYPES = {
 }
 
 
-class ArgumentError(ValueError):
-    """Arguments do not match the kernel's parameters in the manifest."""
-
-
 class ArtifactError(ArgumentError):
     """The manifest is malformed, names a library elsewhere than beside it, or describes a
     kernel differently from the digest its library was built with (vxc/manifest.py)."""
@@ -101,29 +99,6 @@ class KernelError(RuntimeError):
 class LaunchError(KernelError, ValueError):
     """A launch the kernel refused before running: bad instance or thread count, or a
     launch its `where` clause rules out (more instances than tiles, say)."""
-
-
-DISTINCT = "a `&mut` argument must share no memory with another (LANGUAGE.md §7)"
-
-
-def check_distinct(kernel: str, tensors: Sequence[tuple[str, Any, bool]]) -> None:
-    """Refuse a launch whose `&mut` argument overlaps another argument (LANGUAGE.md
-    section 7: the proofs assume distinct arguments). `tensors` holds each tensor or Vec
-    argument as (parameter name, value, written: a `&mut` the kernel writes), in parameter
-    order. numpy arrays are compared by `np.shares_memory` (exact: disjoint slices of one
-    array are distinct, overlapping ones are not, and an empty array overlaps nothing);
-    any other array (a jax.Array) is the same argument only when it is the same object.
-    The one check of every Python launcher: `vxc.runtime`, `vxc.compile`'s kernels, and
-    the tpu and nvidia runtimes and interpreters."""
-    for i, (name_i, a, written_i) in enumerate(tensors):
-        for name_j, b, written_j in tensors[i + 1 :]:
-            if not (written_i or written_j):
-                continue
-            both = isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
-            if np.shares_memory(a, b) if both else a is b:
-                raise ArgumentError(
-                    f"{kernel}: arguments `{name_i}` and `{name_j}` overlap: {DISTINCT}"
-                )
 
 
 def _kernel_error(kernel: str, status: int, code: str, detail: str = "") -> Exception:

@@ -91,26 +91,20 @@ def _call_section() -> str:
 
 
 def _passes_section() -> str:
-    from vxc.backends import backend
     from vxc.stages import PASSES
-    from vxc.targets import TARGETS
 
-    families = sorted({t.family for t in TARGETS.values()})
     return "\n".join(
         [
             "## Passes",
             "",
             "Between the verified module and a backend run the vx -> vx passes that backend",
-            "declares (`Backend.stages`), in order, the module verified after each;",
-            "`vxc build --emit vx-mlir:after=PASS` prints the module after one of them.",
+            "declares (`Backend.stages`, in `vxc/backends/<family>`), in order, the module",
+            "verified after each; `vxc build --emit vx-mlir:after=PASS` prints the module",
+            "after one of them. Today every backend runs all of them, in this order.",
             "",
             "| pass | what it does |",
             "|---|---|",
             *(f"| `{p.name}` | {p.summary} |" for p in PASSES.values()),
-            "",
-            "| backend | its stages |",
-            "|---|---|",
-            *(f"| {f} | {', '.join(backend(f).stages)} |" for f in families),
             "",
         ]
     )

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from vxc.arguments import check_distinct
 from vxc.backends.nvidia.encoders import TMA_DTYPES, TMA_SWIZZLE, TensorMap
 from vxc.backends.nvidia.manifest import Manifest
 from vxc.errors import NotRunnableHere
-from vxc.runtime import check_distinct
 from vxc.targets import NVIDIA_ARCHES
 
 NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32}

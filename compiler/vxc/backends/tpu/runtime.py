@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from vxc.arguments import check_distinct
 from vxc.errors import NotRunnableHere
-from vxc.runtime import check_distinct
 
 
 class NoTpu(NotRunnableHere):
