@@ -878,8 +878,8 @@ UnaryOp = VIEWS["vx.unary"]
 ReduceOp = VIEWS["vx.reduce"]
 CastOp = VIEWS["vx.cast"]
 TransposeOp = VIEWS["vx.transpose"]
-# The tile-arithmetic ops (LANGUAGE.md §4.3): the backends that do not lower them yet
-# refuse exactly these.
+# The tile-arithmetic ops (LANGUAGE.md §4.3), which every backend lowers: the tpu keeps
+# their results in vregs unless an op needs one in memory (backends/tpu/lower.py).
 TILE_OPS = ("vx.binary", "vx.unary", "vx.reduce", "vx.cast", "vx.transpose")
 
 
