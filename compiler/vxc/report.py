@@ -100,6 +100,7 @@ class RingRow:
     slots: int
     slot_bytes: int
     tiles: int
+    names: tuple[str, ...] = ()  # the variables its tiles are bound to, in program order
 
 
 @dataclass
@@ -435,8 +436,9 @@ def kernel_reports(
         peak = topo_peaks.get(fn.topology or "", 0) or max(topo_peaks.values(), default=0)
         touched = sum(b for k, b in cost.edges.items() if memory in k.split(" -> "))
         rings = [
-            RingRow(f, r.id, r.space, r.slots, r.slot_bytes, len(r.tiles))
+            RingRow(f, r.id, r.space, r.slots, r.slot_bytes, len(r.tiles), _ring_names(r, bound))
             for f in [name, *walk.helpers]
+            for bound in [_bound_names(functions[f].decl.body)]
             for r in plan.functions[f].rings
         ]
         out.append(
@@ -457,6 +459,33 @@ def kernel_reports(
             )
         )
     return out
+
+
+def _bound_names(block: H.Block | None, out: dict[int, str] | None = None) -> dict[int, str]:
+    """HIR node id of each value a `let` or an assignment binds -> the variable's name."""
+    out = {} if out is None else out
+    for s in block.stmts if block else []:
+        if isinstance(s, H.Let | H.Assign):
+            out.setdefault(s.value.nid, s.name)
+        for inner in (
+            getattr(s, "body", None),
+            getattr(s, "then", None),
+            getattr(s, "orelse", None),
+        ):
+            if isinstance(inner, H.Block):
+                _bound_names(inner, out)
+    return out
+
+
+def _ring_names(ring, bound: dict[int, str]) -> tuple[str, ...]:
+    """What a ring's tiles are, each once in program order: the variable a tile is bound
+    to (`next`), else what makes it and where (a staging hop of a route, a tile inside
+    an expression: `transfer at line 12`)."""
+    names = (
+        f"`{bound[t.node]}`" if t.final and t.node in bound else f"{t.label} at line {t.span.line}"
+        for t in ring.tiles
+    )
+    return tuple(dict.fromkeys(names))
 
 
 def _launch_cost(walk: _Walk, name: str, instances: int) -> tuple[Cost, list[int]]:
@@ -595,6 +624,7 @@ def _render_one(r: KernelReport, source: str) -> str:
             + ("s" if ring.slots != 1 else "")
             + f" in flight x {human(ring.slot_bytes)} ({ring.tiles} tile"
             + ("s" if ring.tiles != 1 else "")
+            + (f": {', '.join(ring.names)}" if ring.names else "")
             + ")"
         )
     return "\n".join(rows) + "\n"

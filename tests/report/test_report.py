@@ -78,7 +78,10 @@ def test_the_table_prints_the_derived_numbers():
     assert f"{n * MATMUL:,}".replace(",", " ") in out
     assert "intensity           63.9 FLOP/B (ridge 224 FLOP/B)" in out
     assert "memory-bound: 56.2 TFLOP/s of 197 TFLOP/s peak (29 %), HBM 819 GB/s" in out
-    assert "VMEM: 2 slots in flight x 64 KiB (2 tiles)" in out
+    # Each ring names its tiles: the variables they are bound to, else what makes them.
+    assert "ring #0             VMEM: 1 slot in flight x 64 KiB (1 tile: `wv`)" in out
+    assert "VMEM: 1 slot in flight x 64 KiB (1 tile: new tensor at line 8)" in out
+    assert "VMEM: 2 slots in flight x 64 KiB (2 tiles: `inflight`, `next`)" in out
 
 
 def test_a_grid_kernel_reports_the_whole_launch():
