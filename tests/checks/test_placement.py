@@ -438,7 +438,8 @@ def test_four_in_flight_working_set() -> None:
     (diag,) = b200.sink.items
     assert "262144 B (256 KiB)" in diag.message and "230400 B (225 KiB)" in diag.message
     assert diag.notes == [
-        "live in VMEM here: `t0` (64 KiB), `t1` (64 KiB), `t2` (64 KiB), this transfer_async (64 KiB)"
+        "live in VMEM here: `t0` (64 KiB, line 3), `t1` (64 KiB, line 4), `t2` (64 KiB, "
+        "line 5), this transfer_async (64 KiB, line 6)"
     ]
 
 

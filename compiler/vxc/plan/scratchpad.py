@@ -339,7 +339,7 @@ class Allocator:
         for j in range(len(self.cfg.instrs)):
             live = self._live_bytes(j, space)
             made = [t for t in self.born[j] if t.space == space]
-            sizes = [b for _, b in live] + [t.slot_bytes or 0 for t in made]
+            sizes = [b for _, b, _ in live] + [t.slot_bytes or 0 for t in made]
             here = _Point(sum(sizes), j, live, made)
             if here.total > peak.total:
                 peak = here
@@ -349,12 +349,15 @@ class Allocator:
             self._overflow(space, first, peak, cap)
         return peak.total
 
-    def _live_bytes(self, j: int, space: str) -> list[tuple[str, int]]:
+    def _live_bytes(self, j: int, space: str) -> list[tuple[str, int, int]]:
+        """(name, bytes, line it is bound at) of each variable holding a tile of `space`
+        live at instruction `j`."""
         out = []
         for vid in sorted(self.cfg.live_in[j]):
             held = self._var_bytes(vid, space)
             if held:
-                out.append((self.fn.vars[vid].name, held))
+                var = self.fn.vars[vid]
+                out.append((var.name, held, var.span.line))
         return out
 
     def _var_bytes(self, vid: int, space: str) -> int:
@@ -403,12 +406,15 @@ class _Point:
 
     total: int
     j: int
-    live: list[tuple[str, int]]
+    live: list[tuple[str, int, int]]  # (variable, bytes, the line it is bound at)
     made: list[Tile]
 
     def describe(self) -> str:
-        what = [f"`{name}` ({_size(b)})" for name, b in self.live]
-        what += [f"this {t.label} ({_size(t.slot_bytes or 0)})" for t in self.made]
+        """Every tile live here, with its size and line, so the user sees which to end sooner."""
+        what = [f"`{name}` ({_size(b)}, line {line})" for name, b, line in self.live]
+        what += [
+            f"this {t.label} ({_size(t.slot_bytes or 0)}, line {t.span.line})" for t in self.made
+        ]
         return ", ".join(what)
 
 
