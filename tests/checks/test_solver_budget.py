@@ -105,6 +105,30 @@ def test_the_gemm_epilogue_mutant_checks_within_one_budget(target, monkeypatch):
     assert took < 4.0, took  # CPU seconds: 2.1 s before, 1.0-1.5 s after (the units decide)
 
 
+# The fuzz record of issue 30 (seed 380001, input 41 322): attention.vx with `s / 128`
+# mutated to `s / 127`, so the K/V views' bounds carry a division (its pinned facts,
+# checks/regions.py) z3 cannot decide. Each bound was asked in three forms with a budget
+# each (the equations-eliminated shortcut, then without and with the pinned facts): 13 M
+# units, 5.3 s of CPU, a fuzz "hang". They share one obligation's budget now.
+UNDECIDED_VIEWS = (
+    (ROOT / "kernels" / "attention.vx")
+    .read_text()
+    .replace("let hb = instance() / (s / 128) * s;", "let hb = instance() / (s / 127) * s;")
+)
+
+
+@pytest.mark.parametrize("target", ["cpu", "b200"])
+def test_an_undecided_view_bound_spends_one_budget(target, monkeypatch):
+    assert "s / 127" in UNDECIDED_VIEWS
+    diags, spent, took = _spent_checking(UNDECIDED_VIEWS, target, monkeypatch)
+    assert [(d.code, d.span.line) for d in diags] == [("E6041", 49), ("E6041", 50)], diags
+    assert all("did not decide" in " ".join(d.notes) for d in diags)
+    # The shortcut over every bound, then one budget per undecided bound (two: k's and
+    # v's upper bounds); k's and v's lower bounds are proved within theirs.
+    assert spent < solver.SHORTCUT_RLIMIT + 2 * DECIDE_RLIMIT + DECIDE_RLIMIT // 2, spent
+    assert took < 6.0, took  # CPU seconds: 4.8 s before, 3.8 s after here (the units decide)
+
+
 def test_a_spent_budget_asks_z3_nothing(monkeypatch):
     x = z3.Int("x")
     one = solver.Solver()

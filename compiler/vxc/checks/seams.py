@@ -35,6 +35,7 @@ from vxc.checks.solver import (
     TAG_BITS,
     TOP,
     VAL_BITS,
+    Budget,
     Solver,
     Undecided,
     format_model,
@@ -244,13 +245,21 @@ class SeamChecker(StmtVisitor):
         reported, so that a counterexample is one the machine can run."""
         return [*facts, *self.pinned] if self.pinned else facts
 
-    def _decide(self, query: list[z3.BoolRef], small: list) -> tuple:
+    def _budget(self, before: int = 0) -> Budget:
+        """One obligation's budget for its forms: `before` quick forms, then the reported
+        query (`_decide`: one form, or two with the pinned division facts)."""
+        return self.solver.shared_budget(attempts=before + (1 if self.pinned else 0))
+
+    def _decide(self, query: list[z3.BoolRef], small: list, budget: Budget | None = None) -> tuple:
         """A reported query: proved without the pinned division facts (fewer facts, the
-        form z3 decides best), else asked with them, whose model the machine can run."""
-        verdict, model = self.solver.decide(query, small)
+        form z3 decides best), else asked with them, whose model the machine can run.
+        The forms share one obligation's budget (each had a whole one: a fuzzed attention
+        whose two views z3 could not decide took 5.3 s of CPU to say so)."""
+        budget = budget or self._budget()
+        verdict, model = self.solver.decide(query, small, budget=budget)
         if verdict == "unsat" or not self.pinned:
             return verdict, model
-        return self.solver.decide(self._precise(query), small)
+        return self.solver.decide(self._precise(query), small, budget=budget)
 
     def _bind_param(self, vid: int, name: str, ty: T.Type) -> None:
         if T.is_int(ty):
@@ -830,13 +839,13 @@ class SeamChecker(StmtVisitor):
                 self.bounds.append((v, r, text, fails, pc, ops))
         self.proofs.views.add(v.nid)
 
-    def _bound_proved(self, query: list) -> bool:
+    def _bound_proved(self, query: list, budget: Budget) -> bool:
         """One view bound, proved with the equations eliminated first (the query holds
         `let` values as equations: `nx == hb + ...`, `hb == i / t * s`): attention.vx's
         64-key views take 0.15 M units so and the whole 5 M budget undecided without.
         Only an `unsat` is taken from it; a bound it does not prove is asked again in the
         default form, whose counterexample the diagnostic prints."""
-        verdict, _ = self.solver.decide(query, eqs=True, rlimit=SHORTCUT_RLIMIT)
+        verdict, _ = self.solver.decide(query, eqs=True, rlimit=SHORTCUT_RLIMIT, budget=budget)
         return verdict == "unsat"
 
     def _prove_bounds(self) -> bool:
@@ -856,9 +865,10 @@ class SeamChecker(StmtVisitor):
                 proved = False
                 continue
             query = [*self.assume, pc, fails]
-            if self._bound_proved(query):
+            budget = self._budget(before=1)  # the quick form, then the reported one(s)
+            if self._bound_proved(query, budget):
                 continue
-            verdict, model = self._decide(query, self._program_values())
+            verdict, model = self._decide(query, self._program_values(), budget)
             if verdict == "unsat":
                 continue
             proved = False
