@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-
 # Edits a suggestion may be away at most, whatever the name's length: a third of a
 # 4 000-character name (a fuzzed input) made one lookup 16 M cells and 6 s of CPU.
 MAX_EDITS = 8
