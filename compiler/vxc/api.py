@@ -85,6 +85,28 @@ def compiler_version() -> str:
     return f"{vxc.__version__}+{h.hexdigest()[:12]}"
 
 
+def source_commit() -> str:
+    """The git commit the compiler runs from (`vxc --version`), with `-dirty` when its own
+    files differ from it, or a sentence saying why there is none (an installed or
+    Bazel-provisioned copy carries no checkout). Not part of `compiler_version`: the cache
+    key is the files' digest, so a commit that does not touch the compiler keeps caches."""
+    import subprocess
+
+    root = Path(str(resources.files("vxc")))
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()  # fmt: skip
+        changed = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--", "."],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not run from a git checkout)"
+    return head + ("-dirty" if changed else "")
+
+
 def sources_key(
     sources: list[Source], machine: Source | None, consts: dict[str, int] | None = None
 ) -> str:
@@ -270,8 +292,18 @@ def check(
     target: str = "cpu",
     machine: Source | None = None,
     consts: dict[str, int] | None = None,
+    lower: bool = False,
 ) -> Checked:
-    return check_target(analyze(sources, machine, consts), target)
+    """The checks for `target`; with `lower`, also what the target's backend refuses
+    (`lowering_refusals`), so a clean result builds (`vxc check` does this unless
+    `--no-lower`: TOOLCHAIN.md's CLI contract). The library default stays the
+    target-independent check, which imports no backend."""
+    checked = check_target(analyze(sources, machine, consts), target)
+    if lower:
+        checked.diagnostics = sorted(
+            [*checked.diagnostics, *lowering_refusals(checked)], key=Diagnostic.sort_key
+        )
+    return checked
 
 
 def build(

@@ -40,15 +40,17 @@ class UsageError(Exception):
 
 class _Version(argparse.Action):
     """`vxc --version`: the package version and the digest of the compiler's own files
-    (the one `api.compiler_version` keys every cache with); api loads only when asked."""
+    (the one `api.compiler_version` keys every cache with), then the git commit it runs
+    from; api loads only when asked."""
 
     def __init__(self, option_strings, dest, **kwargs):
         super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from vxc.api import compiler_version
+        from vxc.api import compiler_version, source_commit
 
         print(f"vxc {compiler_version()}")
+        print(f"commit {source_commit()}")
         parser.exit()
 
 
@@ -76,8 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser(
         "check",
         help="check sources for a target",
-        description="Check Vx sources for one target: diagnostics on stderr; exit 0 (no "
-        "errors), 1 (errors) or 2 (bad usage).",
+        description="Check Vx sources for one target, including what the target's "
+        "backend would refuse (so a clean check builds): diagnostics on stderr; exit 0 "
+        "(no errors), 1 (errors) or 2 (bad usage).",
     )
     c.add_argument("files", nargs="+", metavar="FILE.vx")
     c.add_argument(
@@ -87,6 +90,12 @@ def _parser() -> argparse.ArgumentParser:
         help=TARGET_HELP + " (default: %(default)s)",
     )
     c.add_argument("--machine", metavar="MODEL.vx", help=MACHINE_HELP)
+    c.add_argument(
+        "--no-lower",
+        action="store_true",
+        help="skip the target's lowering: only the target-independent checks (faster; a "
+        "clean result may still be refused by `vxc build`)",
+    )
     _add_error_format(c)
     add_analysis_flags(c)
     b = sub.add_parser(
@@ -197,7 +206,8 @@ def _check(args) -> int:
 
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None
-    checked = api.check(sources, args.target, machine, **_analysis_args(args))
+    analysis = _analysis_args(args)
+    checked = api.check(sources, args.target, machine, lower=not args.no_lower, **analysis)
     _report(checked.diagnostics, sources, machine, args.error_format)
     return EXIT_OK if checked.ok else EXIT_ERRORS
 

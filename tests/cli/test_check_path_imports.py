@@ -1,7 +1,10 @@
-"""The check path stays light (`vxc check` cold start, docs/PERFORMANCE.md): checking a
-program, in process or through the CLI, never imports jax, jaxlib or llvmlite; z3 only
-when an obligation needs it (the seed raises none), protobuf only for the .vxhir cache;
-never the LSP library (pygls is for `vxc lsp` only)."""
+"""The check path stays light (`vxc check --no-lower` cold start, docs/PERFORMANCE.md):
+checking a program, in process (`api.check`) or through the CLI with `--no-lower`, never
+imports jax, jaxlib or llvmlite; z3 only when an obligation needs it (the seed raises
+none), protobuf only for the .vxhir cache; never the LSP library (pygls is for `vxc lsp`
+only). A plain `vxc check` lowers for its target (check ≡ build), which imports the vx
+dialect's MLIR bindings and the target's backend: that is its cost, measured in
+docs/PERFORMANCE.md."""
 
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ print(json.dumps({{"ok": checked.ok, "heavy": heavy}}))
 CLI_PROBE = """
 import json, sys
 from vxc import cli
-rc = cli.main(["check", "--target", sys.argv[2], sys.argv[1]])
+rc = cli.main(["check", "--target", sys.argv[2], "--no-lower", sys.argv[1]])
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r})
 print(json.dumps({{"rc": rc, "heavy": heavy}}))
 """

@@ -40,8 +40,10 @@ def test_check_clean_program_exits_0_and_prints_nothing():
 
 
 @pytest.mark.parametrize("target", ["cpu", "tpu", "b200", "h100"])
-def test_seed_checks_clean_for_every_target(target):
-    r = run_vxc("check", "--target", target, str(KERNELS / "seed.vx"))
+def test_seed_passes_the_target_independent_check_for_every_target(target):
+    """`--no-lower`: the seed is a valid program everywhere (the accelerators' refusal of
+    its extern call is a lowering diagnostic, tests/cli/test_check_lowers.py)."""
+    r = run_vxc("check", "--target", target, "--no-lower", str(KERNELS / "seed.vx"))
     assert (r.rc, r.err) == (0, "")
 
 

@@ -18,8 +18,10 @@ from clirun import KERNELS, ROOT, assert_no_crash, run_vxc
 def test_a_backend_refusal_is_exit_1_with_a_json_diagnostic(tmp_path, target, code):
     out = tmp_path / "out"
     seed = KERNELS / "seed.vx"
-    r = run_vxc("check", "--target", target, "--error-format", "json", str(seed))
-    assert (r.rc, r.err) == (0, ""), r.err  # the program is valid: check accepts it
+    r = run_vxc("check", "--target", target, "--no-lower", "--error-format", "json", str(seed))
+    assert (r.rc, r.err) == (0, ""), r.err  # the program is valid: the checks accept it
+    lowered = run_vxc("check", "--target", target, "--error-format", "json", str(seed))
+    assert lowered.rc == 1 and json.loads(lowered.err.splitlines()[0])["code"] == code
     r = run_vxc("build", "--target", target, "--error-format", "json", str(seed), "-o", str(out))
     assert_no_crash(r)
     assert r.rc == 1, r.err

@@ -3,9 +3,13 @@ from `cases/`, so the output names the file as the user typed it) and its stderr
 equal `cases/NAME.expected` byte for byte; the exit status must be 1 exactly when the
 expected output has an error. The target is `cpu` unless the first line says
 `// target: T`, or `// targets: T1 T2 ...` (each of them must give that same output).
-A backend refusal (E70xx) shows at build time: a first line `// build: T1 T2 ...` runs
-`vxc build --target T --emit target-ir -o DIR NAME.vx` instead (the backend lowers the
-program; no artifact is packaged), with the same rules for its stderr and exit status.
+Check cases run with `--no-lower`: they hold the target-independent checks' output, the
+same on every target (tests/cli/test_check_lowers.py holds `vxc check`'s lowering, over
+these same cases). A backend refusal (E70xx) shows at build time: a first line `// build:
+T1 T2 ...` runs `vxc build --target T --emit target-ir -o DIR NAME.vx` instead (the backend
+lowers the program; no artifact is packaged), with the same rules for its stderr and exit
+status. A line `// flags: ARGS` among the leading comments adds ARGS to the command line
+(`// flags: --const N=128`).
 
 Naming: `CODE_what.vx` is a rejected form that emits CODE; `CODE_ok_what.vx` is the
 accepted form, which must not emit it. Every code of the code table needs both.
@@ -30,12 +34,19 @@ CASES = Path(__file__).resolve().parent / "cases"
 UPDATE = os.environ.get("VX_UPDATE_GOLDEN") == "1"
 TARGET = re.compile(rb"^// (?:targets?|build): (\w+(?: \w+)*)")
 BUILD = b"// build: "
+FLAGS = re.compile(rb"^// flags: (.*)$", re.M)
 SOURCES = sorted(CASES.glob("*.vx"))
 
 
 def targets_of(path: Path) -> list[str]:
     m = TARGET.match(path.read_bytes())
     return m.group(1).decode().split() if m else ["cpu"]
+
+
+def flags_of(path: Path) -> list[str]:
+    head = path.read_bytes().split(b"\n\n", 1)[0]  # the leading comment block
+    m = FLAGS.search(head)
+    return m.group(1).decode().split() if m else []
 
 
 def run_check(
@@ -48,8 +59,8 @@ def run_check(
         assert out_dir is not None, f"{path.name} is a build case"
         argv = ["build", "--target", target, "--emit", "target-ir", "-o", str(out_dir)]
     else:
-        argv = ["check", "--target", target]
-    rc = cli.main([*argv, path.name])
+        argv = ["check", "--target", target, "--no-lower"]
+    rc = cli.main([*argv, *flags_of(path), path.name])
     out = capsys.readouterr()
     assert out.out == "", f"`vxc {argv[0]}` writes diagnostics to stderr only"
     err = "".join(x for x in out.err.splitlines(True) if not x.startswith("wrote "))
