@@ -107,6 +107,16 @@ _TABLE = [
         "nothing to build: name the values, or call it from another function.",
     ),
     Code(
+        "E0111",
+        "error",
+        "`--const` names no const parameter",
+        "Each `--const NAME=V` on a build (Bazel's `vx_kernel(consts = ...)`) gives the value "
+        "of a const parameter of a generic kernel entry (`fn k<const NAME: i64>(...)`). A "
+        "name that no entry declares is refused rather than ignored, since a misspelt name "
+        "would otherwise build with another value than the one meant. The notes list the "
+        "entries' const parameters.",
+    ),
+    Code(
         "E0201",
         "error",
         "mismatched types",

@@ -107,6 +107,7 @@ class TypeChecker(StmtVisitor):
     # ---- driver ----------------------------------------------------------------
     def run(self) -> Program:
         helpers = self._called_by_others()
+        self._unknown_consts(helpers)
         for name, decl in self.fns.items():
             if name in self.out:  # a callee may have been checked on first call
                 continue
@@ -128,6 +129,33 @@ class TypeChecker(StmtVisitor):
             if name not in helpers and decl.body is not None and name in self.out:
                 self.out[name].entry = not self.out[name].is_template
         return Program(self.out, self.decls)
+
+    def _unknown_consts(self, helpers: set[str]) -> None:
+        """E0111 for each `--const NAME=V` that names no const parameter of a generic
+        kernel entry: a typo there would otherwise build the default silently."""
+        entries = [
+            d
+            for n, d in self.fns.items()
+            if d.const_params and d.body is not None and n not in helpers
+        ]
+        known = sorted({c.name for d in entries for c in d.const_params})
+        for name in sorted(set(self.entry_consts) - set(known)):
+            where = entries[0].name_span if entries else None
+            if where is None and self.fns:
+                where = next(iter(self.fns.values())).name_span
+            if where is None:
+                continue  # no function at all: nothing to name, and nothing is built
+            self.sink.emit(
+                "E0111",
+                f"`--const {name}=...` names no const parameter of a kernel entry",
+                where,
+                notes=[
+                    "the kernel entries' const parameters: "
+                    + (", ".join(f"`{k}`" for k in known) if known else "none")
+                ],
+                help=did_you_mean(name, known, "--const {}=...")
+                or "drop the flag, or add the parameter to the kernel (`fn k<const N: i64>`)",
+            )
 
     def _instantiate_entry(self, decl: A.FnDecl) -> None:
         """A generic kernel entry: one instance for the values named on the build
