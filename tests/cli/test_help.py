@@ -9,6 +9,7 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 from clirun import ROOT, run_vxc
 
 from vxc import api, cli
@@ -23,7 +24,36 @@ def _unwrapped(help_text: str) -> str:
 def test_version_names_the_package_and_the_compiler_digest():
     r = run_vxc("--version")
     assert (r.rc, r.err) == (0, "")
-    assert r.out == f"vxc {api.compiler_version()}\n"
+    assert r.out.splitlines()[0] == f"vxc {api.compiler_version()}"
+
+
+def test_version_names_the_checkout_commit():
+    """The second line is the commit of the checkout the compiler runs from (issue 36: the
+    digest alone is not the commit), `-dirty` when the compiler's files differ from it."""
+    import subprocess
+
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    if not head:
+        pytest.skip("the suite does not run from a git checkout")
+    line = run_vxc("--version").out.splitlines()[1]
+    assert line in (f"commit {head}", f"commit {head}-dirty"), line
+
+
+def test_version_without_a_checkout_says_so(tmp_path):
+    """A copy of the package outside any checkout (as Bazel provisions it) says why it
+    names no commit, instead of naming a wrong one."""
+    import shutil
+    import subprocess
+
+    shutil.copytree(ROOT / "compiler" / "vxc", tmp_path / "vxc")
+    code = "from vxc.api import source_commit; print(source_commit())"
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), GIT_CEILING_DIRECTORIES=str(tmp_path))
+    p = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert (p.returncode, p.stdout.strip()) == (0, "unknown (not run from a git checkout)")
 
 
 def test_check_help_explains_target_and_its_default():
