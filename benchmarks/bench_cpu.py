@@ -164,12 +164,12 @@ def grid_bench(n: int, repeat: int) -> None:
         # Alternate the two launches so that load from other jobs hits both alike.
         t1, t2 = interleaved(
             [
-                lambda k=kernel, a=t_in, b=w_in: k.launch(1, a, b),
-                lambda k=kernel, a=t_in, b=w_in: k.launch(2, a, b),
+                lambda k=kernel, a=t_in, b=w_in: k.launch(a, b, instances=1),
+                lambda k=kernel, a=t_in, b=w_in: k.launch(a, b, instances=2),
             ],
             repeat,
         )
-        got = kernel.launch(2, t_in, w_in).sum(axis=0)
+        got = kernel.launch(t_in, w_in, instances=2).sum(axis=0)
         np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-2 * np.abs(ref).max())
         best_np = min(np2[elem].values())
         what = "f32" if elem == "f32" else "f32 on the bf16-widened data"

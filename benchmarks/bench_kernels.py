@@ -106,8 +106,8 @@ def one_size(bf16, f32, s: int, repeat: int) -> None:
     c32 = np.empty((s, s), np.float32)
     t = timed(
         {
-            "bf16": lambda: bf16.gemm.launch(n, s, s, s, a, b, c),
-            "f32": lambda: f32.gemm.launch(n, s, s, s, af, bf, c32),
+            "bf16": lambda: bf16.gemm.launch(s, s, s, a, b, c, instances=n),
+            "f32": lambda: f32.gemm.launch(s, s, s, af, bf, c32, instances=n),
             "np": lambda: af @ bf,
         },
         repeat,
@@ -170,8 +170,8 @@ def one_epilogue(gemm, epi, s: int, repeat: int) -> None:
     n = (s // 128) ** 2
     t = timed(
         {
-            "gemm": lambda: gemm.launch(n, s, s, s, a, b, c32),
-            "epi": lambda: epi.launch(n, s, s, s, a, b, bias, c16),
+            "gemm": lambda: gemm.launch(s, s, s, a, b, c32, instances=n),
+            "epi": lambda: epi.launch(s, s, s, a, b, bias, c16, instances=n),
         },
         repeat,
     )
@@ -192,7 +192,7 @@ def softmax_bench(repeat: int, tmp: Path, m: int = 8192, n: int = 1024) -> None:
         e = np.exp(x - x.max(1, keepdims=True))
         return e / e.sum(1, keepdims=True)
 
-    t_k = best(lambda: sm.launch(m // 8, m, n, x, y), repeat)
+    t_k = best(lambda: sm.launch(m, n, x, y, instances=m // 8), repeat)
     t_np = best(ref, repeat)
     err = float(np.abs(y - ref()).max())
     print(
@@ -222,7 +222,9 @@ def one_attention(att, qkv: list, h: int, s: int, causal: bool, repeat: int) -> 
     scale = np.float32(d**-0.5)
     qj, kj, vj = (jnp.asarray(t.reshape(h, s, d).transpose(1, 0, 2)[None]) for t in qkv)
     qf, kf, vf = (t.astype(np.float32).reshape(h, s, d) for t in qkv)
-    t_k = best(lambda: att.launch(n // 128, h, s, n, causal, scale, q, k, v, mask, o), repeat)
+    t_k = best(
+        lambda: att.launch(h, s, n, causal, scale, q, k, v, mask, o, instances=n // 128), repeat
+    )
     f = jax.jit(lambda a, b, c: jax.nn.dot_product_attention(a, b, c, is_causal=causal))
     t_j = best(lambda: f(qj, kj, vj).block_until_ready(), repeat)
 
@@ -255,7 +257,8 @@ GEMM_WITHOUT = {"matmul_acc": [("matmul_acc(&mut acc, &at, &bt);", "")] * 2}
 
 
 def breakdown(name: str, text: str, without: dict, args: tuple, repeat: int, tmp: Path) -> str:
-    """`whole X ms; part Y ms (share), ...; the rest Z ms (share)`, the variants interleaved."""
+    """`whole X ms; part Y ms (share), ...; the rest Z ms (share)`, the variants interleaved.
+    `args`: the instance count, then the kernel's arguments."""
     runs = {}
     for part, edits in [("whole kernel", []), *without.items()]:
         variant = text
@@ -264,7 +267,7 @@ def breakdown(name: str, text: str, without: dict, args: tuple, repeat: int, tmp
             variant = variant.replace(old, new, 1)
         out = tmp / f"{name}_without_{part.replace(' ', '_')}"
         fn = getattr(build(variant.encode(), out, f"kernels/{name}.vx"), name)
-        runs[part] = lambda fn=fn: fn.launch(*args)
+        runs[part] = lambda fn=fn: fn.launch(*args[1:], instances=args[0])
     times = interleaved(runs, repeat)
     whole = times.pop("whole kernel")
     shares = "".join(

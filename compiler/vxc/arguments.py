@@ -36,3 +36,23 @@ def check_distinct(kernel: str, tensors: Sequence[tuple[str, Any, bool]]) -> Non
                 raise ArgumentError(
                     f"{kernel}: arguments `{name_i}` and `{name_j}` overlap: {DISTINCT}"
                 )
+
+
+def launch_count(kernel: str, args: tuple, instances: Any) -> tuple[Any, tuple]:
+    """The instance count and the kernel's arguments of a runtime `launch` call, in the
+    one spelling every launcher takes, `launch(*args, instances=N)` (that of `vxc.Kernel`),
+    or the older `launch(N, *args)` with a DeprecationWarning (kept for a release: issue
+    36). The keyword decides: without it the first positional argument is the count."""
+    if instances is not None:
+        return instances, args
+    if not args:
+        raise ArgumentError(f"{kernel}: launch needs `instances=N`")
+    import warnings
+
+    warnings.warn(
+        f"{kernel}: launch(N, *args) is deprecated; pass the count as launch(*args, "
+        "instances=N), as vxc.Kernel.launch takes it",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return args[0], args[1:]

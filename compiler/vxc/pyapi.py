@@ -375,7 +375,7 @@ class Kernel:
         bounds the cpu's thread pool (0: one per core); other targets ignore it."""
         named = self._named(args, kwargs)
         if self.target == "cpu":
-            return self._artifact().launch(instances, threads=threads, **named)
+            return self._artifact().launch(instances=instances, threads=threads, **named)
         if self.target != "cpu" and (not isinstance(instances, int) or instances < 1):
             raise ValueError(f"{self.name}: instances must be an integer >= 1, got {instances!r}")
         if self.target == "tpu" and isinstance(self.spec["grid"]["iteration_bounds"][0], str):
@@ -399,7 +399,7 @@ class Kernel:
                         f"{instances} is refused)",
                     )
                 return _one(self._interpret(arrays, instances))
-            return self._artifact().launch(instances, *self._ordered(named))
+            return self._artifact().launch(*self._ordered(named), instances=instances)
         if self.target == "tpu":  # a Mosaic grid is static: a build option
             k = self.build.again(self.name, tpu_instances=instances)
             if self.interpret:
@@ -407,7 +407,7 @@ class Kernel:
             return k._artifact()(*k._ordered(named))
         if self.interpret:
             return _one(self._interpret(self._ordered(named), instances))
-        return self._artifact().launch(instances, *self._ordered(named))
+        return self._artifact().launch(*self._ordered(named), instances=instances)
 
     def _interpret(self, arrays: list[Any], instances: int) -> list[Any]:
         """Run in vxc's interpreter: results stacked over the instances."""

@@ -2,29 +2,31 @@
 
     art = vxc.runtime.load("out/stream.cpu.json")
     acc = art.stream(tiles, w)          # tiles: (n, 128, 128) f32, w: (128, 128) f32
-    accs = art.stream_grid.launch(4, tiles, w)   # 4 instances: (4, 128, 128)
+    accs = art.stream_grid.launch(tiles, w, instances=4)   # 4 instances: (4, 128, 128)
 
 Arguments are checked against the manifest before the call: a wrong dtype,
 rank or static dimension raises `ArgumentError` naming the parameter and what
 was expected. A kernel that reports a non-zero status raises `KernelError`
 (`LaunchError` for a bad instance or thread count).
 
-`kernel.launch(n, *args, threads=0)` runs `n` instances (LANGUAGE.md section
+`kernel.launch(*args, instances=n, threads=0)` runs `n` instances (LANGUAGE.md section
 4.1) through the artifact's `K_launch` entry point, on a pool of at most one
 thread per core (`threads` = 0: `VX_NUM_THREADS` or the core count), and
-returns each result stacked along a new leading axis of length `n`.
+returns each result stacked along a new leading axis of length `n`: the spelling of
+`vxc.Kernel.launch`. The older `kernel.launch(n, *args)` still runs, with a
+DeprecationWarning, for one release.
 
 bf16 tensors are passed as `ml_dtypes.bfloat16` arrays (jax's bf16 dtype) or
 as `uint16` arrays holding the raw bits.
 
 Outputs (`c: &mut Tensor<f32, [m, n]>`, LANGUAGE.md section 4.2) are arrays the caller
 allocates: writable, C-contiguous, of the declared dtype and shape, written in place
-(`art.gemm.launch(n_instances, m, n, k, a, b, c)` fills `c`); a read-only, non-contiguous
+(`art.gemm.launch(m, n, k, a, b, c, instances=N)` fills `c`); a read-only, non-contiguous
 or wrongly shaped output raises `ArgumentError`, and nothing is copied behind the caller's
 back. Shape parameters (an integer parameter naming another parameter's dimension,
 LANGUAGE.md section 3) are checked against the arrays before any instance runs
 (`ArgumentError` naming the parameter); when the caller omits them (passing the
-arrays by keyword, `art.gemm.launch(4, a=a, b=b, c=c)`), they are inferred from the
+arrays by keyword, `art.gemm.launch(a=a, b=b, c=c, instances=4)`), they are inferred from the
 arrays.
 
 Arguments are distinct (LANGUAGE.md section 7): a `&mut` argument the kernel writes may
@@ -45,7 +47,7 @@ from typing import Any
 import numpy as np
 
 # ArgumentError and check_distinct live below every runner (no runner imports this module).
-from vxc.arguments import DISTINCT, ArgumentError, check_distinct  # noqa: F401 (re-exported)
+from vxc.arguments import DISTINCT, ArgumentError, check_distinct, launch_count  # noqa: F401 (re-exported)
 from vxc.manifest import ABI_SUFFIX, DIGEST_CHARS, abi_digest
 from vxc.status import MEANING
 
@@ -305,9 +307,13 @@ class Kernel:
         status = self._fn(*cargs, *[ctypes.c_void_p(o.ctypes.data) for o in outs])
         return self._finish(status, outs, stacked=False)
 
-    def launch(self, instances: int, *args: Any, threads: int = 0, **kwargs: Any) -> Any:
+    def launch(
+        self, *args: Any, instances: int | None = None, threads: int = 0, **kwargs: Any
+    ) -> Any:
         """`instances` instances on a pool of at most one thread per core; each result
-        comes back stacked along a new leading axis of length `instances`."""
+        comes back stacked along a new leading axis of length `instances`. The older
+        `launch(N, *args)` still works, with a DeprecationWarning (`launch_count`)."""
+        instances, args = launch_count(self.name, args, instances)
         if self._launch is None:
             raise ArgumentError(f"{self.name}: this artifact has no launch entry point")
         for what, v in (("instances", instances), ("threads", threads)):

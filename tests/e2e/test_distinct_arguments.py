@@ -139,16 +139,16 @@ def test_the_runtime_names_both_parameters(two):
     art, _ = two
     x, c = _x(), np.zeros((M, 128), np.float32)
     with pytest.raises(ArgumentError, match=OVERLAP.format("c", "d")):
-        art.two.launch(2, M, x, c, c)
+        art.two.launch(M, x, c, c, instances=2)
     with pytest.raises(ArgumentError, match=OVERLAP.format("x", "c")):
-        art.two.launch(2, x=x, c=x, d=c)  # shape parameter inferred
+        art.two.launch(x=x, c=x, d=c, instances=2)  # shape parameter inferred
     with pytest.raises(ArgumentError, match=OVERLAP.format("c", "d")):
         art.two(M, x, c, c)
     buf = np.zeros((2 * M, 128), np.float32)
     with pytest.raises(ArgumentError, match=OVERLAP.format("c", "d")):
-        art.two.launch(2, M, x, buf[:M], buf[M - 1 : 2 * M - 1])  # one row in common
+        art.two.launch(M, x, buf[:M], buf[M - 1 : 2 * M - 1], instances=2)  # one row in common
     assert not c.any() and not buf.any()
-    art.two.launch(2, M, x, buf[:M], buf[M:])
+    art.two.launch(M, x, buf[:M], buf[M:], instances=2)
     np.testing.assert_array_equal(buf, np.concatenate([x, x]))
 
 
@@ -160,8 +160,8 @@ def test_an_input_viewed_as_the_output_is_refused(tmp_path_factory):
     a = buf[-128 * 128 * 2 - 2 : -2].view(BF16).reshape(128, 128)  # its first row in c
     b = np.zeros((128, 128), BF16)
     with pytest.raises(ArgumentError, match=OVERLAP.format("a", "c")):
-        art.gemm.launch(1, a=a, b=b, c=c)
-    art.gemm.launch(1, a=buf[-128 * 128 * 2 :].view(BF16).reshape(128, 128), b=b, c=c)
+        art.gemm.launch(a=a, b=b, c=c, instances=1)
+    art.gemm.launch(a=buf[-128 * 128 * 2 :].view(BF16).reshape(128, 128), b=b, c=c, instances=1)
 
 
 def test_the_c_status_is_an_argument_error_too(two, monkeypatch):
@@ -170,7 +170,7 @@ def test_the_c_status_is_an_argument_error_too(two, monkeypatch):
     monkeypatch.setattr(runtime, "check_distinct", lambda *_: None)
     x, c = _x(), np.zeros((M, 128), np.float32)
     with pytest.raises(ArgumentError, match=r"refused the launch with VX_ERR_ALIAS \(9\)"):
-        art.two.launch(2, M, x, c, c)
+        art.two.launch(M, x, c, c, instances=2)
     assert not c.any()
 
 

@@ -61,7 +61,7 @@ class CpuAttention:
         if poison:
             args[gpu_check.TILE_CHECKS["attention"].out][...] = np.nan
         if self.wrong is None:
-            self.kernel.launch(instances, *args)
+            self.kernel.launch(*args, instances=instances)
         else:
             self.wrong(self.kernel.launch, instances, args)
         return []  # o is written in place, as on the GPU
@@ -103,13 +103,13 @@ def test_the_attention_rungs_pass_on_the_cpu_build(cpu_attention):
 
 def _not_causal(launch, instances, args):
     args[3] = not args[3]  # a kernel that reads the flag inverted
-    launch(instances, *args)
+    launch(*args, instances=instances)
 
 
 def _second_store_lost(launch, instances, args):
     o = args[9]
     args[9] = np.full_like(o, np.nan)
-    launch(instances, *args)
+    launch(*args, instances=instances)
     o[:128] = args[9][:128]  # instance 1's rows never reach o: still NaN from the poison
 
 

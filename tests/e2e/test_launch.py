@@ -59,7 +59,7 @@ def expected(tiles, w, instances: int) -> np.ndarray:
 def test_grid_matches_numpy(built, tiles, instances):
     art, _, _ = built
     t, w = _data(tiles, seed=tiles * 10 + instances)
-    out = art.stream_grid.launch(instances, t, w)
+    out = art.stream_grid.launch(t, w, instances=instances)
     assert out.shape == (instances, 128, 128) and out.dtype == np.float32
     np.testing.assert_array_equal(out, expected(t, w, instances))
 
@@ -70,30 +70,44 @@ def test_grid_random_data_and_f32_accumulation(built):
     t = rng.standard_normal((11, 128, 128), dtype=np.float32).astype(BF16)
     w = rng.standard_normal((128, 128), dtype=np.float32).astype(BF16)
     ref = expected(t, w, 3)
-    np.testing.assert_allclose(art.stream_grid.launch(3, t, w), ref, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(art.stream_grid.launch(t, w, instances=3), ref, rtol=1e-4, atol=1e-3)
 
 
 def test_single_instance_form_is_instance_0_of_1(built):
     art, _, _ = built
     t, w = _data(5, seed=1)
     np.testing.assert_array_equal(art.stream_grid(t, w), expected(t, w, 1)[0])
-    np.testing.assert_array_equal(art.stream_grid(t, w), art.stream_grid.launch(1, t, w)[0])
+    np.testing.assert_array_equal(
+        art.stream_grid(t, w), art.stream_grid.launch(t, w, instances=1)[0]
+    )
 
 
 def test_thread_count_does_not_change_the_result(built, monkeypatch):
     art, _, _ = built
     t, w = _data(12, seed=2)
-    ref = art.stream_grid.launch(4, t, w, threads=1)
+    ref = art.stream_grid.launch(t, w, threads=1, instances=4)
     for threads in (0, 2, 64):
-        assert art.stream_grid.launch(4, t, w, threads=threads).tobytes() == ref.tobytes()
+        assert art.stream_grid.launch(t, w, threads=threads, instances=4).tobytes() == ref.tobytes()
     monkeypatch.setenv("VX_NUM_THREADS", "2")  # read at each launch
-    assert art.stream_grid.launch(4, t, w).tobytes() == ref.tobytes()
+    assert art.stream_grid.launch(t, w, instances=4).tobytes() == ref.tobytes()
+
+
+def test_the_count_first_spelling_is_deprecated_and_runs_the_same(built):
+    """One launch spelling (issue 36): `launch(*args, instances=N)`, as `vxc.Kernel` takes
+    it; the runtime's older `launch(N, *args)` still runs for a release, with a warning."""
+    art, _, _ = built
+    t, w = _data(6, seed=4)
+    with pytest.warns(DeprecationWarning, match=r"launch\(\*args, instances=N\)"):
+        old = art.stream_grid.launch(3, t, w)
+    np.testing.assert_array_equal(old, art.stream_grid.launch(t, w, instances=3))
+    with pytest.raises(runtime.ArgumentError, match="needs `instances=N`"):
+        art.stream_grid.launch()
 
 
 def test_raw_bf16_bits_are_accepted(built):
     art, _, _ = built
     t, w = _data(4, seed=4)
-    got = art.stream_grid.launch(2, t.view(np.uint16), w.view(np.uint16))
+    got = art.stream_grid.launch(t.view(np.uint16), w.view(np.uint16), instances=2)
     np.testing.assert_array_equal(got, expected(t, w, 2))
 
 
@@ -102,17 +116,17 @@ def test_bad_counts_are_launch_errors(built, instances, threads):
     art, _, _ = built
     t, w = _data(4)
     with pytest.raises(runtime.LaunchError, match=r"VX_ERR_LAUNCH \(5\)"):
-        art.stream_grid.launch(instances, t, w, threads=threads)
+        art.stream_grid.launch(t, w, threads=threads, instances=instances)
 
 
 def test_more_instances_than_tiles_breaks_the_where_clause(built):
     art, _, _ = built
     t, w = _data(3)
     with pytest.raises(runtime.LaunchError, match=r"VX_ERR_WHERE \(7\).*instances\(\) <= "):
-        art.stream_grid.launch(4, t, w)
+        art.stream_grid.launch(t, w, instances=4)
     with pytest.raises(runtime.LaunchError, match="VX_ERR_WHERE"):
         art.stream_grid(t[:0], w)  # no tiles: even one instance has no share
-    assert art.stream_grid.launch(3, t, w).shape == (3, 128, 128)  # one tile each is fine
+    assert art.stream_grid.launch(t, w, instances=3).shape == (3, 128, 128)  # one tile each is fine
 
 
 def test_c_status_codes(built):
@@ -209,7 +223,7 @@ fn ids(x: &Tensor<f32, [1, 1]>) -> i64 on Topology::TensorCore {
     art = runtime.load_outputs(result.outputs, tmp_path)
     x = np.zeros((1, 1), np.float32)
     assert art.ids(x) == 10
-    assert art.ids.launch(3, x).tolist() == [30, 1031, 2032]
+    assert art.ids.launch(x, instances=3).tolist() == [30, 1031, 2032]
 
 
 def _codes(text: bytes, target: str = "cpu") -> list[str]:
@@ -294,7 +308,7 @@ fn pick(tiles: &Vec<Tensor<f32, [4, 4]>>) -> Tensor<f32, [4, 4]> on Topology::Te
     assert result.ok, api.render_human(result.diagnostics, [src])
     art = runtime.load_outputs(result.outputs, tmp_path)
     tiles = np.arange(3 * 16, dtype=np.float32).reshape(3, 4, 4)
-    np.testing.assert_array_equal(art.pick.launch(3, tiles), tiles)
+    np.testing.assert_array_equal(art.pick.launch(tiles, instances=3), tiles)
     with pytest.raises(runtime.KernelError, match="VX_ERR_INDEX") as e:
-        art.pick.launch(5, tiles)
+        art.pick.launch(tiles, instances=5)
     assert not isinstance(e.value, runtime.LaunchError)

@@ -52,7 +52,7 @@ def test_a_tpu_manifest_loads_and_says_where_it_runs(tpu_dir):
     msg = str(e.value)
     assert msg.startswith("no TPU here") and "tpu_custom_call" in msg and "\n" not in msg
     with pytest.raises(ValueError, match="built for a plain call; rebuild with --tpu-instances 4"):
-        kernel.launch(4, tiles, w)
+        kernel.launch(tiles, w, instances=4)
 
 
 def test_load_outputs_takes_a_tpu_build(tpu_dir, tmp_path):

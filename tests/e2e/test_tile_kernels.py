@@ -41,7 +41,7 @@ GEMM_SHAPES = [(128, 128, 128), (256, 128, 384), (128, 384, 256), (384, 256, 512
 def test_gemm_epilogue_matches_numpy(kernels, shape):
     m, n, k = shape
     a, b, bias, c = gemm_epilogue_inputs(shape)
-    kernels["gemm_epilogue"].launch((m // 128) * (n // 128), m, n, k, a, b, bias, c)
+    kernels["gemm_epilogue"].launch(m, n, k, a, b, bias, c, instances=(m // 128) * (n // 128))
     assert_gemm_epilogue(a, b, bias, c)
 
 
@@ -75,7 +75,7 @@ def test_softmax_matches_numpy(kernels, shape):
     x = (np.random.default_rng(2).standard_normal(shape) * 8).astype(np.float32)
     x[0, :5] = [80.0, -80.0, 0.0, 80.0, 1e-3]  # large spreads: the max is subtracted
     y = np.full(shape, np.nan, np.float32)
-    kernels["softmax"].launch(m // 8, m, n, x, y)
+    kernels["softmax"].launch(m, n, x, y, instances=m // 8)
     assert_softmax(x, y)
 
 
@@ -119,7 +119,7 @@ def test_attention_matches_numpy(attention, h, s, causal):
     q, k, v = (rng.standard_normal((n, 128)).astype(BF16) for _ in range(3))
     o = np.full((n, 128), np.nan, np.float32)
     scale = 128**-0.5
-    attention.launch(h * (s // 128), h, s, n, causal, np.float32(scale), q, k, v, MASK, o)
+    attention.launch(h, s, n, causal, np.float32(scale), q, k, v, MASK, o, instances=h * (s // 128))
     assert_attention(o, q, k, v, h, s, scale, causal)
 
 
@@ -141,4 +141,4 @@ def test_attention_refuses_a_sequence_not_a_multiple_of_the_tile(attention):
     q = np.zeros((n, 128), BF16)
     o = np.zeros((n, 128), np.float32)
     with pytest.raises(runtime.LaunchError, match="s % 128 == 0"):
-        attention.launch(2, h, s, n, False, np.float32(1), q, q, q, MASK, o)
+        attention.launch(h, s, n, False, np.float32(1), q, q, q, MASK, o, instances=2)

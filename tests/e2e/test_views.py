@@ -63,7 +63,7 @@ def test_gemm_matches_numpy(built, name, shape):
     art, _, _ = built[name]
     a, b, c = _operands(m, n, k)
     kernel = getattr(art, name)
-    assert kernel.launch((m // 128) * (n // 128), m, n, k, a, b, c) is None
+    assert kernel.launch(m, n, k, a, b, c, instances=(m // 128) * (n // 128)) is None
     # f32 accumulation of exact bf16 products: within f32 rounding of the f64 product.
     np.testing.assert_allclose(c, _reference(a, b), rtol=1e-5, atol=1e-3 * np.sqrt(k))
 
@@ -71,7 +71,7 @@ def test_gemm_matches_numpy(built, name, shape):
 def test_shape_parameters_are_inferred_from_the_arrays(built):
     art, _, _ = built["gemm"]
     a, b, c = _operands(256, 128, 128)
-    art.gemm.launch(2, a=a, b=b, c=c)
+    art.gemm.launch(a=a, b=b, c=c, instances=2)
     np.testing.assert_allclose(c, _reference(a, b), rtol=1e-5, atol=1e-2)
 
 
@@ -79,7 +79,7 @@ def test_a_wrong_shape_parameter_is_refused_before_any_instance_runs(built):
     art, _, _ = built["gemm"]
     a, b, c = _operands(128, 128, 128)
     with pytest.raises(runtime.ArgumentError, match="shape parameter 'm' is 256"):
-        art.gemm.launch(2, 256, 128, 128, a, b, c)
+        art.gemm.launch(256, 128, 128, a, b, c, instances=2)
     assert np.isnan(c).all()  # nothing computed
 
 
@@ -120,7 +120,7 @@ def test_bad_outputs_are_refused(built, make, why):
     art, _, _ = built["gemm"]
     a, b, c = _operands(128, 128, 128)
     with pytest.raises(runtime.ArgumentError, match=why):
-        art.gemm.launch(1, 128, 128, 128, a, b, make(c))
+        art.gemm.launch(128, 128, 128, a, b, make(c), instances=1)
 
 
 def _read_only(c: np.ndarray) -> np.ndarray:
@@ -236,7 +236,7 @@ def test_bf16_matmul_uses_vdpbf16ps_natively_and_widens_on_portable_levels(tmp_p
         counts[cpu] = dis.count("vdpbf16ps")
         art = runtime.load_outputs(result.outputs, tmp_path / cpu)
         a, b, c = _operands(256, 256, 256, seed=5)
-        art.gemm.launch(4, a=a, b=b, c=c)
+        art.gemm.launch(a=a, b=b, c=c, instances=4)
         np.testing.assert_allclose(c, _reference(a, b), rtol=1e-5, atol=1e-2)
     assert counts["native"] > 0 and counts["x86-64-v4"] == 0, counts
 
@@ -259,7 +259,7 @@ fn rows(m: i64, x: &Tensor<f32, [m, 128]>, out: &mut Tensor<f32, [m, 128]>) -> v
     art = runtime.load_outputs(result.outputs, tmp_path)
     x = np.arange(3 * 128 * 128, dtype=np.float32).reshape(3 * 128, 128)
     out = np.zeros_like(x)
-    art.rows.launch(3, 3 * 128, x, out)
+    art.rows.launch(3 * 128, x, out, instances=3)
     want = np.zeros_like(x)
     for p in range(3):
         want[p * 128 + 64 : p * 128 + 128, 0:64] = x[p * 128 : p * 128 + 64, 64:128]

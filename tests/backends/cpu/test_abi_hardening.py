@@ -98,10 +98,10 @@ def test_a_clause_that_reads_instance_is_checked_for_every_instance_first(tmp_pa
     art = _load("one.vx", ONE, tmp_path)
     w = np.ones((4, 4), np.float32)
     with pytest.raises(runtime.LaunchError, match="VX_ERR_WHERE"):
-        art.one.launch(4, w)
+        art.one.launch(w, instances=4)
     launch = _entry(art, "one_launch", [I64, ctypes.c_int32, P, P])
     out = np.zeros((4, 4, 4), np.float32)
     status = art.manifest["status"]
     assert launch(4, 1, P(w.ctypes.data), P(out.ctypes.data)) == status["VX_ERR_WHERE"]
     assert not out.any()
-    assert art.one.launch(2, w).shape == (2, 4, 4)
+    assert art.one.launch(w, instances=2).shape == (2, 4, 4)

@@ -339,4 +339,6 @@ def test_half_precision_matmul_widens_to_f32(tmp_path, elem):
     out = art.mmh(a, b)
     assert out.dtype == np.float32
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
-    assert art.mmh.launch(3, a, b).tolist() == [out.tolist()] * 3  # no instance() use: same
+    assert (
+        art.mmh.launch(a, b, instances=3).tolist() == [out.tolist()] * 3
+    )  # no instance() use: same

@@ -201,9 +201,9 @@ def test_a_launch_must_match_the_grid_the_shapes_give(gemms, tmp_path):
     art = runtime.load_outputs(gemms["gemm"].outputs, tmp_path)
     args = gemm_inputs(256, 384, 128)
     with pytest.raises(ValueError, match=r"runs \(\(m // 128\) \* \(n // 128\)\) = 6 instances"):
-        art.gemm.launch(5, *args)
+        art.gemm.launch(*args, instances=5)
     with pytest.raises(NoTpu):
-        art.gemm.launch(6, *args)
+        art.gemm.launch(*args, instances=6)
 
 
 def _lowered(b: Built, m: int, n: int, k: int) -> str:

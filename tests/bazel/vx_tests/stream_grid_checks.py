@@ -61,7 +61,7 @@ def test_grid_matches_numpy(kernel, tiles, n):
     rng = np.random.default_rng(tiles * 10 + n)
     t = rng.integers(-3, 4, (tiles, 128, 128)).astype(np.float64)
     w = rng.integers(-3, 4, (128, 128)).astype(np.float64)
-    out = kernel.launch(n, bf16_bits(t), bf16_bits(w))
+    out = kernel.launch(bf16_bits(t), bf16_bits(w), instances=n)
     assert out.shape == (n, 128, 128) and out.dtype == np.float32
     np.testing.assert_array_equal(out, expected(t, w, n))  # small integers: exact
 
@@ -73,9 +73,9 @@ def test_bad_launches_are_exceptions(kernel):
     t = bf16_bits(np.ones((3, 128, 128)))
     w = bf16_bits(np.eye(128))
     with pytest.raises(runtime.LaunchError, match="VX_ERR_LAUNCH"):
-        kernel.launch(0, t, w)
+        kernel.launch(t, w, instances=0)
     with pytest.raises(runtime.LaunchError, match="VX_ERR_WHERE"):
-        kernel.launch(4, t, w)  # more instances than tiles
+        kernel.launch(t, w, instances=4)  # more instances than tiles
 
 
 @pytest.mark.skipif(not MLIR, reason="no vx dialect module")

@@ -4,7 +4,7 @@ each), return the results as numpy arrays (stacked: N x tile).
 
     art = vxc.runtime.load("out/stream_grid.h100.json")   # or the .fatbin beside it
     acc = art.stream_grid(tiles, w)                       # one instance: (128, 128)
-    accs = art.stream_grid.launch(132, tiles, w)          # 132 instances: (132, 128, 128)
+    accs = art.stream_grid.launch(tiles, w, instances=132)  # 132 instances: (132, 128, 128)
     art.stream_grid.time(132, tiles, w, repeat=20)        # seconds per launch (CUDA events)
 
 On a machine without an NVIDIA GPU (or driver) every entry point raises `NoGpu`,
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vxc.arguments import check_distinct
+from vxc.arguments import check_distinct, launch_count
 from vxc.backends.nvidia.encoders import TMA_DTYPES, TMA_SWIZZLE, TensorMap
 from vxc.backends.nvidia.manifest import Manifest
 from vxc.errors import NotRunnableHere
@@ -438,8 +438,10 @@ class CudaKernel:
         self.launch_raw(bufs, instances)
         return self.finish(outs, status, frees, timeout)
 
-    def launch(self, instances: int, *args: np.ndarray):
-        """`instances` CTAs; each result stacked along a new leading axis."""
+    def launch(self, *args: np.ndarray, instances: int | None = None):
+        """`instances` CTAs; each result stacked along a new leading axis.
+        `launch(N, *args)` is deprecated (`launch_count`)."""
+        instances, args = launch_count(self.meta["name"], args, instances)
         res = self.run(instances, *args)
         return res[0] if len(res) == 1 else tuple(res) if res else None
 

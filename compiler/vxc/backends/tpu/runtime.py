@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vxc.arguments import check_distinct
+from vxc.arguments import check_distinct, launch_count
 from vxc.errors import NotRunnableHere
 
 
@@ -105,11 +105,12 @@ class TpuKernel:
             self._jit = jax.jit(self.exported.call)
         return self._jit(*args)
 
-    def launch(self, instances: int, *args: Any) -> Any:
+    def launch(self, *args: Any, instances: int | None = None) -> Any:
         """A kernel whose `where` clause gives the grid from the shapes runs that many
         instances: another count is refused, naming it (the cpu's VX_ERR_WHERE). Else
         the artifact runs the launch it was built for (`vxc build --tpu-instances N`),
-        results stacked; any other count is refused."""
+        results stacked; any other count is refused. `launch(N, *args)` is deprecated."""
+        instances, args = launch_count(self.name, args, instances)
         if self.grid_expr is not None:
             grid = shape_grid(self.grid_expr, self.params, args)
             if instances != grid:
