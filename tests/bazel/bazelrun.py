@@ -117,11 +117,9 @@ class Workspace:
             '"vx_rules_dependencies")\n'
             "vx_rules_dependencies()\nvx_register_toolchains()\n"
         )
-        rc = "".join(
-            f"build:{t} --@vx//vx_rules:target={t}\n" for t in ("cpu", "tpu", "b200", "h100")
-        )
+        # The configs come from the rules' own file, as a consuming workspace takes them.
         (self.dir / ".bazelrc").write_text(
-            rc + "build --nosandbox_debug\nbuild --worker_max_instances=VxCompile=2\n"
+            f"import {ROOT}/vx_rules/vx.bazelrc\nbuild --nosandbox_debug\n"
         )
         (self.pkg / "BUILD.bazel").write_text(_BUILD)
         (self.pkg / "stream.vx").write_bytes((ROOT / "kernels" / "stream.vx").read_bytes())
