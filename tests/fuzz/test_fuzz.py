@@ -170,6 +170,24 @@ def test_benchmark_mode_runs_a_count_in_a_child_and_reports_stages(tmp_path):
     assert 0 < r["worst_cpu_s"] < 5
 
 
+def test_sharded_benchmark_mode_runs_the_same_inputs(tmp_path):
+    """`--jobs 2` splits the inputs between two processes; merged, the stages counted are
+    those of one process over the same inputs."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "vxfuzz_bench", Path(vxfuzz.__file__).with_name("__main__.py")
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    kw = dict(seed=6, timeout=5.0, save=tmp_path, build=False, progress=0)
+    one = bench.run(count=10, start=3, **kw)
+    two = bench.run_sharded(2, 3, 10, **kw)
+    assert two["count"] == 10 and two["stages"] == one["stages"]
+    assert two["errors"] == one["errors"] == [] and two["hangs"] == []
+
+
 # ---- check ≡ build ------------------------------------------------------------------
 
 
