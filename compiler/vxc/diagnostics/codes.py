@@ -117,6 +117,16 @@ _TABLE = [
         "entries' const parameters.",
     ),
     Code(
+        "E0110",
+        "error",
+        "dimension expression without a positive, exact value",
+        "A dimension may be an expression of integer literals and const parameters with "
+        "`+ - *` and exact `/` (`Tensor<f32, [BQ, 2 * BK]>`), evaluated when the function "
+        "is monomorphised. With the instance's const values it must divide exactly and be "
+        "positive, and it may name no runtime value (a shape parameter is a plain name, "
+        "not part of an expression). The message names the values.",
+    ),
+    Code(
         "E0201",
         "error",
         "mismatched types",

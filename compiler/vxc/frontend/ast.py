@@ -39,9 +39,25 @@ class RefType(TypeExpr):
 
 
 @dataclass(frozen=True)
+class DimExpr:
+    """A dimension computed from literals and const parameters (`2 * BK`, `D / 2`):
+    `op` is one of + - * /; evaluated when the function is monomorphised (LANGUAGE.md 3;
+    hir/dims.py), E0110 when `/` does not divide or the result is not positive. Not a
+    `Node`: it is part of a type, which the HIR builder copies as it is."""
+
+    span: Span
+    op: str
+    lhs: int | str | DimExpr
+    rhs: int | str | DimExpr
+
+
+Dim = int | str | DimExpr  # a literal, a const-generic or runtime name, or an expression
+
+
+@dataclass(frozen=True)
 class TensorType(TypeExpr):
     elem: TypeExpr
-    dims: tuple[int | str, ...]  # literal, or a const-generic / runtime name
+    dims: tuple[Dim, ...]
 
 
 @dataclass(frozen=True)
@@ -167,7 +183,7 @@ class Wait(Expr):
 @dataclass(frozen=True)
 class TensorNew(Expr):
     elem: TypeExpr
-    dims: tuple[int | str, ...]
+    dims: tuple[Dim, ...]
 
 
 # ---- statements ------------------------------------------------------------------
@@ -260,6 +276,9 @@ class TopologyDecl(Node):
 class Param(Node):
     name: str
     type: TypeExpr
+    # A const parameter's default (`const BK: i64 = 64`), taken when neither `--const`
+    # nor the call site gives a value (LANGUAGE.md 3); None for every other parameter.
+    default: int | None = None
 
 
 @dataclass(frozen=True)

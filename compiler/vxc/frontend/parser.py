@@ -286,7 +286,13 @@ class _ToAst(Transformer):
         return tuple(c)
 
     def const_param(self, meta, c):
-        return A.Param(self._s(meta), str(c[0]), c[1])
+        return A.Param(self._s(meta), str(c[0]), c[1], c[2] if len(c) > 2 else None)
+
+    def const_default(self, meta, c):
+        return _int(c[0], self.file)
+
+    def const_default_neg(self, meta, c):
+        return -_int(c[0], self.file)
 
     def params(self, meta, c):
         return tuple(c)
@@ -327,6 +333,21 @@ class _ToAst(Transformer):
 
     def dim_name(self, meta, c):
         return str(c[0])
+
+    def _dim_op(self, op: str, meta, c) -> A.DimExpr:
+        return A.DimExpr(self._s(meta), op, c[0], c[1])
+
+    def dim_add(self, meta, c):
+        return self._dim_op("+", meta, c)
+
+    def dim_sub(self, meta, c):
+        return self._dim_op("-", meta, c)
+
+    def dim_mul(self, meta, c):
+        return self._dim_op("*", meta, c)
+
+    def dim_div(self, meta, c):
+        return self._dim_op("/", meta, c)
 
     # statements
     def block(self, meta, c):

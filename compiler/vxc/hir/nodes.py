@@ -217,6 +217,7 @@ class Spawn(Stmt):
 class Param(Node):
     name: str
     type: A.TypeExpr
+    default: int | None = None  # a const parameter's default (the AST's)
     vid: int = -1
 
 

@@ -18,6 +18,8 @@ from vxc.frontend import ast as A
 from vxc.hir import nodes as H
 from vxc.hir import types as T
 from vxc.hir.build import HirBuilder, scalar_name
+from vxc.hir.dims import DimError, evaluate, rename
+from vxc.hir.dims import show as show_dim
 from vxc.hir.extent import extent
 from vxc.hir.literals import literal_types
 from vxc.hir.program import Function, Program, Var
@@ -103,6 +105,9 @@ class TypeChecker(StmtVisitor):
         # nids are unique in the program, so one table serves every instance).
         self.literal_pins: dict[int, T.Type] = {}
         self.flexible: dict[int, H.Let] = {}  # vid -> its `let` (help on a mismatch)
+        # Function instance name -> its const values and its unvalued const names (a
+        # template's), for the dimension expressions of its types (hir/dims.py).
+        self.dim_env: dict[str, tuple[dict[str, int], frozenset[str]]] = {}
 
     # ---- driver ----------------------------------------------------------------
     def run(self) -> Program:
@@ -160,7 +165,9 @@ class TypeChecker(StmtVisitor):
     def _instantiate_entry(self, decl: A.FnDecl) -> None:
         """A generic kernel entry: one instance for the values named on the build
         (`--const N=1024`), or E0109, never silently nothing."""
-        missing = [c.name for c in decl.const_params if c.name not in self.entry_consts]
+        given = {c.name: c.default for c in decl.const_params if c.default is not None}
+        given.update(self.entry_consts)  # `--const` over the default (LANGUAGE.md 3)
+        missing = [c.name for c in decl.const_params if c.name not in given]
         if missing:
             example = " ".join(f"--const {m}=..." for m in missing)
             self.sink.emit(
@@ -172,7 +179,7 @@ class TypeChecker(StmtVisitor):
                 f"`{decl.name}::<...>(...)` from another function",
             )
             return
-        values = {c.name: self.entry_consts[c.name] for c in decl.const_params}
+        values = {c.name: given[c.name] for c in decl.const_params}
         for cp in decl.const_params:
             if _const_range(cp) is None:
                 return  # E0206 at the declaration
@@ -236,6 +243,7 @@ class TypeChecker(StmtVisitor):
         # Every instance (kernel entry, placement, const-generic) is typed on its own HIR
         # tree: two instances of one helper never share a node, a type or a variable id.
         hir = self.hir.function(decl, consts)
+        self.dim_env[name] = (dict(consts), frozenset(c.name for c in hir.const_params))
         self.cur_topology = hir.topology
         home = self.homes.get(hir.topology, "VMEM") if hir.topology else HOST_SPACE
         arg_space = DEVICE_ARG_SPACE if hir.topology else HOST_SPACE
@@ -329,7 +337,7 @@ class TypeChecker(StmtVisitor):
         if isinstance(t, A.VecType):
             return T.VecT(self._type(t.elem, space), space)
         if isinstance(t, A.TensorType):
-            return self._tensor(T.TensorT(self._elem(t.elem), tuple(t.dims), space), t.span)
+            return self._tensor(T.TensorT(self._elem(t.elem), self._dims(t.dims), space), t.span)
         if isinstance(t, A.TokenType):
             inner = self._type(t.inner, t.space)
             if not isinstance(inner, T.TensorT | T.Void):  # void: a store's token
@@ -568,6 +576,7 @@ class TypeChecker(StmtVisitor):
                 raise _Error
             case H.TensorNew():
                 self._dims_in_scope(e, scope)
+                e.dims = list(self._dims(e.dims))  # what the plan and the IR read
                 return self._tensor(T.TensorT(self._elem(e.elem), tuple(e.dims), self.home), e.span)
             case H.Call():
                 return self._call(e, scope)
@@ -603,6 +612,27 @@ class TypeChecker(StmtVisitor):
                 if var.kind == "let"
                 else f"move it into a mutable binding first: `let mut {var.name} = {var.name};`",
             )
+
+    def _dims(self, dims) -> tuple[int | str, ...]:
+        """A type's dimensions in the current instance: each expression evaluated
+        (hir/dims.py), E0110 where it cannot be; then it stays a symbol, so the function
+        is not ok and nothing is built from it."""
+        values, generic = self.dim_env.get(self.fn.name, ({}, frozenset()))
+        out: list[int | str] = []
+        for d in dims:
+            try:
+                out.append(evaluate(d, values, generic))
+            except DimError as err:
+                self.sink.emit(
+                    "E0110",
+                    err.message,
+                    err.span,
+                    notes=err.notes,
+                    help="choose const values that give a positive, exact dimension, or "
+                    "write the dimension from literals and const parameters",
+                )
+                out.append(show_dim(d))
+        return tuple(out)
 
     def _dims_in_scope(self, e: H.TensorNew, scope: _Scope) -> None:
         """A named dimension of a new tensor is a runtime value: a variable in scope or a
@@ -796,10 +826,18 @@ class TypeChecker(StmtVisitor):
                 e.span,
             )
             raise _Error
-        if e.const_args is not None and len(e.const_args) != len(decl.const_params):
+        required = sum(c.default is None for c in decl.const_params)
+        if e.const_args is not None and not (
+            required <= len(e.const_args) <= len(decl.const_params)
+        ):
+            takes = (
+                f"{len(decl.const_params)}"
+                if required == len(decl.const_params)
+                else f"{required} to {len(decl.const_params)}"
+            )
             self.sink.emit(
                 "E0202",
-                f"`{e.callee}` takes {len(decl.const_params)} const argument(s) but "
+                f"`{e.callee}` takes {takes} const argument(s) but "
                 f"{len(e.const_args)} were supplied",
                 e.span,
             )
@@ -870,6 +908,9 @@ class TypeChecker(StmtVisitor):
             consts[cp.name] = value
         for p, t in zip(decl.params, arg_types, strict=True):
             _unify_dims(p.type, t, {c.name for c in decl.const_params}, consts)
+        for cp in decl.const_params:  # neither given nor inferred: the default (LANGUAGE.md 3)
+            if cp.name not in consts and cp.default is not None:
+                consts[cp.name] = cp.default
         missing = [c.name for c in decl.const_params if c.name not in consts]
         if missing:
             self.sink.emit(
@@ -1171,7 +1212,7 @@ def _rename_dims(t: A.TypeExpr, names: Mapping[str, int | str]) -> A.TypeExpr:
     """A callee's type with its const parameters' names replaced by the caller's."""
     match t:
         case A.TensorType():
-            dims = tuple(names.get(d, d) if isinstance(d, str) else d for d in t.dims)
+            dims = tuple(rename(d, names) for d in t.dims)
             return replace(t, elem=_rename_dims(t.elem, names), dims=dims)
         case A.RefType() | A.TokenType():
             return replace(t, inner=_rename_dims(t.inner, names))
