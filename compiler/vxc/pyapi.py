@@ -445,6 +445,15 @@ class Kernel:
             where = " and ".join(self.spec["requires"])
             raise LaunchError(self.name, e.status, code, f" (where {where})") from None
 
+    def to_jax(self, *, instances: int | None = None, threads: int = 0) -> Any:
+        """This cpu kernel as a function of jax.Arrays, usable under `jax.jit`, `jax.vmap`
+        and `jax.export`: an XLA FFI custom call into its object (docs/FRAMEWORKS.md,
+        `vxc.frameworks.jax_ffi`). `instances` is needed only when the `where` clause
+        does not give the count from the shapes; `threads` bounds the kernel's pool."""
+        from vxc.frameworks import jax_ffi
+
+        return jax_ffi.to_jax(self, instances=instances, threads=threads)
+
     @property
     def exported(self) -> Any:
         """A tpu kernel's `jax.export.Exported`, to call inside your own `jax.jit`."""
