@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import vxc
-from vxc.frameworks import handler, jax_ffi
+from vxc.frameworks import handler, jax_ffi, where
 from vxc.runtime import ArgumentError, LaunchError
 
 # XLA raises a custom call's error as JaxRuntimeError, or as ValueError where jax's C++
@@ -137,6 +137,14 @@ def test_jax_export_round_trip(gemm):
     np.testing.assert_array_equal(np.asarray(again.call(a, b)), _f32(a) @ _f32(b))
 
 
+def test_a_symbolic_shape_is_a_clear_error(softmax):
+    (m,) = jax.export.symbolic_shape("m")
+    with pytest.raises(ArgumentError, match=r"argument 'x' has symbolic dimension\(s\) \[m\]"):
+        jax.export.export(jax.jit(softmax), platforms=["cpu"])(
+            jax.ShapeDtypeStruct((m, 128), jnp.float32)
+        )
+
+
 def test_the_same_array_as_input_and_mut_initial_value(softmax):
     """Distinct arguments: XLA copies an operand that another operand also reads before
     it aliases it to a result, so the C entry never sees x overlapping y."""
@@ -218,3 +226,18 @@ def test_non_cpu_kernels_say_to_jax_is_not_there_yet():
     k = vxc.compile(KERNELS / "softmax.vx", target="tpu")
     with pytest.raises(NotImplementedError, match="a tpu kernel is not supported yet"):
         k.to_jax()
+
+
+def test_where_clauses_evaluate_as_vx_does_or_are_left_to_the_run():
+    """Vx's `/` and `%` truncate toward zero; what the parser does not evaluate exactly
+    (`instance()`, `!`, a call, an unknown name, a division by zero) is not refused here."""
+    assert where.broken(["-7 / 2 == -3", "-7 % 2 == -1", "m >= 8 && m <= 16"], {"m": 8}) == []
+    assert where.broken(["m % 128 == 0 || m == 1", "m < 4"], {"m": 100}) == [
+        "m % 128 == 0 || m == 1",
+        "m < 4",
+    ]
+    unknown = ["instance() < m", "!(m == 0)", "tiles.len() >= 1", "q > 0", "m / (m - m) == 0"]
+    assert where.broken(unknown, {"m": 3}) == []
+    grid = where.instances_expr(["m % 8 == 0", "m / 8 == instances()"], {"m"})
+    assert grid is not None and where.value(grid, {"m": 64}) == 8
+    assert where.instances_expr(["instances() == tiles.len()"], {"m"}) is None

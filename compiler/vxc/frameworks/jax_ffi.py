@@ -166,6 +166,12 @@ class JaxKernel:
 
         who = f"{self.name}: argument '{p['name']}'"
         a = value if hasattr(value, "shape") and hasattr(value, "dtype") else jnp.asarray(value)
+        symbolic = [d for d in a.shape if not isinstance(d, int | np.integer)]
+        if symbolic:  # jax.export's shape polymorphism: the shape attributes are static
+            raise ArgumentError(
+                f"{who} has symbolic dimension(s) {symbolic}: to_jax() needs concrete "
+                "shapes (export with one shape per call)"
+            )
         want = _dtype(p["dtype"], who)
         if np.dtype(a.dtype) != want:
             raise ArgumentError(f"{who} must have dtype {want}, got {a.dtype}")
