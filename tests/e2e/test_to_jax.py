@@ -222,6 +222,16 @@ def test_repeated_to_jax_and_calls_reuse_the_handler(gemm, monkeypatch):
     assert jax_ffi._TARGETS == targets and gemm.library.stat().st_mtime_ns == stamp
 
 
+def test_two_builds_of_one_kernel_name_run_their_own_code():
+    """Both artifacts' libraries have the soname `pick.cpu.so`: a handler bound to it by
+    name would run the first build; each links its own object instead."""
+    tiles = jnp.arange(6 * 128 * 128, dtype=jnp.float32).reshape(6, 128, 128)
+    for first in (1, 2):
+        source = PICK.replace("tiles[first + step * instance()]", f"tiles[{first}]")
+        f = vxc.compile(source).to_jax(instances=1)
+        np.testing.assert_array_equal(np.asarray(jax.jit(f)(tiles, 0, 0))[0], tiles[first])
+
+
 def test_non_cpu_kernels_say_to_jax_is_not_there_yet():
     k = vxc.compile(KERNELS / "softmax.vx", target="tpu")
     with pytest.raises(NotImplementedError, match="a tpu kernel is not supported yet"):

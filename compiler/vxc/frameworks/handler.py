@@ -3,8 +3,11 @@
 The handler is what XLA:CPU calls for the custom call `Kernel.to_jax()` emits. It is
 generated per kernel from the manifest entry (the C entry's argument order is the
 manifest's `params` then `results`, backends/cpu/abi.py) and compiled with the machine's
-C++ compiler against the FFI headers jaxlib ships (`jax.ffi.include_dir()`), linked to
-the artifact's shared library (rpath `$ORIGIN`: it sits beside it). It calls the entry
+C++ compiler against the FFI headers jaxlib ships (`jax.ffi.include_dir()`), with the
+artifact's object linked in and its symbols bound inside the library (`-Bsymbolic`). Not
+linked to the artifact's shared library: every build of a kernel `K` has the soname
+`K.cpu.so`, and the loader would bind a second build's handler to the first build's
+library by that name (two consts of one kernel would run the first). It calls the entry
 `K_launch(instances, threads, <params>, <outputs>)`, so the kernel runs on its own thread
 pool exactly as `Kernel.launch` runs it, and a non-zero status becomes an FFI error
 carrying the status name and meaning (XLA raises it as `JaxRuntimeError`).
@@ -23,7 +26,7 @@ and reading an unbatched one as is. The batch size is the first result's leading
 dimension; every result is batched then (the batching rule makes it so).
 
 The library is cached beside the artifact under a name keyed by the digest of its
-source, the artifact's library and the compile command: a second `to_jax()` of the same
+source, the artifact's object and the compile command: a second `to_jax()` of the same
 artifact, in this process or another, reuses it.
 """
 
@@ -316,50 +319,41 @@ def compiler() -> str:
     return found
 
 
-def command(cxx: str, include: str, src: Path, library: Path, out: Path) -> list[str]:
-    """Compile `src` and link it to the artifact's `library` (found beside it at load)."""
-    return [
-        cxx,
-        *CXX_FLAGS,
-        f"-I{include}",
-        f"-I{library.parent}",
-        str(src),
-        f"-L{library.parent}",
-        f"-l:{library.name}",
-        "-Wl,-rpath,$ORIGIN",
-        "-o",
-        str(out),
-    ]
+def command(cxx: str, include: str, src: Path, obj: Path, out: Path) -> list[str]:
+    """Compile `src` with the artifact's object `obj` (position-independent, as its own
+    shared library is linked from it) into one library whose calls stay inside it."""
+    return [cxx, *CXX_FLAGS, f"-I{include}", f"-I{obj.parent}", str(src), str(obj),
+            "-Wl,-Bsymbolic", "-o", str(out)]  # fmt: skip
 
 
-def build(text: str, library: Path, name: str, include: str) -> Path:
-    """The handler library for C++ `text`, beside the artifact's `library`: reused when a
+def build(text: str, obj: Path, name: str, include: str) -> Path:
+    """The handler library for C++ `text`, beside the artifact's object `obj`: reused when a
     file of its digest is there, else compiled (to a temporary name, then renamed, so a
     concurrent build never leaves a half-written file under the cached name)."""
     cxx = compiler()
     h = hashlib.sha256(text.encode())
     for part in (
-        library.read_bytes(),
+        obj.read_bytes(),
         cxx.encode(),
         " ".join(CXX_FLAGS).encode(),
         include.encode(),
     ):
         h.update(b"\0" + part)
-    out = library.parent / f"{name}.{h.hexdigest()[:DIGEST_CHARS]}{SUFFIX}"
+    out = obj.parent / f"{name}.{h.hexdigest()[:DIGEST_CHARS]}{SUFFIX}"
     if out.is_file():
         return out
     with tempfile.TemporaryDirectory(prefix="vxc-jax-") as tmp:
         src = Path(tmp) / f"{name}_ffi.cc"
         src.write_text(text)
-        partial = library.parent / f".{out.name}.{os.getpid()}.tmp"
+        partial = obj.parent / f".{out.name}.{os.getpid()}.tmp"
         run = subprocess.run(
-            command(cxx, include, src, library, partial), capture_output=True, text=True
+            command(cxx, include, src, obj, partial), capture_output=True, text=True
         )
         if run.returncode != 0:
             partial.unlink(missing_ok=True)
             raise RuntimeError(
                 f"building the XLA FFI handler of kernel '{name}' failed "
-                f"({' '.join(command(cxx, include, src, library, out))}):\n{run.stderr}"
+                f"({' '.join(command(cxx, include, src, obj, out))}):\n{run.stderr}"
             )
         os.replace(partial, out)
     return out

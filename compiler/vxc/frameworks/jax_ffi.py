@@ -57,17 +57,17 @@ _TARGETS: dict[Path, tuple[str, ctypes.CDLL]] = {}
 
 def register(kernel: Kernel, lay: Layout) -> tuple[str, Path]:
     """Build (or reuse) the kernel's handler and register it with XLA:CPU once per
-    process; the target's name carries the library's digest, so two builds of one
+    process; the target's name carries the handler's digest, so two builds of one
     kernel (other consts, say) are two targets."""
     import jax
 
     kernel._artifact()  # loads the externs (RTLD_GLOBAL) and checks the library's ABI
     files = kernel.manifest["files"]
-    library = kernel.manifest_path.parent / files["shared_library"]
+    obj = kernel.manifest_path.parent / files["object"]
     text = handler.source(
         lay, files["header"], kernel.manifest["status"], kernel.spec.get("requires", [])
     )
-    path = handler.build(text, library, kernel.name, jax.ffi.include_dir())
+    path = handler.build(text, obj, kernel.name, jax.ffi.include_dir())
     if path not in _TARGETS:
         lib = ctypes.CDLL(str(path))
         name = f"vxc_{kernel.name}_{path.name.split('.')[-3]}"
