@@ -16,7 +16,10 @@ on depends on the target and `interpret`:
 | tpu | the `jax.export` through `jax.jit` on a TPU (jax.Array in and out) | the Mosaic module in vxc's interpreter (`backends/tpu/interp.py`) on numpy arrays, stale reads reported |
 | b200, h100 | the fatbin through cuda-python on a GPU of that architecture | the fatbin's PTX in vxc's simulator of one CTA per instance (`backends/nvidia/ptxsim.py`), numpy in and out; small shapes only (it runs thread by thread) |
 
-Where the hardware is missing, a call raises `vxc.errors.NotRunnableHere` (one line).
+A cpu kernel's `kernel.to_jax()` is a function of jax.Arrays for `jax.jit`, `jax.vmap` and
+`jax.export`: an XLA FFI custom call into the same object (vxc/frameworks/jax_ffi.py,
+docs/FRAMEWORKS.md). Where the hardware is missing, a call raises
+`vxc.errors.NotRunnableHere` (one line).
 On a TPU host, set `JAX_PLATFORMS=tpu,cpu` before the process starts: a tpu build sets it
 to `cpu` when it is unset (backends/tpu/env.py), and jax then sees no TPU.
 

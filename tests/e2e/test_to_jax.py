@@ -7,6 +7,7 @@ library built once and reused."""
 from __future__ import annotations
 
 import os
+import subprocess
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")  # no libtpu probe: the handler is cpu-only
 
@@ -169,6 +170,12 @@ def test_a_where_clause_the_shapes_break_is_an_error_at_trace_time(gemm):
         jax.jit(gemm).trace(a, b)
 
 
+def test_an_instance_count_the_where_clause_contradicts_is_an_error_at_trace_time():
+    f = vxc.compile(KERNELS / "softmax.vx").to_jax(instances=3)
+    with pytest.raises(LaunchError, match=r"instances\(\) == m / 8 is false .* instances\(\) = 3"):
+        jax.jit(f).trace(jnp.zeros((16, 128), jnp.float32))
+
+
 def test_a_clause_only_the_run_decides_is_an_xla_error():
     """stream_grid's `instances() <= tiles.len()` is left to the C entry (a call the
     clause parser does not evaluate), whose status XLA raises."""
@@ -230,6 +237,30 @@ def test_two_builds_of_one_kernel_name_run_their_own_code():
         source = PICK.replace("tiles[first + step * instance()]", f"tiles[{first}]")
         f = vxc.compile(source).to_jax(instances=1)
         np.testing.assert_array_equal(np.asarray(jax.jit(f)(tiles, 0, 0))[0], tiles[first])
+
+
+# An `extern fn` the kernel calls, defined by a C library the test builds.
+DOUBLE = """
+extern fn double_it(t: &mut Tensor<f32, [8, 8]>) -> void on Topology::TensorCore;
+
+fn twice(x: &Tensor<f32, [8, 8]>) -> Tensor<f32, [8, 8]> on Topology::TensorCore {
+  let mut t = transfer(x, Memory::VMEM);
+  double_it(&mut t);
+  return transfer(t, Memory::HBM);
+}
+"""
+DOUBLE_C = "#include <stdint.h>\nint32_t double_it(float *t) { for (int i = 0; i < 64; i++) t[i] *= 2; return 0; }\n"
+
+
+def test_a_kernel_calling_an_extern_fn(tmp_path):
+    """The handler links the artifact's object, whose extern calls the loader resolves
+    from the externs= library (loaded RTLD_GLOBAL before the handler)."""
+    (tmp_path / "double.c").write_text(DOUBLE_C)
+    lib = tmp_path / "libdouble.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", lib, tmp_path / "double.c"], check=True)
+    f = vxc.compile(DOUBLE, externs=(lib,)).to_jax(instances=1)
+    x = jnp.arange(64, dtype=jnp.float32).reshape(8, 8)
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(x))[0], np.asarray(x) * 2)
 
 
 def test_non_cpu_kernels_say_to_jax_is_not_there_yet():
