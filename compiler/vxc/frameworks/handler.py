@@ -290,7 +290,8 @@ static ffi::Error vxc_{lay.kernel}_impl({sig}) {{
     if (status != 0) {{
       return ffi::Error(ffi::ErrorCode::kFailedPrecondition,
                         std::string({_c_string(f"vxc kernel '{lay.kernel}' failed with ")}) +
-                            vx_status_name(status) + {_c_string(where)});
+                            vx_status_name(status) +
+                            (status == {status.get("VX_ERR_WHERE", -1)} ? {_c_string(where)} : ""));
     }}
   }}
   return ffi::Error::Success();
