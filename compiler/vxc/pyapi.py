@@ -16,7 +16,10 @@ on depends on the target and `interpret`:
 | tpu | the `jax.export` through `jax.jit` on a TPU (jax.Array in and out) | the Mosaic module in vxc's interpreter (`backends/tpu/interp.py`) on numpy arrays, stale reads reported |
 | b200, h100 | the fatbin through cuda-python on a GPU of that architecture | the fatbin's PTX in vxc's simulator of one CTA per instance (`backends/nvidia/ptxsim.py`), numpy in and out; small shapes only (it runs thread by thread) |
 
-Where the hardware is missing, a call raises `vxc.errors.NotRunnableHere` (one line).
+A cpu kernel's `kernel.to_jax()` is a function of jax.Arrays for `jax.jit`, `jax.vmap` and
+`jax.export`: an XLA FFI custom call into the same object (vxc/frameworks/jax_ffi.py,
+docs/FRAMEWORKS.md). Where the hardware is missing, a call raises
+`vxc.errors.NotRunnableHere` (one line).
 On a TPU host, set `JAX_PLATFORMS=tpu,cpu` before the process starts: a tpu build sets it
 to `cpu` when it is unset (backends/tpu/env.py), and jax then sees no TPU.
 
@@ -444,6 +447,15 @@ class Kernel:
             code = {v: k for k, v in self.spec["status"].items()}.get(e.status, "status")
             where = " and ".join(self.spec["requires"])
             raise LaunchError(self.name, e.status, code, f" (where {where})") from None
+
+    def to_jax(self, *, instances: int | None = None, threads: int = 0) -> Any:
+        """This cpu kernel as a function of jax.Arrays, usable under `jax.jit`, `jax.vmap`
+        and `jax.export`: an XLA FFI custom call into its object (docs/FRAMEWORKS.md,
+        `vxc.frameworks.jax_ffi`). `instances` is needed only when the `where` clause
+        does not give the count from the shapes; `threads` bounds the kernel's pool."""
+        from vxc.frameworks import jax_ffi
+
+        return jax_ffi.to_jax(self, instances=instances, threads=threads)
 
     @property
     def exported(self) -> Any:

@@ -1,5 +1,5 @@
-"""Every example of docs/LANGUAGE.md and docs/TUTORIAL.md (and the README's Python) does
-what its text says.
+"""Every example of docs/LANGUAGE.md, docs/TUTORIAL.md and docs/FRAMEWORKS.md (and the
+README's Python) does what its text says.
 
 A fenced block is checked when the line before it is a marker, `<!-- vx: KIND ARGS -->`
 (an HTML comment: it does not render). Every ```vx block must carry one:
@@ -33,7 +33,7 @@ import pytest
 from vxc import api
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "docs" / "LANGUAGE.md", ROOT / "docs" / "TUTORIAL.md"]
+DOCS = [ROOT / "docs" / d for d in ("LANGUAGE.md", "TUTORIAL.md", "FRAMEWORKS.md")]
 README = ROOT / "README.md"  # its Python example runs too
 
 MARKER = re.compile(r"<!--\s*vx:\s*(.*?)\s*-->")

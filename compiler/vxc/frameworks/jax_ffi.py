@@ -1,0 +1,337 @@
+"""`Kernel.to_jax()` for a cpu kernel: an XLA FFI custom call into the kernel's object.
+
+    gemm = vxc.compile("kernels/gemm.vx").to_jax()
+    c = jax.jit(gemm)(a, b)                 # a: bf16[m, k], b: bf16[k, n] -> f32[m, n]
+
+The function takes the kernel's parameters in order without the shape parameters (they
+are read from the arrays' shapes; one given by keyword is checked against them). Each
+`&mut` tensor is a result (functional form): the caller may pass its initial value, which
+the custom call aliases to the result (`input_output_aliases`, so donating it costs no
+copy); left out, it starts as zeros (XLA gives a fresh result uninitialised, and a
+kernel need not write every element, LANGUAGE.md 4.2 `edge`). The kernel's own results
+follow, with the instances axis in front as `Kernel.launch` returns them. One result
+comes back bare, several as a tuple. A scalar parameter that is not a shape parameter is
+an operand (a 0-d array of its dtype), so it may be traced.
+
+At trace time every dtype, rank, static dimension and shape parameter is checked
+(`vxc.runtime.ArgumentError`), and so is every `where` clause that the shapes decide
+(`vxc.runtime.LaunchError`); the rest are checked by the C entry when XLA runs the call,
+whose non-zero status XLA raises as `JaxRuntimeError` naming the status. The instance
+count is the one a clause `instances() == E` gives from the shapes, else `instances=` of
+`to_jax()`.
+
+Distinct arguments (LANGUAGE.md section 7): XLA gives every result its own buffer, and an
+aliased `&mut` result the buffer of its operand only when no other use reads that buffer
+(XLA's copy insertion copies the operand otherwise), so the handler never receives a
+written buffer that overlaps another operand; the C entry's VX_ERR_ALIAS check stays as a
+guard.
+
+`jax.vmap` runs the batch inside one custom call: the handler loops `K_launch` over the
+batch elements, each on the kernel's thread pool, reading an unbatched operand in place
+(a shared weight is not copied per element); a batched `&mut` initial value is per
+element, an unbatched one is broadcast. A vmap inside that vmap batches the custom call
+sequentially (`vmap_method="sequential"`, an XLA loop). There is no autodiff rule.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from vxc.frameworks import handler, where
+from vxc.frameworks.handler import Layout
+from vxc.runtime import ArgumentError, LaunchError, _dtype
+from vxc.status import STATUS
+
+if TYPE_CHECKING:
+    from vxc.pyapi import Kernel
+
+# handler library -> (registered target name, the loaded library, kept alive)
+_TARGETS: dict[Path, tuple[str, ctypes.CDLL]] = {}
+
+
+def register(kernel: Kernel, lay: Layout) -> tuple[str, Path]:
+    """Build (or reuse) the kernel's handler and register it with XLA:CPU once per
+    process; the target's name carries the handler's digest, so two builds of one
+    kernel (other consts, say) are two targets."""
+    import jax
+
+    kernel._artifact()  # loads the externs (RTLD_GLOBAL) and checks the library's ABI
+    files = kernel.manifest["files"]
+    obj = kernel.manifest_path.parent / files["object"]
+    text = handler.source(
+        lay, files["header"], kernel.manifest["status"], kernel.spec.get("requires", [])
+    )
+    path = handler.build(text, obj, kernel.name, jax.ffi.include_dir())
+    if path not in _TARGETS:
+        lib = ctypes.CDLL(str(path))
+        name = f"vxc_{kernel.name}_{path.name.split('.')[-3]}"
+        capsule = jax.ffi.pycapsule(getattr(lib, handler.symbol(lay)))
+        jax.ffi.register_ffi_target(name, capsule, platform="cpu")
+        _TARGETS[path] = (name, lib)
+    return _TARGETS[path][0], path
+
+
+def to_jax(kernel: Kernel, *, instances: int | None = None, threads: int = 0) -> JaxKernel:
+    """The kernel as a function of jax.Arrays (see the module docstring)."""
+    if kernel.target != "cpu":
+        raise NotImplementedError(
+            f"to_jax() calls cpu kernels; a {kernel.target} kernel is not supported yet "
+            "(docs/FRAMEWORKS.md)"
+        )
+    lay = handler.layout(kernel.spec)
+    if not lay.mutable and not lay.results:
+        raise ValueError(f"{kernel.name}: has no `&mut` tensor and no result: nothing to return")
+    for what, v, low in (("instances", instances, 1), ("threads", threads, 0)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < low):
+            raise ValueError(f"{kernel.name}: {what} must be an integer >= {low}, got {v!r}")
+    requires = list(kernel.spec.get("requires", []))
+    grid = where.instances_expr(requires, set(lay.shape_params))
+    if instances is None and grid is None:
+        raise TypeError(
+            f"{kernel.name}: its `where` clause does not give instances() from the shapes "
+            "(no `instances() == E` over shape parameters); pass to_jax(instances=N)"
+        )
+    target, path = register(kernel, lay)
+    return JaxKernel(kernel.name, lay, requires, target, path, instances, threads, grid)
+
+
+@dataclass
+class _Bound:
+    """One call's arguments: arrays and scalars by parameter, shape parameters given."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    shapes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(eq=False)  # hashed by identity: jax.jit keys its cache by the function
+class JaxKernel:
+    """A cpu kernel as a jax function; `target` is its FFI target, `library` its
+    handler. Call it as the module docstring says."""
+
+    name: str
+    layout: Layout
+    requires: list[str]
+    target: str
+    library: Path
+    instances: int | None
+    threads: int
+    grid: Any  # the parsed `E` of `instances() == E`, or None
+
+    def __repr__(self) -> str:
+        names = ", ".join(p["name"] for p in self.layout.operands)
+        return f"<vxc to_jax {self.name}({names}) -> FFI target {self.target}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        bound = self._bind(args, kwargs)
+        sizes = self._sizes(bound)
+        n = self._count(sizes)
+        operands = [self._operand(p, bound, sizes) for p in self.layout.operands]
+        outs = self._ffi(sizes, n)(*operands)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # -- arguments -----------------------------------------------------------------------
+    def _bind(self, args: tuple, kwargs: dict) -> _Bound:
+        names = [p["name"] for p in self.layout.operands]
+        if len(args) > len(names):
+            raise TypeError(f"{self!r} takes {len(names)} arguments, got {len(args)}")
+        bound = _Bound(dict(zip(names, args, strict=False)))
+        for k, v in kwargs.items():
+            if k in self.layout.shape_params:
+                bound.shapes[k] = int(v)
+            elif k not in names:
+                raise TypeError(f"{self!r}: no parameter '{k}'")
+            elif k in bound.values:
+                raise TypeError(f"{self!r}: '{k}' given twice")
+            else:
+                bound.values[k] = v
+        mutable = {p["name"] for p in self.layout.mutable}
+        missing = [n for n in names if n not in bound.values and n not in mutable]
+        if missing:
+            raise TypeError(f"{self!r}: missing {missing}")
+        for p in self.layout.params:
+            if p["kind"] == "tensor" and p["name"] in bound.values:
+                bound.values[p["name"]] = self._array(p, bound.values[p["name"]])
+        return bound
+
+    def _array(self, p: dict, value: Any) -> Any:
+        """`value` as an array of `p`'s dtype, rank and static dimensions (no casts: a
+        wrong dtype is the caller's to fix, as in `Kernel.launch`)."""
+        import jax.numpy as jnp
+
+        who = f"{self.name}: argument '{p['name']}'"
+        a = value if hasattr(value, "shape") and hasattr(value, "dtype") else jnp.asarray(value)
+        symbolic = [d for d in a.shape if not isinstance(d, int | np.integer)]
+        if symbolic:  # jax.export's shape polymorphism: the shape attributes are static
+            raise ArgumentError(
+                f"{who} has symbolic dimension(s) {symbolic}: to_jax() needs concrete "
+                "shapes (export with one shape per call)"
+            )
+        want = _dtype(p["dtype"], who)
+        if np.dtype(a.dtype) != want:
+            raise ArgumentError(f"{who} must have dtype {want}, got {a.dtype}")
+        shape = p["shape"]
+        dims = p.get("dims") or [""] * len(shape)
+        shown = ", ".join(
+            n or ("?" if d is None else str(d)) for n, d in zip(dims, shape, strict=True)
+        )
+        if len(a.shape) != len(shape) or any(
+            d is not None and d != s for d, s in zip(shape, a.shape, strict=True)
+        ):
+            raise ArgumentError(f"{who} must have shape ({shown}), got {tuple(a.shape)}")
+        return a
+
+    def _sizes(self, bound: _Bound) -> dict[str, int]:
+        """Each shape parameter's value, from the first array that names it; another
+        array or a given value that disagrees is an ArgumentError naming both."""
+        sizes: dict[str, int] = {}
+        seen: dict[str, str] = {}
+        for p in self.layout.params:
+            a = bound.values.get(p["name"])
+            if p["kind"] != "tensor" or a is None:
+                continue
+            for i, name in enumerate(p.get("dims", [])):
+                if not name:
+                    continue
+                size = int(a.shape[i])
+                here = f"argument '{p['name']}' dimension {i} (shape {tuple(a.shape)})"
+                if name in sizes and sizes[name] != size:
+                    raise ArgumentError(
+                        f"{self.name}: shape parameter '{name}' is {sizes[name]} from "
+                        f"{seen[name]} but {size} from {here}"
+                    )
+                sizes.setdefault(name, size)
+                seen.setdefault(name, here)
+        for name, given in bound.shapes.items():
+            if name in sizes and sizes[name] != given:
+                raise ArgumentError(
+                    f"{self.name}: shape parameter '{name}' = {given} was given, but "
+                    f"{seen[name]} makes it {sizes[name]}"
+                )
+            sizes.setdefault(name, given)
+        missing = [s for s in self.layout.shape_params if s not in sizes]
+        if missing:
+            raise ArgumentError(
+                f"{self.name}: shape parameter(s) {missing} are named only by `&mut` "
+                "arguments left out: pass the array or the size by keyword"
+            )
+        return sizes
+
+    def _count(self, sizes: dict[str, int]) -> int:
+        """The instance count, after the `where` clauses the shapes decide hold."""
+        n = self.instances if self.instances is not None else where.value(self.grid, sizes)
+        bad = where.broken(self.requires, {**sizes, where.INSTANCES: n})
+        if n < 1 or bad:
+            values = ", ".join(f"{k} = {v}" for k, v in sizes.items())
+            why = " and ".join(bad) if bad else "instances() >= 1"
+            raise LaunchError(
+                self.name,
+                STATUS["VX_ERR_WHERE"],
+                "VX_ERR_WHERE",
+                f" (at trace time: {why} is false for {values}, instances() = {n})",
+            )
+        return n
+
+    def _operand(self, p: dict, bound: _Bound, sizes: dict[str, int]) -> Any:
+        """The operand of parameter `p`: its array, zeros for a `&mut` left out, a 0-d
+        array for a scalar."""
+        import jax.numpy as jnp
+
+        who = f"{self.name}: argument '{p['name']}'"
+        dtype = _dtype(p["dtype"], who)
+        if p["kind"] == "scalar":
+            return _scalar(who, dtype, bound.values[p["name"]])
+        if p["name"] in bound.values:
+            return bound.values[p["name"]]
+        return jnp.zeros(self._shape(p, sizes), dtype)
+
+    def _shape(self, p: dict, sizes: dict[str, int]) -> tuple[int, ...]:
+        dims = p.get("dims") or [""] * len(p["shape"])
+        return tuple(
+            d if d is not None else sizes[n] for d, n in zip(p["shape"], dims, strict=True)
+        )
+
+    # -- the call ------------------------------------------------------------------------
+    def _results(self, sizes: dict[str, int], n: int, batch: tuple[int, ...] = ()) -> list[Any]:
+        import jax
+
+        out = []
+        for p in self.layout.mutable:
+            dtype = _dtype(p["dtype"], self.name)
+            out.append(jax.ShapeDtypeStruct((*batch, *self._shape(p, sizes)), dtype))
+        for r in self.layout.results:
+            dtype = _dtype(r["dtype"], self.name)
+            out.append(jax.ShapeDtypeStruct((*batch, n, *r["shape"]), dtype))
+        return out
+
+    def _aliases(self) -> dict[int, int]:
+        at = {p["name"]: i for i, p in enumerate(self.layout.operands)}
+        return {at[p["name"]]: j for j, p in enumerate(self.layout.mutable)}
+
+    def _ffi(self, sizes: dict[str, int], n: int) -> Callable[..., tuple]:
+        """The custom call for these shapes, with the batching rule that keeps a vmap in
+        one call (the module docstring)."""
+        import jax
+        import jax.numpy as jnp
+
+        attrs = {
+            "vx_instances": np.int64(n),
+            "vx_threads": np.int64(self.threads),
+            **{k: np.int64(sizes[k]) for k in self.layout.shape_params},
+        }
+
+        def call(results: list[Any], *operands: Any) -> tuple:
+            f = jax.ffi.ffi_call(
+                self.target,
+                results,
+                vmap_method="sequential",
+                input_output_aliases=self._aliases(),
+            )
+            return tuple(f(*operands, **attrs))
+
+        @jax.custom_batching.custom_vmap
+        def run(*operands: Any) -> tuple:
+            return call(self._results(sizes, n), *operands)
+
+        @run.def_vmap
+        def batched(size: int, in_batched: list[bool], *operands: Any) -> tuple:
+            ops = list(operands)
+            for i in self._aliases():  # each batch element writes its own `&mut`
+                if not in_batched[i]:
+                    ops[i] = jnp.broadcast_to(ops[i], (size, *ops[i].shape))
+            outs = call(self._results(sizes, n, (size,)), *ops)
+            return outs, (True,) * len(outs)
+
+        return run
+
+
+def _scalar(who: str, dtype: np.dtype, value: Any) -> Any:
+    """A scalar operand: a 0-d array of `dtype`; without jax's x64 mode, a 64-bit scalar
+    travels as its bits in two u32 words (the handler reads 8 bytes either way), from a
+    concrete number or a traced 32-bit integer (sign-extended)."""
+    import jax
+    import jax.numpy as jnp
+
+    if np.ndim(value) != 0:
+        raise ArgumentError(f"{who} is a {dtype} scalar, got shape {np.shape(value)}")
+    if dtype.itemsize != 8 or jax.config.jax_enable_x64:
+        return jnp.asarray(value, dtype)
+    if not isinstance(value, jax.core.Tracer):
+        try:
+            bits = np.asarray(value).astype(dtype, casting="same_kind").reshape(1)
+        except (OverflowError, TypeError) as e:
+            raise ArgumentError(f"{who}: {value!r} is not a {dtype} ({e})") from None
+        return jnp.asarray(bits.view(np.uint32))
+    if dtype.kind in "iu" and np.dtype(value.dtype).kind in "iu":
+        low = jax.lax.bitcast_convert_type(value.astype(jnp.int32), jnp.uint32)
+        high = jnp.where(value < 0, jnp.uint32(0xFFFFFFFF), jnp.uint32(0))
+        return jnp.stack([low, high], axis=-1)
+    raise ArgumentError(
+        f"{who} is a traced {value.dtype} for a {dtype} parameter: enable "
+        "jax_enable_x64, or pass a Python number"
+    )
