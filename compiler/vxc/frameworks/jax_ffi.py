@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from vxc.pyapi import Kernel
 
 # handler library -> (registered target name, the loaded library, kept alive)
-_TARGETS: dict[Path, tuple[str, ctypes.CDLL]] = {}
+_TARGETS: dict[str, ctypes.CDLL] = {}  # registered target name -> its library, kept loaded
 
 
 def register(kernel: Kernel, lay: Layout) -> tuple[str, Path]:
@@ -68,13 +68,16 @@ def register(kernel: Kernel, lay: Layout) -> tuple[str, Path]:
         lay, files["header"], kernel.manifest["status"], kernel.spec.get("requires", [])
     )
     path = handler.build(text, obj, kernel.name, jax.ffi.include_dir())
-    if path not in _TARGETS:
+    # By the digest, not the path: the same build in another cache directory (another
+    # artifact directory, a test's tmp_path) is the same code, and XLA refuses a second
+    # registration of one name with another library.
+    name = f"vxc_{kernel.name}_{path.name.split('.')[-3]}"
+    if name not in _TARGETS:
         lib = ctypes.CDLL(str(path))
-        name = f"vxc_{kernel.name}_{path.name.split('.')[-3]}"
         capsule = jax.ffi.pycapsule(getattr(lib, handler.symbol(lay)))
         jax.ffi.register_ffi_target(name, capsule, platform="cpu")
-        _TARGETS[path] = (name, lib)
-    return _TARGETS[path][0], path
+        _TARGETS[name] = lib
+    return name, path
 
 
 def to_jax(kernel: Kernel, *, instances: int | None = None, threads: int = 0) -> JaxKernel:
