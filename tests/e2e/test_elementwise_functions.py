@@ -10,6 +10,7 @@ lowers them to."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import ml_dtypes
 import numpy as np
@@ -147,24 +148,50 @@ def test_tpu_lowering_is_one_math_op_each_and_libtpu_compiles_it():
     assert "arith.select" in text and "arith.divf" in text  # sigmoid's stable form
 
 
+def half_runner(target: str, elem: str, tmp_path) -> Callable[[str, np.ndarray], np.ndarray]:
+    """name, flat inputs -> outputs on `target`: natively, interpreted, or simulated."""
+    if target == "cpu":
+        art = _build("".join(kernel(n, elem) for n in FUNCTIONS), tmp_path)
+        return lambda name, x: run(art, name, x)
+    if target == "tpu":
+
+        def interpret(name: str, x: np.ndarray) -> np.ndarray:
+            k = vxc.compile(kernel(name, elem), "tpu", filename="k.vx", interpret=True)
+            x2 = x.reshape(-1, COLS)
+            y = np.zeros_like(x2)
+            k(x2, y)
+            return y.ravel()
+
+        return interpret
+    return lambda name, x: simulate(target, name, x, elem)
+
+
+# The share of bf16/f16 results equal to the correctly rounded one: 99 % where the f32
+# result is within a few ulp; tanh.approx's 2^-11 is half an f16 unit, so its result
+# is often the neighbour (the one-unit bound still holds).
+HALF_EXACT = {"tanh": {"b200": 0.5}}
+
+
+@pytest.mark.parametrize("target", ["cpu", "tpu", "b200"])
 @pytest.mark.parametrize("elem", ["bf16", "f16"])
-def test_half_precision_tiles_compute_in_f32_and_round_once(tmp_path, elem):
+def test_half_precision_tiles_compute_in_f32_and_round_once(tmp_path, target, elem):
     """bf16/f16 in and out: the f32 result rounded to nearest even, so each is the
     correctly rounded value of the f64 reference except where the f32 error straddles a
     rounding boundary of the narrow type (one narrow unit at most)."""
     dtype = ml_dtypes.bfloat16 if elem == "bf16" else np.float16
-    art = _build("".join(kernel(n, elem) for n in FUNCTIONS), tmp_path)
+    compute = half_runner(target, elem, tmp_path)
     rng = np.random.default_rng(5)
     for name, (ref, (lo, hi), _bound) in FUNCTIONS.items():
-        x = rng.uniform(max(lo, -8.0), min(hi, 8.0), 64 * COLS).astype(dtype)
-        got = run(art, name, x)
+        x = rng.uniform(max(lo, -8.0), min(hi, 8.0), ROWS * COLS).astype(dtype)
+        got = compute(name, x)
         assert got.dtype == dtype
         with np.errstate(all="ignore"):
             want = ref(x.astype(np.float64)).astype(np.float32).astype(dtype)
         g, w = got.astype(np.float64), want.astype(np.float64)
         step = np.abs(np.spacing(w.astype(dtype))).astype(np.float64)
         assert np.all((g == w) | (np.abs(g - w) <= step) | (np.isnan(g) & np.isnan(w))), name
-        assert np.mean(g == w) > 0.99, name
+        share = HALF_EXACT.get(name, {}).get(target, 0.99)
+        assert np.mean((g == w) | (np.isnan(g) & np.isnan(w))) >= share, name
 
 
 def test_f32_loops_are_vector_code_without_libm(tmp_path):
@@ -198,10 +225,10 @@ NVIDIA_BOUNDS = {
 GPU_TARGETS = ["b200", "h100"]
 
 
-def simulate(target: str, name: str, x: np.ndarray) -> np.ndarray:
+def simulate(target: str, name: str, x: np.ndarray, elem: str = "f32") -> np.ndarray:
     """`name` over the flat inputs `x` (a multiple of 8 x 128), each [8, 128] tile one CTA
     of the generated PTX in the simulator."""
-    src = api.Source("k.vx", kernel(name).encode())
+    src = api.Source("k.vx", kernel(name, elem).encode())
     checked = api.check_target(api.analyze([src]), target)
     _, ptx, kernels = ptx_text(api.backend_module(checked), TARGETS[target])
     x2 = x.reshape(-1, COLS)
