@@ -1055,6 +1055,14 @@ class Cta:
             ty = op.split(".")[2][:-2]
             R[a[0]] = (to_half(V(a[1]), ty) << 16) | to_half(V(a[2]), ty)
             return None
+        if op == "cvt.rni.s32.f32":  # to the nearest integer, ties to even (NaN: 0)
+            v = float(np.float32(V(a[1])))
+            R[a[0]] = (int(np.rint(v)) if math.isfinite(v) else 0) & 0xFFFFFFFF
+            return None
+        if op == "cvt.rn.f32.s32":
+            v = V(a[1]) & 0xFFFFFFFF
+            R[a[0]] = float(np.float32(v - (1 << 32) if v >> 31 else v))
+            return None
         if base == "cvt":
             v = V(a[1])
             if op == "cvt.s64.s32":

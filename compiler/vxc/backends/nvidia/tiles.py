@@ -31,7 +31,8 @@ of `x * log2(e)`: CUDA's `__expf`, whose documented error is 2 + floor(|1.173 x|
 errors): `abs` is `abs.f32` (exact); `rsqrt` is `rsqrt.approx.f32` (relative 2^-22.9);
 `tanh` is `tanh.approx.f32` (relative 2^-11, sm_75+); `log` is `lg2.approx.f32` times
 ln 2 (lg2: absolute 2^-22 on (0.5, 2), relative 2^-22 elsewhere, plus the product's
-rounding); `sigmoid` is (x >= 0 ? 1 : e) / (1 + e) with e = ex2.approx of -|x| log2(e);
+rounding); `sigmoid` is (x >= 0 ? 1 : e) / (1 + e) with e = exp(-|x|) range-reduced
+(`_exp_neg`: ex2.approx of a small argument, so within a few ulp at any x);
 `erf` is approx.py's polynomial in mul.rn / add.rn with ex2.approx for its exp.
 """
 
@@ -47,6 +48,7 @@ from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Operand, Reg, Vec
 
 LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)
+EXP_NEG_CLAMP = 104.0  # exp(-104) is below half the smallest subnormal: 0 in f32
 FLOATS = ("f32", "bf16", "f16")
 NARROW = ("bf16", "f16")  # 16-bit floats: cvt to and from f32
 
@@ -87,10 +89,37 @@ def _log(k: Kernel, x: Operand) -> Reg:
     return _f32(k, "mul.rn.f32", _f32(k, "lg2.approx.f32", x), Imm(LN2))
 
 
+def _pow2(k: Kernel, n: Reg) -> Reg:
+    """2^-n exactly for an integer 0 <= n <= 126, from the exponent bits."""
+    bits, top = k.reg("b32"), k.mov("b32", Imm(127))
+    k.ins("sub.s32", bits, top, n)
+    k.ins("shl.b32", bits, bits, Imm(23))
+    return _f32(k, "mov.b32", bits)
+
+
+def _exp_neg(k: Kernel, a: Reg) -> Reg:
+    """exp(-a) for a >= 0 to within ex2.approx's 2 ulp plus two roundings: a = n ln2 + r
+    (Cody-Waite, ln2 in two parts so n ln2_hi is exact), 2^(-r log2 e) with |r| <= ln2/2
+    (so the product's rounding costs nothing, unlike `exp`'s x log2 e at large |x|), and
+    2^-n in two exact factors so results down to the subnormals are right. a past
+    EXP_NEG_CLAMP (where exp(-a) rounds to 0) is clamped; NaN stays NaN."""
+    a = _f32(k, "min.NaN.f32", a, Imm(EXP_NEG_CLAMP))
+    n = k.reg("b32")
+    k.ins("cvt.rni.s32.f32", n, _f32(k, "mul.rn.f32", a, Imm(LOG2E)))
+    nf = _f32(k, "cvt.rn.f32.s32", n)
+    r = _f32(k, "sub.rn.f32", a, _f32(k, "mul.rn.f32", nf, Imm(approx.LN2_HI)))
+    r = _f32(k, "add.rn.f32", r, _f32(k, "mul.rn.f32", nf, Imm(-approx.LN2_LO)))
+    er = _f32(k, "ex2.approx.f32", _f32(k, "mul.rn.f32", r, Imm(-LOG2E)))
+    half, rest = k.reg("b32"), k.reg("b32")
+    k.ins("shr.u32", half, n, Imm(1))
+    k.ins("sub.s32", rest, n, half)
+    return _f32(k, "mul.rn.f32", _f32(k, "mul.rn.f32", er, _pow2(k, half)), _pow2(k, rest))
+
+
 def _sigmoid(k: Kernel, x: Operand) -> Reg:
-    """(x >= 0 ? 1 : e) / (1 + e), e = 2^(-|x| log2 e): e never overflows, so a very
-    negative x gives e itself, not 1 / inf (the cpu's form)."""
-    e = _f32(k, "ex2.approx.f32", _f32(k, "mul.rn.f32", _f32(k, "abs.f32", x), Imm(-LOG2E)))
+    """(x >= 0 ? 1 : e) / (1 + e), e = exp(-|x|): e never overflows, so a very negative x
+    gives e itself, not 1 / inf (the cpu's form)."""
+    e = _exp_neg(k, _f32(k, "abs.f32", x))
     top = _f32(k, "selp.f32", Imm(1.0), e, k.setp("ge", "f32", x, Imm(0.0)))
     return _f32(k, "div.rn.f32", top, _f32(k, "add.rn.f32", e, Imm(1.0)))
 
