@@ -272,3 +272,14 @@ def test_nvidia_lowering_uses_the_ptx_instructions_docs_name():
     for ins in ("tanh.approx.f32", "lg2.approx.f32", "rsqrt.approx.f32", "abs.f32",
                 "ex2.approx.f32", "copysign.f32", "selp.f32", "cvt.rni.s32.f32"):  # fmt: skip
         assert ins in ptx, ins
+
+
+def test_abs_rsqrt_log_on_f64_tiles_are_f64_accurate(tmp_path):
+    """The cpu's f64 forms: fabs, 1 / sqrt and libm's log, each within 1.5 f64 ulp."""
+    art = _build("".join(kernel(n, "f64") for n in ("abs", "rsqrt", "log")), tmp_path)
+    x = np.random.default_rng(6).uniform(1e-3, 1e3, ROWS * COLS)
+    for name in ("abs", "rsqrt", "log"):
+        ref = FUNCTIONS[name][0](x)
+        got = run(art, name, x)
+        assert got.dtype == np.float64
+        assert np.all(np.abs(got - ref) <= 1.5 * np.spacing(np.abs(ref))), name
