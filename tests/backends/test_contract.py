@@ -228,3 +228,36 @@ def test_every_member_a_rule_uses_is_in_its_rule_surface(family):
                 and n.value.id == ctx
             }  # fmt: skip
     assert used - lowering.rule_surface - {"lower_block"} == set()
+
+
+UNARY_KERNEL = """fn k(m: i64, x: &Tensor<{e}, [m, 128]>, y: &mut Tensor<{e}, [m, 128]>) -> void
+    on Topology::TensorCore where m % 8 == 0, instances() == m / 8 {{
+  let r = instance() * 8;
+  let a = transfer(x[r .. r + 8, 0 .. 128], Memory::VMEM);
+  transfer({f}, y[r .. r + 8, 0 .. 128]);
+}}
+"""
+
+
+@pytest.mark.parametrize("target", ["cpu", "tpu", "b200", "h100"])
+@pytest.mark.parametrize("elem", ["f32", "bf16"])
+def test_every_unary_kind_is_lowered_by_every_backend(target, elem):
+    """vx.unary's kinds (one table, TILE_FNS) each build on every target, f32 and bf16:
+    a kind a backend neither lowers nor refuses with a code would fail here, not in a
+    user's build."""
+    from vxc.ir.ops import TILE_FNS
+
+    for fn in TILE_FNS["vx.unary"]:
+        expr = "-a" if fn == "neg" else f"{fn}(a)"
+        src = api.Source("k.vx", UNARY_KERNEL.format(e=elem, f=expr).encode())
+        result = api.build(api.analyze([src]), target, emit="target-ir")
+        assert result.ok, (fn, [(d.code, d.message) for d in result.diagnostics])
+
+
+def test_the_unary_tables_of_the_tpu_and_nvidia_name_every_kind():
+    from vxc.backends.nvidia import tiles as nvidia_tiles
+    from vxc.backends.tpu import vregs
+    from vxc.ir.ops import TILE_FNS
+
+    kinds = set(TILE_FNS["vx.unary"])
+    assert set(vregs.UNARY) == kinds and set(nvidia_tiles.UNARY) == kinds

@@ -1,7 +1,8 @@
 """The newer language forms (LANGUAGE.md 3, 4.2, 4.3): views `x[lo .. hi, ...]`,
 `&mut Tensor` outputs, stores `transfer(t, out[view])` and `transfer_async` to a view
 then `wait(st);`, shape parameters, const arguments, and tile arithmetic (`+ - * /`,
-`exp`, `sqrt`, `max`, `min`, `.sum(a)`, `.max(a)`, `cast::<E>`, `transpose`).
+`exp`, `sqrt`, `tanh`, `log`, `abs`, `rsqrt`, `sigmoid`, `erf`, `max`, `min`, `.sum(a)`,
+`.max(a)`, `cast::<E>`, `transpose`).
 
 `FormsGen` writes kernels from these forms, biased towards ones that check (a row
 tile per instance, bounds that follow from the `where` clause); the mutators change
@@ -14,9 +15,12 @@ from __future__ import annotations
 import random
 import re
 
+from vxc.hir.tiles import UNARY_CALLS
+
 TILE = [8, 16, 32, 64, 128, 256]
 ELEMS = ["f32", "f32", "bf16", "f16"]
-UNARY = ["exp", "sqrt", "-", "transpose"]
+# The section 4.3 functions of one tile (the type checker's table) and `-`, `transpose`.
+UNARY = [*UNARY_CALLS, "-", "transpose"]
 BINARY = ["+", "-", "*", "/"]
 
 
@@ -162,7 +166,7 @@ class FormsGen:
 
 RANGE = re.compile(rb"(\[|,\s*)([^\[\],;]+?)\s*\.\.\s*([^\[\],;]+?)(?=\s*[\],])")
 TILE_WORDS = [
-    [b"exp", b"sqrt", b"transpose"],
+    [*(f.encode() for f in UNARY_CALLS), b"transpose"],
     [b"max", b"min"],
     [b"sum", b"max"],
     [b"bf16", b"f16", b"f32", b"i32"],

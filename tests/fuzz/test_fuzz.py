@@ -262,6 +262,7 @@ def test_forms_generator_writes_every_new_form():
         rb"fn v\d\(m: i64",  # a shape parameter
         rb"::<\d+>\(",  # a const argument
         *(re.escape(w) for w in [b"exp(", b"sqrt(", b"max(", b"min(", b"transpose("]),
+        *(re.escape(w) for w in [b"tanh(", b"log(", b"rsqrt(", b"sigmoid(", b"erf("]),
         rb"\.sum\(\d\)",
         rb"\.max\(\d\)",
         rb"cast::<bf16>\(",

@@ -23,8 +23,26 @@ class TileForm:
 
 
 BINARY_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+# The elementwise functions `f(a)` of a float tile (the vx.unary kinds besides `neg`), each
+# with what it computes; the per-target accuracy is in docs/LANGUAGE.md section 9.
+UNARY_CALLS = {
+    "exp": "e to the power of each element",
+    "sqrt": "square root (correctly rounded)",
+    "tanh": "hyperbolic tangent",
+    "log": "natural logarithm (`-inf` at 0, NaN below)",
+    "abs": "absolute value (exact)",
+    "rsqrt": "reciprocal square root, `1 / sqrt(a)`",
+    "sigmoid": "logistic function, `1 / (1 + exp(-a))`",
+    "erf": "error function",
+}
 # Intrinsic calls by name (a declared function of the name shadows them): arity.
-TILE_CALLS = {"exp": 1, "sqrt": 1, "max": 2, "min": 2, "cast": 1, "transpose": 1}
+TILE_CALLS = {
+    **dict.fromkeys(UNARY_CALLS, 1),
+    "max": 2,
+    "min": 2,
+    "cast": 1,
+    "transpose": 1,
+}
 TILE_METHODS = ("sum", "max")  # `a.sum(axis)`, `a.max(axis)`
 
 
@@ -41,7 +59,7 @@ def tile_form(e: H.Expr, declared: object = ()) -> TileForm | None:
         case H.MethodCall() if e.method in TILE_METHODS:
             return TileForm("vx.reduce", e.method)
         case H.Call() if e.callee in TILE_CALLS and e.callee not in declared:
-            if e.callee in ("exp", "sqrt"):
+            if e.callee in UNARY_CALLS:
                 return TileForm("vx.unary", e.callee)
             if e.callee in ("max", "min"):
                 return TileForm("vx.binary", e.callee)

@@ -23,7 +23,7 @@ from vxc.hir.dims import show as show_dim
 from vxc.hir.extent import extent
 from vxc.hir.literals import literal_types
 from vxc.hir.program import Function, Program, Var
-from vxc.hir.tiles import TILE_CALLS, TILE_METHODS, broadcast
+from vxc.hir.tiles import TILE_CALLS, TILE_METHODS, UNARY_CALLS, broadcast
 from vxc.hir.visit import StmtVisitor
 
 PORTABLE_HOME = {"TensorCore": "VMEM"}  # every shipped model declares TensorCore.memory = VMEM
@@ -1164,8 +1164,10 @@ class TypeChecker(StmtVisitor):
                 "E0201",
                 f"{what} is not defined on `{got.show()}`",
                 e.span,
-                help="tiles take `+ - * /`, `max`, `min`, `exp`, `sqrt`, `.sum(axis)`, "
-                "`.max(axis)`, `cast::<E>` and `transpose` (LANGUAGE.md section 4.3)"
+                help="tiles take `+ - * /`, `max`, `min`, "
+                + ", ".join(f"`{f}`" for f in UNARY_CALLS)
+                + ", `.sum(axis)`, `.max(axis)`, `cast::<E>` and `transpose` "
+                "(LANGUAGE.md section 4.3)"
                 if isinstance(T.deref(got), T.TensorT)
                 else None,
             )

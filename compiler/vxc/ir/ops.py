@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
+from vxc.hir.tiles import UNARY_CALLS
 from vxc.ir import types as T
 
 # ---------------------------------------------------------------------------
@@ -435,7 +436,7 @@ _TILE_ATTRS = (
 )
 TILE_FNS = {
     "vx.binary": ("add", "sub", "mul", "div", "max", "min"),
-    "vx.unary": ("neg", "exp", "sqrt"),
+    "vx.unary": ("neg", *UNARY_CALLS),
     "vx.reduce": ("sum", "max"),
 }
 
@@ -706,10 +707,13 @@ OPS: dict[str, OpDef] = {
         ),
         OpDef(
             "vx.unary",
-            "Elementwise `fn(src)`: `neg`, `exp` (accurate to a few ulp), `sqrt`." + _TILE_DOC,
+            "Elementwise `fn(src)`: `neg` (negation), "
+            + ", ".join(f"`{k}` ({v})" for k, v in UNARY_CALLS.items())
+            + " (accuracy per target: docs/LANGUAGE.md section 9)."
+            + _TILE_DOC,
             (Operand("src", PLACED, "tile in `space`"),),
             (Result("dst", PLACED, "the new tile, the operand's shape and element"),),
-            (Attr("fn", "str", "neg, exp or sqrt"), *_TILE_ATTRS),
+            (Attr("fn", "str", "one of: " + ", ".join(TILE_FNS["vx.unary"])), *_TILE_ATTRS),
             _verify_unary,
             lambda ts, attrs: [],
             "result shape and element = operand's; both in `space`; fn known.",

@@ -165,6 +165,40 @@ def test_ex2_approx_is_within_its_bound_and_not_exact():
     assert math.isnan(ptxsim.ex2_approx(math.nan))
 
 
+# (model, exact f64 function, inputs, relative bound, absolute bound on (0.5, 2) or 0)
+APPROX = {
+    "tanh": (ptxsim.tanh_approx, math.tanh, (-9.0, 9.0), ptxsim.TANH_REL, 0.0),
+    "lg2": (ptxsim.lg2_approx, math.log2, (1e-3, 1e3), ptxsim.LG2_REL, ptxsim.LG2_ABS),
+    "rsqrt": (ptxsim.rsqrt_approx, lambda x: 1 / math.sqrt(x), (1e-3, 1e6), ptxsim.RSQRT_REL, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(APPROX))
+def test_approx_models_sit_within_their_ptx_isa_bound_and_are_not_exact(name):
+    model, exact, (lo, hi), rel, absolute = APPROX[name]
+    xs = np.geomspace(lo, hi, 20001).astype(np.float32) if lo > 0 else None
+    if xs is None:
+        xs = np.linspace(lo, hi, 20001, dtype=np.float32)
+    got = np.array([model(float(x)) for x in xs])
+    ref = np.array([exact(float(x)) for x in xs])
+    near = (xs > 0.5) & (xs < 2.0) if absolute else np.zeros(len(xs), bool)
+    assert np.all(np.abs(got - ref)[near] <= absolute)
+    assert np.all(np.abs(got - ref)[~near] <= np.abs(ref[~near]) * rel)
+    correctly_rounded = ref.astype(np.float32).astype(np.float64)
+    assert (got != correctly_rounded).mean() > 0.5  # a test cannot rely on exact results
+
+
+def test_approx_models_follow_the_ptx_isa_corner_cases():
+    inf, nan = math.inf, math.nan
+    t, lg, rs = ptxsim.tanh_approx, ptxsim.lg2_approx, ptxsim.rsqrt_approx
+    assert (t(-inf), t(inf), t(0.0), t(1e-40)) == (-1.0, 1.0, 0.0, 1e-40)
+    assert math.copysign(1, t(-0.0)) == -1 and math.isnan(t(nan))
+    assert (lg(0.0), lg(-0.0), lg(inf), lg(1.0)) == (-inf, -inf, inf, 0.0)
+    assert math.isnan(lg(-1.0)) and math.isnan(lg(-inf)) and math.isnan(lg(nan))
+    assert (rs(0.0), rs(-0.0), rs(inf)) == (inf, -inf, 0.0)
+    assert math.isnan(rs(-1.0)) and math.isnan(rs(nan))
+
+
 def test_bf16_conversion_rounds_to_nearest_even():
     xs = np.random.default_rng(0).standard_normal(4096).astype(np.float32) * 100
     xs[:4] = [np.float32(1 + 2**-8), np.float32(1 + 3 * 2**-8), np.inf, np.nan]

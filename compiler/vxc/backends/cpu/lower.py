@@ -825,7 +825,15 @@ def _tile_binary(lo: FunctionLowering, op: ir.Operation) -> None:
 
 
 def _tile_unary(lo: FunctionLowering, op: ir.Operation) -> None:
-    _tile_elementwise(lo, op, UnaryOp(op).fn)
+    fn = UnaryOp(op).fn
+    if fn in tiles_ll.NO_F64 and str(_memref(op.results[0].type).element_type) == "f64":
+        raise refuse(
+            "E7001",
+            op,
+            f"cpu backend: `{fn}` on f64 tiles is not lowered (its forms are f32's)",
+            "cast the tile to f32 first: `cast::<f32>(t)`",
+        )
+    _tile_elementwise(lo, op, fn)
 
 
 def _tile_cast(lo: FunctionLowering, op: ir.Operation) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
+from vxc.backends import approx
 from vxc.backends.cpu.loops import I64, counted_loop
 
 W = 16  # lanes per vector step: one AVX-512 register of f32
@@ -150,6 +151,95 @@ def exp_f32(b: ll.IRBuilder, module: ll.Module, x: ll.Value) -> ll.Value:
     return b.select(b.fcmp_unordered("uno", x, x), x, out)
 
 
+def _horner(b: ll.IRBuilder, x: ll.Value, coeffs: Sequence[float]) -> ll.Value:
+    """c0 x^(n-1) + ... + c(n-1), one f32 multiply and add per step (approx.py's order)."""
+    t = x.type
+    p = const(t, coeffs[0])
+    for c in coeffs[1:]:
+        p = b.fadd(b.fmul(p, x), const(t, c))
+    return p
+
+
+def _call(b: ll.IRBuilder, module: ll.Module, name: str, *args: ll.Value) -> ll.Value:
+    """An LLVM intrinsic that lowers to vector instructions (fabs, copysign, sqrt)."""
+    return b.call(_intrinsic(module, name, args[0].type, len(args)), list(args))
+
+
+def tanh_f32(b: ll.IRBuilder, module: ll.Module, x: ll.Value) -> ll.Value:
+    """tanh (approx.py): the odd polynomial near 0, 1 - 2 / (exp(2|x|) + 1) beyond, where
+    exp overflowing to inf gives exactly 1; NaN takes the second branch and stays NaN."""
+    t = x.type
+    a = _call(b, module, "fabs", x)
+    z = b.fmul(x, x)
+    small = b.fadd(b.fmul(b.fmul(_horner(b, z, approx.TANH_P), z), x), x)
+    e = exp_f32(b, module, b.fadd(a, a))
+    big = b.fsub(const(t, 1.0), b.fdiv(const(t, 2.0), b.fadd(e, const(t, 1.0))))
+    near = b.fcmp_ordered("<", a, const(t, approx.TANH_SMALL))
+    return b.select(near, small, _call(b, module, "copysign", big, x))
+
+
+def sigmoid_f32(b: ll.IRBuilder, module: ll.Module, x: ll.Value) -> ll.Value:
+    """1 / (1 + e^-x) as (x >= 0 ? 1 : e) / (1 + e) with e = exp(-|x|): e never overflows,
+    so a very negative x gives e itself (down to the subnormals), not 1 / inf = 0."""
+    t = x.type
+    e = exp_f32(b, module, b.fneg(_call(b, module, "fabs", x)))
+    top = b.select(b.fcmp_ordered(">=", x, const(t, 0.0)), const(t, 1.0), e)
+    return b.fdiv(top, b.fadd(const(t, 1.0), e))
+
+
+def erf_f32(b: ll.IRBuilder, module: ll.Module, x: ll.Value) -> ll.Value:
+    """erf (approx.py): x + x P(x^2) up to ERF_SMALL, 1 - exp(t Q(t) - t) with x's sign
+    beyond (t clamped to ERF_CLAMP, where erf is already 1.0f); NaN stays NaN."""
+    t = x.type
+    a = _call(b, module, "fabs", x)
+    small = b.fadd(b.fmul(_horner(b, b.fmul(x, x), approx.ERF_P), x), x)
+    c = b.select(b.fcmp_ordered(">", a, const(t, approx.ERF_CLAMP)), const(t, approx.ERF_CLAMP), a)
+    hi, mid = _horner(b, c, approx.ERF_Q_HI), _horner(b, c, approx.ERF_Q_MID)
+    q = b.fadd(b.fmul(hi, b.fmul(c, c)), mid)
+    for k in approx.ERF_Q_LO:
+        q = b.fadd(b.fmul(q, c), const(t, k))
+    big = b.fsub(const(t, 1.0), exp_f32(b, module, b.fsub(b.fmul(q, c), c)))
+    near = b.fcmp_unordered("<=", a, const(t, approx.ERF_SMALL))  # NaN: the NaN polynomial
+    return b.select(near, small, _call(b, module, "copysign", big, x))
+
+
+def log_f32(b: ll.IRBuilder, module: ll.Module, x: ll.Value) -> ll.Value:
+    """log (approx.py): split x = m 2^e from its bits (a subnormal scaled by 2^23 first),
+    then the polynomial in m - 1; 0 gives -inf, a negative x NaN, inf and NaN themselves."""
+    t = x.type
+    i32 = _vec(I32, t.count if isinstance(t, ll.VectorType) else 1)
+    sub = b.fcmp_ordered("<", x, const(t, 2.0**-126))
+    xs = b.select(sub, b.fmul(x, const(t, 2.0**23)), x)
+    bits = b.bitcast(xs, i32)
+    e = b.sub(b.and_(b.lshr(bits, const(i32, 23)), const(i32, 0xFF)), const(i32, 126))
+    e = b.sub(e, b.select(sub, const(i32, 23), const(i32, 0)))
+    m = b.bitcast(b.or_(b.and_(bits, const(i32, 0x7FFFFF)), const(i32, 126 << 23)), t)
+    low = b.fcmp_ordered("<", m, const(t, approx.SQRT_HALF))  # m in [sqrt(1/2), sqrt(2))
+    e = b.sub(e, b.zext(low, i32))
+    f = b.select(low, b.fsub(b.fadd(m, m), const(t, 1.0)), b.fsub(m, const(t, 1.0)))
+    ef = b.sitofp(e, t)
+    z = b.fmul(f, f)
+    y = b.fmul(b.fmul(_horner(b, f, approx.LOG_P), f), z)
+    y = b.fadd(y, b.fmul(ef, const(t, approx.LN2_LO)))
+    y = b.fadd(y, b.fmul(const(t, -0.5), z))
+    r = b.fadd(b.fadd(f, y), b.fmul(ef, const(t, approx.LN2_HI)))
+    r = b.select(b.fcmp_ordered("==", x, const(t, 0.0)), const(t, -math.inf), r)
+    r = b.select(b.fcmp_unordered("<", x, const(t, 0.0)), const(t, math.nan), r)
+    return b.select(b.fcmp_ordered("==", x, const(t, math.inf)), x, r)
+
+
+# The f32 forms written out in IR above (vectorised; bf16/f16 compute through them too).
+F32_FORMS: dict[str, Callable] = {
+    "exp": exp_f32,
+    "tanh": tanh_f32,
+    "sigmoid": sigmoid_f32,
+    "erf": erf_f32,
+    "log": log_f32,
+}
+# The unary kinds this backend has no f64 form of (f64 tiles are rare: cast to f32).
+NO_F64 = ("tanh", "sigmoid", "erf")
+
+
 def apply(b: ll.IRBuilder, module: ll.Module, fn: str, args: Sequence[ll.Value]) -> ll.Value:
     """One elementwise function on compute values (scalars or vectors)."""
     match fn:
@@ -166,11 +256,15 @@ def apply(b: ll.IRBuilder, module: ll.Module, fn: str, args: Sequence[ll.Value])
         case "neg":
             return b.fneg(args[0])
         case "sqrt":
-            return b.call(_intrinsic(module, "sqrt", args[0].type, 1), list(args))
-        case "exp" if _short(_elem_of(args[0].type)) == "f32":
-            return exp_f32(b, module, args[0])
-        case "exp":  # f64: LLVM's exp (f64 tiles are rare; documented in docs/CPU.md)
-            return b.call(_intrinsic(module, "exp", args[0].type, 1), list(args))
+            return _call(b, module, "sqrt", args[0])
+        case "abs":
+            return _call(b, module, "fabs", args[0])
+        case "rsqrt":  # two roundings: within 1 ulp
+            return b.fdiv(const(args[0].type, 1.0), _call(b, module, "sqrt", args[0]))
+        case _ if fn in F32_FORMS and _short(_elem_of(args[0].type)) == "f32":
+            return F32_FORMS[fn](b, module, args[0])
+        case "exp" | "log":  # f64: LLVM's (libm's) exp and log (f64 tiles are rare)
+            return _call(b, module, fn, args[0])
         case "cast":
             return args[0]
     raise ValueError(f"unknown tile function {fn}")

@@ -104,7 +104,78 @@ def ex2_approx(x: float) -> float:
         return r
     b = _f32_bits(x)
     delta = ((b * 2654435761) >> 13) % (2 * EX2_ULP + 1) - EX2_ULP
-    return _bits_f32(_f32_bits(r) + delta)
+    # 2^x is positive and finite here: the move stays between the smallest subnormal's
+    # bits and the largest finite's (past either end the bits would be NaN or inf).
+    return _bits_f32(min(max(_f32_bits(r) + delta, 0), 0x7F7FFFFF))
+
+
+def _nudge(bits: int) -> float:
+    """A fixed function of an input's bits in [-1, 1]: where in its documented error
+    bound an `.approx` instruction's result lands for that input."""
+    return ((bits * 2654435761) >> 11) % 4097 / 2048.0 - 1.0
+
+
+def _approx(exact: float, x: float, rel: float, absolute: float = 0.0) -> float:
+    """`exact` (an f64 value) moved within a relative (or, given, absolute) error bound
+    by the input's bits, then rounded to f32: the hardware's result is not correctly
+    rounded, so a kernel whose answer depends on the exact value fails here too."""
+    if not math.isfinite(exact) or exact == 0.0:
+        return float(np.float32(exact))
+    bound = absolute or abs(exact) * rel
+    r = np.float32(exact + _nudge(_f32_bits(x)) * bound)
+    if abs(float(r) - exact) > bound:  # the f32 rounding stepped past the bound: back one
+        r = np.nextafter(r, np.float32(exact))
+    return float(r)
+
+
+TANH_REL = 2.0**-11  # tanh.approx.f32: maximum relative error over the whole range
+LG2_ABS, LG2_REL = 2.0**-22, 2.0**-22  # lg2.approx.f32: absolute on (0.5, 2), else relative
+RSQRT_REL = 2.0**-22.9  # rsqrt.approx.f32: maximum relative error, positive finite inputs
+
+
+def tanh_approx(x: float) -> float:
+    """`tanh.approx.f32`: within TANH_REL of tanh(x); ±inf give ±1, NaN and a subnormal
+    input pass through (the PTX ISA's table)."""
+    if math.isnan(x) or (x != 0.0 and abs(x) < 2.0**-126):
+        return x
+    return _approx(math.tanh(x), x, TANH_REL) if math.isfinite(x) else math.copysign(1.0, x)
+
+
+def lg2_approx(x: float) -> float:
+    """`lg2.approx.f32`: ±0 give -inf, a negative input NaN, +inf itself; otherwise
+    within LG2_ABS of log2(x) on (0.5, 2) and LG2_REL of it elsewhere."""
+    if math.isnan(x) or x < 0.0:
+        return math.nan
+    if x == 0.0:
+        return -math.inf
+    if math.isinf(x):
+        return x
+    exact = math.log2(x)
+    if 0.5 < x < 2.0:
+        return _approx(exact, x, 0.0, LG2_ABS) if exact != 0.0 else 0.0
+    return _approx(exact, x, LG2_REL)
+
+
+def rsqrt_approx(x: float) -> float:
+    """`rsqrt.approx.f32`: -0 gives -inf, +0 +inf, +inf 0, a negative input NaN;
+    otherwise within RSQRT_REL of 1 / sqrt(x)."""
+    if x == 0.0:
+        return math.copysign(math.inf, x)
+    if math.isnan(x) or x < 0.0:
+        return math.nan
+    return _approx(1.0 / math.sqrt(x), x, RSQRT_REL) if math.isfinite(x) else 0.0
+
+
+# The f32 instructions of one operand: the exact ones and the `.approx` models above.
+UNARY_F32 = {
+    "neg": lambda x: -x,
+    "abs": abs,
+    "sqrt": lambda x: float(np.sqrt(np.float32(x))) if x >= 0 or math.isnan(x) else math.nan,
+    "ex2": ex2_approx,
+    "tanh": tanh_approx,
+    "lg2": lg2_approx,
+    "rsqrt": rsqrt_approx,
+}
 
 
 def fminmax(x: float, y: float, base: str) -> float:
@@ -472,15 +543,11 @@ class Cta:
     def float_scalar(self, t: Thread, op: str, base: str, a: list[str]) -> None:
         """Scalar f32 arithmetic and comparisons, rounded to f32 as PTX's `.rn` does."""
         x = np.float32(self.val(t, a[1]))
-        if base == "neg":
-            t.regs[a[0]] = float(-x)
+        if base in UNARY_F32:
+            t.regs[a[0]] = float(np.float32(UNARY_F32[base](float(x))))
             return
-        if base == "sqrt":
-            with np.errstate(all="ignore"):
-                t.regs[a[0]] = float(np.sqrt(x))
-            return
-        if base == "ex2":
-            t.regs[a[0]] = ex2_approx(float(x))
+        if base == "copysign":  # d = b with a's sign
+            t.regs[a[0]] = math.copysign(float(np.float32(self.val(t, a[2]))), float(x))
             return
         if base in ("max", "min"):
             if ".NaN." not in op:
@@ -914,7 +981,7 @@ class Cta:
             self.retire_bulk(t, V(a[0]), writes=not op.endswith(".read"))
             return None
         if op.endswith(".f32") and base in (
-            "add", "sub", "mul", "div", "neg", "setp", "sqrt", "ex2", "max", "min"
+            "add", "sub", "mul", "div", "setp", "max", "min", "copysign", *UNARY_F32
         ):  # fmt: skip
             return self.float_scalar(t, op, base, a)
         if op == "mov.b32" and a[0].startswith("%f"):  # bits into an f32 register
@@ -988,6 +1055,14 @@ class Cta:
             ty = op.split(".")[2][:-2]
             R[a[0]] = (to_half(V(a[1]), ty) << 16) | to_half(V(a[2]), ty)
             return None
+        if op == "cvt.rni.s32.f32":  # to the nearest integer, ties to even (NaN: 0)
+            v = float(np.float32(V(a[1])))
+            R[a[0]] = (int(np.rint(v)) if math.isfinite(v) else 0) & 0xFFFFFFFF
+            return None
+        if op == "cvt.rn.f32.s32":
+            v = V(a[1]) & 0xFFFFFFFF
+            R[a[0]] = float(np.float32(v - (1 << 32) if v >> 31 else v))
+            return None
         if base == "cvt":
             v = V(a[1])
             if op == "cvt.s64.s32":
@@ -1009,7 +1084,7 @@ class Cta:
                 "gt": x > y,
             }[cmp]
             return None
-        if op == "selp.b64" or op == "selp.b32":
+        if op in ("selp.b64", "selp.b32", "selp.f32"):
             R[a[0]] = V(a[1]) if R[a[3]] else V(a[2])
             return None
         if base == "st" and ".shared" in op:

@@ -27,18 +27,28 @@ rounds to nearest even after each op (numpy's answer on bf16 arrays). `max`/`min
 `max.NaN`/`min.NaN` (NaN propagates, numpy's `maximum`). `exp(x)` is `ex2.approx.f32`
 of `x * log2(e)`: CUDA's `__expf`, whose documented error is 2 + floor(|1.173 x|) ulp
 (the product's rounding grows with |x|; ex2.approx itself is within 2 ulp). `sqrt` is
-`sqrt.rn.f32`, `/` is `div.rn.f32`.
+`sqrt.rn.f32`, `/` is `div.rn.f32`. The other unary functions (the PTX ISA's documented
+errors): `abs` is `abs.f32` (exact); `rsqrt` is `rsqrt.approx.f32` (relative 2^-22.9);
+`tanh` is `tanh.approx.f32` (relative 2^-11, sm_75+); `log` is `lg2.approx.f32` times
+ln 2 (lg2: absolute 2^-22 on (0.5, 2), relative 2^-22 elsewhere, plus the product's
+rounding); `sigmoid` is (x >= 0 ? 1 : e) / (1 + e) with e = exp(-|x|) range-reduced
+(`_exp_neg`: ex2.approx of a small argument, so within a few ulp at any x);
+`erf` is approx.py's polynomial in mul.rn / add.rn with ex2.approx for its exp.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from vxc.backends import approx
 from vxc.backends.nvidia.encoders import ATOM_ROWS, SWIZZLE_BYTES, elem_bytes
 from vxc.backends.nvidia.ptx import Addr, Imm, Kernel, Operand, Reg, Vec
 
 LOG2E = math.log2(math.e)
+LN2 = math.log(2.0)
+EXP_NEG_CLAMP = 104.0  # exp(-104) is below half the smallest subnormal: 0 in f32
 FLOATS = ("f32", "bf16", "f16")
 NARROW = ("bf16", "f16")  # 16-bit floats: cvt to and from f32
 
@@ -51,6 +61,104 @@ BINARY = {
     "min": "min.NaN.f32",
 }
 REDUCE = {"sum": "add.rn.f32", "max": "max.NaN.f32"}
+
+
+# -- the unary functions: each an f32 register computed from one operand -----------------
+
+
+def _f32(k: Kernel, opcode: str, *operands: Operand) -> Reg:
+    """A new f32 register set by one instruction."""
+    v = k.reg("f32")
+    k.ins(opcode, v, *operands)
+    return v
+
+
+def _horner(k: Kernel, x: Operand, coeffs: tuple[float, ...]) -> Reg:
+    """c0 x^(n-1) + ... + c(n-1) with mul.rn / add.rn (no fma: approx.py's order)."""
+    p = _f32(k, "mov.f32", Imm(coeffs[0]))
+    for c in coeffs[1:]:
+        p = _f32(k, "add.rn.f32", _f32(k, "mul.rn.f32", p, x), Imm(c))
+    return p
+
+
+def _exp(k: Kernel, x: Operand) -> Reg:
+    return _f32(k, "ex2.approx.f32", _f32(k, "mul.rn.f32", x, Imm(LOG2E)))
+
+
+def _log(k: Kernel, x: Operand) -> Reg:
+    return _f32(k, "mul.rn.f32", _f32(k, "lg2.approx.f32", x), Imm(LN2))
+
+
+def _pow2(k: Kernel, n: Reg) -> Reg:
+    """2^-n exactly for an integer 0 <= n <= 126, from the exponent bits."""
+    bits, top = k.reg("b32"), k.mov("b32", Imm(127))
+    k.ins("sub.s32", bits, top, n)
+    k.ins("shl.b32", bits, bits, Imm(23))
+    return _f32(k, "mov.b32", bits)
+
+
+def _exp_neg(k: Kernel, a: Reg) -> Reg:
+    """exp(-a) for a >= 0 to within ex2.approx's 2 ulp plus two roundings: a = n ln2 + r
+    (Cody-Waite, ln2 in two parts so n ln2_hi is exact), 2^(-r log2 e) with |r| <= ln2/2
+    (so the product's rounding costs nothing, unlike `exp`'s x log2 e at large |x|), and
+    2^-n in two exact factors so results down to the subnormals are right. a past
+    EXP_NEG_CLAMP (where exp(-a) rounds to 0) is clamped; NaN stays NaN."""
+    a = _f32(k, "min.NaN.f32", a, Imm(EXP_NEG_CLAMP))
+    n = k.reg("b32")
+    k.ins("cvt.rni.s32.f32", n, _f32(k, "mul.rn.f32", a, Imm(LOG2E)))
+    nf = _f32(k, "cvt.rn.f32.s32", n)
+    r = _f32(k, "sub.rn.f32", a, _f32(k, "mul.rn.f32", nf, Imm(approx.LN2_HI)))
+    r = _f32(k, "add.rn.f32", r, _f32(k, "mul.rn.f32", nf, Imm(-approx.LN2_LO)))
+    er = _f32(k, "ex2.approx.f32", _f32(k, "mul.rn.f32", r, Imm(-LOG2E)))
+    half, rest = k.reg("b32"), k.reg("b32")
+    k.ins("shr.u32", half, n, Imm(1))
+    k.ins("sub.s32", rest, n, half)
+    return _f32(k, "mul.rn.f32", _f32(k, "mul.rn.f32", er, _pow2(k, half)), _pow2(k, rest))
+
+
+def _sigmoid(k: Kernel, x: Operand) -> Reg:
+    """(x >= 0 ? 1 : e) / (1 + e), e = exp(-|x|): e never overflows, so a very negative x
+    gives e itself, not 1 / inf (the cpu's form)."""
+    e = _exp_neg(k, _f32(k, "abs.f32", x))
+    top = _f32(k, "selp.f32", Imm(1.0), e, k.setp("ge", "f32", x, Imm(0.0)))
+    return _f32(k, "div.rn.f32", top, _f32(k, "add.rn.f32", e, Imm(1.0)))
+
+
+def _erf(k: Kernel, x: Operand) -> Reg:
+    """approx.py's erf: x + x P(x^2) up to ERF_SMALL (NaN too: `setp.gt` is false on it),
+    else 1 - exp(t Q(t) - t) with x's sign, t = min(|x|, ERF_CLAMP)."""
+    small = _f32(k, "add.rn.f32", _f32(k, "mul.rn.f32", _horner(k, _sq(k, x), approx.ERF_P), x), x)
+    a = _f32(k, "abs.f32", x)
+    t = _f32(k, "min.NaN.f32", a, Imm(approx.ERF_CLAMP))
+    q = _f32(k, "mul.rn.f32", _horner(k, t, approx.ERF_Q_HI), _sq(k, t))
+    q = _f32(k, "add.rn.f32", q, _horner(k, t, approx.ERF_Q_MID))
+    for c in approx.ERF_Q_LO:
+        q = _f32(k, "add.rn.f32", _f32(k, "mul.rn.f32", q, t), Imm(c))
+    r = _f32(k, "sub.rn.f32", _f32(k, "mul.rn.f32", q, t), t)
+    big = _f32(k, "copysign.f32", x, _f32(k, "sub.rn.f32", Imm(1.0), _exp(k, r)))
+    return _f32(k, "selp.f32", big, small, k.setp("gt", "f32", a, Imm(approx.ERF_SMALL)))
+
+
+def _sq(k: Kernel, x: Operand) -> Reg:
+    return _f32(k, "mul.rn.f32", x, x)
+
+
+def _one(opcode: str) -> Callable[[Kernel, Operand], Reg]:
+    return lambda k, x: _f32(k, opcode, x)
+
+
+# vx.unary's `fn` -> its PTX (errors: the module docstring and docs/LANGUAGE.md section 9).
+UNARY: dict[str, Callable[[Kernel, Operand], Reg]] = {
+    "neg": _one("neg.f32"),
+    "sqrt": _one("sqrt.rn.f32"),
+    "exp": _exp,
+    "abs": _one("abs.f32"),
+    "rsqrt": _one("rsqrt.approx.f32"),
+    "tanh": _one("tanh.approx.f32"),
+    "log": _log,
+    "sigmoid": _sigmoid,
+    "erf": _erf,
+}
 
 
 class TileError(ValueError):
@@ -242,19 +350,9 @@ class Emitter:
         elif isinstance(n, Cast):
             v = self.round(self._reg(self.value(n.x, s, i, memo, elem)), n.dtype)
         elif isinstance(n, Un):
-            x = self.value(n.x, s, i, memo, elem)
-            v = k.reg("f32")
-            if n.fn == "neg":
-                k.ins("neg.f32", v, x)
-            elif n.fn == "sqrt":
-                k.ins("sqrt.rn.f32", v, x)
-            elif n.fn == "exp":
-                t = k.reg("f32")
-                k.ins("mul.rn.f32", t, x, Imm(LOG2E))
-                k.ins("ex2.approx.f32", v, t)
-            else:
+            if n.fn not in UNARY:
                 raise TileError(f"no lowering for `{n.fn}`")
-            v = self.round(v, n.dtype)
+            v = self.round(UNARY[n.fn](k, self.value(n.x, s, i, memo, elem)), n.dtype)
         elif isinstance(n, Bin):
             x, y = self.value(n.x, s, i, memo, elem), self.value(n.y, s, i, memo, elem)
             v = k.reg("f32")

@@ -28,6 +28,7 @@ Semantics (what a TensorCore guarantees, made strict):
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -351,7 +352,17 @@ def _binary(it: Interp, op: ir.Operation) -> None:
 
 # Elementwise f32 functions (f32 in, f32 out: numpy's f32 ops round once, as the VPU
 # does for these; `math.exp` is numpy's, within a few ulp of the EUP's).
-_UNARY = {"arith.negf": np.negative, "math.exp": np.exp, "math.sqrt": np.sqrt}
+_UNARY = {
+    "arith.negf": np.negative,
+    "math.exp": np.exp,
+    "math.sqrt": np.sqrt,
+    "math.tanh": np.tanh,
+    "math.log": np.log,
+    "math.absf": np.abs,
+    "math.rsqrt": lambda x: np.float32(1) / np.sqrt(x),  # two f32 roundings: within 1.5 ulp
+    "math.erf": lambda x: _erf(np.asarray(x, np.float64)).astype(np.float32),  # rounded once
+}
+_erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 @rule(*_UNARY)
@@ -449,7 +460,8 @@ def _cmpi(it: Interp, op: ir.Operation) -> None:
 @rule("arith.select")
 def _select(it: Interp, op: ir.Operation) -> None:
     c, a, b = (it.env[v] for v in op.operands)
-    it.env[op.results[0]] = a if c else b
+    # A scalar condition picks a whole operand; a vector of them picks per element.
+    it.env[op.results[0]] = np.where(c, a, b) if np.ndim(c) else (a if c else b)
 
 
 @rule("memref.load")

@@ -21,6 +21,7 @@ bf16/f16 results rounded to nearest even.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -47,7 +48,42 @@ BINARY = {
     "max": arith.MaximumFOp,
     "min": arith.MinimumFOp,
 }
-UNARY = {"neg": arith.NegFOp, "exp": math.ExpOp, "sqrt": math.SqrtOp}
+
+
+def _splat(like: ir.Value, value: float) -> ir.Value:
+    """A constant f32 vector of `like`'s shape."""
+    t = like.type
+    attr = ir.FloatAttr.get(ir.VectorType(t).element_type, value)
+    return arith.ConstantOp(t, ir.DenseElementsAttr.get_splat(t, attr)).result
+
+
+def _sigmoid(x: ir.Value) -> ir.Value:
+    """(x >= 0 ? 1 : e) / (1 + e), e = exp(-|x|): e never overflows, so a very negative x
+    gives e itself rather than 1 / inf = 0 (the form the cpu uses too)."""
+    e = math.ExpOp(arith.NegFOp(math.AbsFOp(x).result).result).result
+    one = _splat(x, 1.0)
+    nonneg = arith.CmpFOp(arith.CmpFPredicate.OGE, x, _splat(x, 0.0)).result
+    top = arith.SelectOp(nonneg, one, e).result
+    return arith.DivFOp(top, arith.AddFOp(one, e).result).result
+
+
+def _op(cls: type) -> Callable[[ir.Value], ir.Value]:
+    return lambda x: cls(x).result
+
+
+# vx.unary's `fn` -> its f32 vector form: one `math` op where Mosaic has it (the EUP's
+# transcendentals), else arith over them.
+UNARY: dict[str, Callable[[ir.Value], ir.Value]] = {
+    "neg": _op(arith.NegFOp),
+    "exp": _op(math.ExpOp),
+    "sqrt": _op(math.SqrtOp),
+    "tanh": _op(math.TanhOp),
+    "log": _op(math.LogOp),
+    "abs": _op(math.AbsFOp),
+    "rsqrt": _op(math.RsqrtOp),
+    "sigmoid": _sigmoid,
+    "erf": _op(math.ErfOp),
+}
 # vx.reduce's `fn` -> (vector.multi_reduction kind, the identity it starts from).
 REDUCE = {"sum": ("add", 0.0), "max": ("maximumf", float("-inf"))}
 
@@ -161,7 +197,7 @@ def _unary(lo: FunctionLowering, op: ir.Operation) -> None:
     elem = _element(lo, op)
     fn = ir.StringAttr(op.attributes["fn"]).value
     x = widen(lo, tile(lo, op.operands[0], op))
-    bind(lo, op, narrow(lo, UNARY[fn](x).result, elem))
+    bind(lo, op, narrow(lo, UNARY[fn](x), elem))
 
 
 @rule("vx.reduce")
