@@ -28,6 +28,7 @@ F32 = ll.FloatType()
 PTR = ll.PointerType()
 NAME = "__vx_matmul_acc_f32"
 WIDEN = ("bf16", "f16")  # operand element types widened to f32 before the f32 kernel
+AMX_FEATURES = ("+amx-tile", "+amx-bf16")  # what the AMX kernel (amx.py) runs on
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,16 @@ class Blocking:
     mr: int  # rows of the register tile
     nv: int  # vectors per row of the register tile
     bf16dot: bool = False  # AVX512_BF16: bf16 operands go to `vdpbf16ps`, not widened
+    amx: bool = False  # AMX-TILE + AMX-BF16: bf16 operands go to `tdpbf16ps` (amx.py)
 
     @property
     def nr(self) -> int:
         return self.vw * self.nv
+
+
+def has_amx(features: str) -> bool:
+    """Whether a target's feature string has the AMX tile and bf16 units."""
+    return set(AMX_FEATURES) <= set(features.split(","))
 
 
 def blocking_for(features: str) -> Blocking:
@@ -47,7 +54,7 @@ def blocking_for(features: str) -> Blocking:
     feats = set(features.split(","))
     if "+avx512f" in feats:
         # 16 acc + 2 b + broadcasts of 32 zmm
-        return Blocking(vw=16, mr=8, nv=2, bf16dot="+avx512bf16" in feats)
+        return Blocking(vw=16, mr=8, nv=2, bf16dot="+avx512bf16" in feats, amx=has_amx(features))
     if "+avx" in feats:
         return Blocking(vw=8, mr=6, nv=2)  # 12 acc + 2 b + 1 broadcast of 16 ymm
     return Blocking(vw=4, mr=4, nv=2)
@@ -131,18 +138,24 @@ def _edge(b: ll.IRBuilder, fn: ll.Function, i_lo, i_hi, j_lo, j_hi) -> None:
     counted_loop(b, i_lo, i_hi, _c(1), row, name="edge.i")
 
 
-def define_matmul(module: ll.Module, blk: Blocking) -> ll.Function:
-    """void NAME(ptr acc, ptr a, ptr b, i64 M, i64 N, i64 K), internal linkage."""
-    if NAME in module.globals:
-        return module.globals[NAME]
+def matmul_function(module: ll.Module, name: str) -> tuple[ll.Function, ll.IRBuilder]:
+    """A new internal `void name(ptr noalias acc, ptr noalias a, ptr noalias b, i64 M,
+    i64 N, i64 K)` (every matmul kernel's signature) and a builder at its entry."""
     fnty = ll.FunctionType(ll.VoidType(), [PTR, PTR, PTR, I64, I64, I64])
-    fn = ll.Function(module, fnty, name=NAME)
+    fn = ll.Function(module, fnty, name=name)
     fn.linkage = "internal"
     for arg, nm in zip(fn.args, ("acc", "a", "b", "m", "n", "k"), strict=True):
         arg.name = nm
     for arg in fn.args[:3]:
         arg.add_attribute("noalias")
-    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    return fn, ll.IRBuilder(fn.append_basic_block("entry"))
+
+
+def define_matmul(module: ll.Module, blk: Blocking) -> ll.Function:
+    """void NAME(ptr acc, ptr a, ptr b, i64 M, i64 N, i64 K), internal linkage."""
+    if NAME in module.globals:
+        return module.globals[NAME]
+    fn, b = matmul_function(module, NAME)
     _acc, _a, _b, m, n, _k = fn.args
     mb = b.sub(m, b.srem(m, _c(blk.mr)))
     nb = b.sub(n, b.srem(n, _c(blk.nr)))
