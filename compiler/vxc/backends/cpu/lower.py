@@ -808,8 +808,11 @@ class FunctionLowering(Walk):
         self.b.call(fn, [acc.ptr, ptrs[0], ptrs[1], m, n, k])
 
     def amx(self, op: ir.Operation) -> bool:
+        # The tile state's permission is asked the Linux way (amx.py: arch_prctl by its
+        # x86-64 Linux syscall number); elsewhere the vector path.
+        linux = "-linux" in self.mod.ll.triple
         mnk = static_mnk(op)
-        return self.mod.blocking.amx and mnk is not None and amx_fits(*mnk)
+        return self.mod.blocking.amx and linux and mnk is not None and amx_fits(*mnk)
 
     def variant(self, name: str) -> None:
         """Record the matmul path a function's site compiles to (the manifest's `variants`)."""
