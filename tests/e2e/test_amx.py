@@ -60,8 +60,8 @@ class SoftTiles:
 
     def __init__(self, module: ll.Module):
         self.module = module
-        memcpy = ll.FunctionType(ll.VoidType(), [PTR, PTR, I64, I1])
-        self.memcpy = ll.Function(module, memcpy, name="llvm.memcpy.p0.p0.i64")
+        name, memcpy = "llvm.memcpy.p0.p0.i64", ll.FunctionType(ll.VoidType(), [PTR, PTR, I64, I1])
+        self.memcpy = module.globals.get(name) or ll.Function(module, memcpy, name=name)
 
     def configure(self, b: ll.IRBuilder) -> None:
         buf = b.alloca(ll.ArrayType(I8, 8 * TILE), name="tiles")
@@ -255,6 +255,75 @@ def test_a_refused_tile_state_runs_the_vector_path_and_says_so(tmp_path, monkeyp
     _run_gemm(art.gemm, 256, 128, 256)
 
 
+def _matmul_source(m: int, n: int, k: int, tb: bool) -> str:
+    ys, b = ([n, k], "transpose(b)") if tb else ([k, n], "b")
+    return (
+        f"fn mm(x: &Tensor<bf16, [{m}, {k}]>, y: &Tensor<bf16, {ys}>,"
+        f" z: &Tensor<f32, [{m}, {n}]>) -> Tensor<f32, [{m}, {n}]> on Topology::TensorCore {{\n"
+        "  let a = transfer(x, Memory::VMEM);\n"
+        "  let b = transfer(y, Memory::VMEM);\n"
+        "  let mut acc = transfer(z, Memory::ACC);\n"
+        f"  matmul_acc(&mut acc, &a, &{b});\n"
+        "  return transfer(acc, Memory::HBM);\n"
+        "}\n"
+    )
+
+
+def _granted(module: ll.Module) -> ll.Function:
+    """An `i1 ()` that answers "granted" without asking: for SoftTiles, which need no OS."""
+    name = "__vx_soft_ready"
+    if name in module.globals:
+        return module.globals[name]
+    fn = ll.Function(module, ll.FunctionType(I1, []), name=name)
+    fn.linkage = "internal"
+    ll.IRBuilder(fn.append_basic_block("entry")).ret(ll.Constant(I1, 1))
+    return fn
+
+
+@pytest.fixture
+def soft_amx(monkeypatch):
+    """Builds for a target with AMX whose sites run SoftTiles, the permission taken as
+    granted: the lowering's AMX sites (the pack into B's scratch, the kernel's arguments,
+    the branch on the permission) run in the whole pipeline on a host without AMX."""
+    import vxc.backends.cpu.lower as lower
+
+    monkeypatch.setattr(amx_ll, "AmxTiles", SoftTiles)
+    monkeypatch.setattr(lower, "define_amx_ready", _granted)
+    monkeypatch.setenv("VX_CPU_VARIANT", "avx512")  # K__vx_amx asks nothing: -1, no warning
+
+    def build(name: str, tmp: Path, text: str | None = None):
+        out = compile_module(_vx_module(name, text), name, target=_amx_target())
+        kernel = getattr(runtime.load_outputs(out, tmp), name)
+        assert "amx" in kernel.variants
+        return kernel
+
+    return build
+
+
+@needs_avx512
+@pytest.mark.parametrize("tb", [False, True], ids=["b", "bT"])
+@pytest.mark.parametrize(
+    "shape", [(64, 96, 128), (96, 64, 256)], ids=lambda s: "x".join(map(str, s))
+)
+def test_the_pipelines_amx_site_computes_numpys_product(tmp_path, soft_amx, shape, tb):
+    m, n, k = shape
+    kernel = soft_amx("mm", tmp_path, _matmul_source(m, n, k, tb))
+    a, b, acc0 = _inputs(m, n, k, seed=5)
+    got = kernel(a, np.ascontiguousarray(b.T) if tb else b, acc0)
+    _assert_product(got, acc0, a, b)
+
+
+@needs_avx512
+def test_the_pipelines_amx_sites_run_gemm_epilogue(tmp_path, soft_amx):
+    from test_tile_kernels import assert_gemm_epilogue, gemm_epilogue_inputs
+
+    kernel = soft_amx("gemm_epilogue", tmp_path)
+    m, n, k = 256, 384, 256
+    a, b, bias, c = gemm_epilogue_inputs((m, n, k))
+    kernel.launch((m // 128) * (n // 128), m, n, k, a, b, bias, c)
+    assert_gemm_epilogue(a, b, bias, c)
+
+
 # ---- on AMX ----------------------------------------------------------------------------
 def _native(name: str, tmp: Path, text: str | None = None):
     source = api.Source(f"kernels/{name}.vx", text.encode() if text else _kernel_bytes(name))
@@ -292,20 +361,6 @@ def test_gemm_epilogue_runs_on_amx(tmp_path, monkeypatch):
     a, b, bias, c = gemm_epilogue_inputs((m, n, k))
     kernel.launch((m // 128) * (n // 128), m, n, k, a, b, bias, c)
     assert_gemm_epilogue(a, b, bias, c)
-
-
-def _matmul_source(m: int, n: int, k: int, tb: bool) -> str:
-    ys, b = ([n, k], "transpose(b)") if tb else ([k, n], "b")
-    return (
-        f"fn mm(x: &Tensor<bf16, [{m}, {k}]>, y: &Tensor<bf16, {ys}>,"
-        f" z: &Tensor<f32, [{m}, {n}]>) -> Tensor<f32, [{m}, {n}]> on Topology::TensorCore {{\n"
-        "  let a = transfer(x, Memory::VMEM);\n"
-        "  let b = transfer(y, Memory::VMEM);\n"
-        "  let mut acc = transfer(z, Memory::ACC);\n"
-        f"  matmul_acc(&mut acc, &a, &{b});\n"
-        "  return transfer(acc, Memory::HBM);\n"
-        "}\n"
-    )
 
 
 @needs_amx
