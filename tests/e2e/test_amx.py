@@ -1,11 +1,13 @@
 """bf16 `matmul_acc` on Intel AMX (vxc/backends/cpu/amx.py, issue 34).
 
-- Everywhere: the kernel's tile program (addresses, strides, the K loop, B's pair packing)
-  runs with the tile instructions written out in plain IR by their documented semantics
-  (`SoftTiles`, Intel SDM: TILELOADD, TDPBF16PS, TILESTORED) and matches numpy; a target
-  with AMX gets `ldtilecfg`/`tileloadd`/`tdpbf16ps`/`tilestored`/`tilerelease` in its
-  object and `amx` among the manifest's variants; where the tile state is refused or
-  VX_CPU_VARIANT names another variant, that object runs its vector path, says so, and
+- Everywhere (x86-64 with AVX-512): the kernel's tile program (addresses, strides, the K
+  loop, B's pair packing) runs with the tile instructions written out in plain IR by
+  their documented semantics (`SoftTiles`, Intel SDM: TILELOADD, TDPBF16PS, TILESTORED)
+  and matches numpy, alone and in the whole pipeline (the lowering's sites with the
+  permission taken as granted); a target with AMX gets `ldtilecfg`/`tileloadd`/
+  `tdpbf16ps`/`tilestored`/`tilerelease` in its object and `amx` among the manifest's
+  variants; where the tile state is refused or VX_CPU_VARIANT names another variant,
+  that object runs its vector path, says so (`vxc.runtime` and a C program alike), and
   still matches numpy.
 - On a host with AMX (skipped elsewhere, with the reason): kernels/gemm.vx,
   kernels/gemm_epilogue.vx and direct matmuls run on AMX, `K__vx_amx()` says so, and the
@@ -16,6 +18,9 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
+import shutil
+import subprocess
 import warnings
 from pathlib import Path
 
@@ -253,6 +258,51 @@ def test_a_refused_tile_state_runs_the_vector_path_and_says_so(tmp_path, monkeyp
         art = _gemm_on_amx_target(tmp_path)
     assert art.gemm.amx == 0
     _run_gemm(art.gemm, 256, 128, 256)
+
+
+C_MAIN = r"""
+#include <stdio.h>
+#include "gemm.cpu.h"
+static uint16_t a[128][128], b[128][128];
+static float c[128][128];
+int main(void) {
+  int amx = gemm__vx_amx();
+  for (int i = 0; i < 128; i++) {
+    b[i][i] = 0x3f80;                                  /* bf16 1.0: B = identity */
+    for (int k = 0; k < 128; k++) a[i][k] = 0x3f80 + ((i + k) % 8 << 7); /* 1, 2, 4, .. */
+  }
+  int s = gemm_launch(1, 0, 128, 128, 128, &a[0][0], 128, 128, &b[0][0], 128, 128, &c[0][0],
+                      128, 128);
+  double sum = 0;
+  for (int i = 0; i < 128; i++)
+    for (int j = 0; j < 128; j++) sum += c[i][j];
+  printf("%d %d %g %g\n", amx, s, c[3][5], sum);
+  return 0;
+}
+"""
+
+
+@needs_avx512
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+@pytest.mark.parametrize("variant", [None, "avx512"])
+def test_the_c_entry_chooses_as_the_runtime_does(tmp_path, variant):
+    """A C program over the object built for AMX: `gemm__vx_amx()` (the header's) answers
+    1 on an AMX host, 0 where the OS refuses, -1 under VX_CPU_VARIANT; the launch's answer
+    is right on each path."""
+    out = compile_module(_vx_module("gemm"), "gemm", target=_amx_target(), link=False)
+    for name in ("gemm.cpu.o", "gemm.cpu.h"):
+        (tmp_path / name).write_bytes(out[name])
+    (tmp_path / "main.c").write_text(C_MAIN)
+    exe = tmp_path / "main"
+    cmd = ["cc", "-O1", "-I", str(tmp_path), str(tmp_path / "main.c"), str(tmp_path / "gemm.cpu.o")]
+    subprocess.run([*cmd, "-o", str(exe)], check=True, capture_output=True)
+    env = {k: v for k, v in os.environ.items() if k != "VX_CPU_VARIANT"}
+    if variant:
+        env["VX_CPU_VARIANT"] = variant
+    got = subprocess.run([str(exe)], check=True, capture_output=True, text=True, env=env)
+    want_amx = "-1" if variant else ("1" if has_amx(HOST.features) else "0")
+    # c = a (B is the identity): a[3][5] = 2^((3 + 5) % 8) = 1; each row sums 16 x 255.
+    assert got.stdout.split() == [want_amx, "0", "1", str(128 * 16 * 255)]
 
 
 def _matmul_source(m: int, n: int, k: int, tb: bool) -> str:
