@@ -230,6 +230,23 @@ def gemm_kernel(tmp: str, vector_path: bool):
             os.environ["VX_CPU_VARIANT"] = before
 
 
+def widening_gemm_kernel(tmp: str):
+    """kernels/gemm.vx for this host without AVX512_BF16 and AMX: bf16 widened to f32 into
+    the FMA micro-kernel (which bf16 path wins depends on the microarchitecture, issue 34)."""
+    from vxc.backends.cpu import HostTarget
+
+    source = api.Source("kernels/gemm.vx", (ROOT / "kernels" / "gemm.vx").read_bytes())
+    result = api.build(api.analyze([source]), "cpu", emit="vx-mlir:after=fold-transpose")
+    assert result.ok, result.diagnostics
+    (mlir,) = result.outputs.values()
+    host = host_target()
+    dropped = {"+avx512bf16", "+amx-tile", "+amx-bf16"}
+    features = ",".join(f for f in host.features.split(",") if f not in dropped)
+    target = HostTarget(host.triple, host.cpu, features)
+    outputs = compile_module(parse_module(mlir.decode()), "gemm", target=target)
+    return runtime.load_outputs(outputs, tmp).gemm
+
+
 def _variant(kernel) -> str:
     """The matmul path the kernel runs here: the object's own answer where it has AMX."""
     vector = [v for v in kernel.variants if v != "amx"]
@@ -248,6 +265,7 @@ def gemm_child(sizes: list[int], repeat: int) -> None:
     kernels = {"vx bf16": gemm_kernel(tmp + "/native", vector_path=False)}
     if kernels["vx bf16"].amx == 1:  # the same source on the vector path, for comparison
         kernels["vx bf16, vector path"] = gemm_kernel(tmp + "/vector", vector_path=True)
+    kernels["vx bf16, widening + FMA"] = widening_gemm_kernel(tmp + "/widening")
     dot = jax.jit(lambda x, y: jnp.dot(x, y, preferred_element_type=jnp.float32))
     print(f"\nbf16 gemm, f32 out; host {cpu_model()}, {len(os.sched_getaffinity(0))} cores used")
     print(f"numpy {np.__version__}, jax {jax.__version__}; min of {repeat} interleaved runs")
