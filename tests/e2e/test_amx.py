@@ -183,6 +183,18 @@ def test_the_tile_program_computes_numpys_product(shape, transposed_b):
     _assert_product(acc, acc0, a, b)
 
 
+def test_the_tile_config_is_palette_1_with_eight_16_by_64_byte_tiles():
+    """The `ldtilecfg` operand as the SDM lays it out (SoftTiles does not read it): byte 0
+    the palette, bytes 1-15 zero (start_row, reserved), colsb of tiles 0-15 as u16 from
+    byte 16, rows as u8 from byte 48; tiles 8-15 unused (zero)."""
+    module = ll.Module()
+    cfg = bytes(amx_ll._tile_config(module).initializer.constant)
+    assert len(cfg) == 64 and cfg[0] == 1 and not any(cfg[1:16])
+    colsb = [int.from_bytes(cfg[16 + 2 * t : 18 + 2 * t], "little") for t in range(16)]
+    assert colsb == [64] * 8 + [0] * 8
+    assert list(cfg[48:64]) == [16] * 8 + [0] * 8
+
+
 @pytest.mark.parametrize(
     ("m", "n", "k", "fits"),
     [(32, 32, 32, True), (128, 96, 64, True), (48, 32, 32, False), (32, 32, 16, False)],
