@@ -17,6 +17,12 @@ returns each result stacked along a new leading axis of length `n`.
 bf16 tensors are passed as `ml_dtypes.bfloat16` arrays (jax's bf16 dtype) or
 as `uint16` arrays holding the raw bits.
 
+`kernel.variants` names the paths its `matmul_acc` sites were compiled to (the manifest's
+`variants`: `amx`, `avx512bf16`, `f32`); where one is `amx`, `kernel.amx` is the object's
+own answer at load (`K__vx_amx()`): 1 if they run on AMX here, 0 if the OS refused the
+tile state (a RuntimeWarning says so; they run the vector path), -1 if VX_CPU_VARIANT
+named another variant (docs/DESIGN.md, "bf16 `matmul_acc` on AMX").
+
 Outputs (`c: &mut Tensor<f32, [m, n]>`, LANGUAGE.md section 4.2) are arrays the caller
 allocates: writable, C-contiguous, of the declared dtype and shape, written in place
 (`art.gemm.launch(n_instances, m, n, k, a, b, c)` fills `c`); a read-only, non-contiguous
