@@ -67,7 +67,7 @@ def lower_to_llvm(
     check_module(module)
     target = target or host_target()
     lowering = ModuleLowering(
-        module, target.triple, data_layout(target), blocking_for(target.features)
+        module, target.triple, data_layout(target), blocking_for(target.features, target.cpuid)
     )
     llvm = lowering.run()
     embed_abi(llvm, list(lowering.sigs.values()))

@@ -44,17 +44,35 @@ class Blocking:
         return self.vw * self.nv
 
 
+# The bf16 vector path per microarchitecture, measured: `benchmarks/bench_cpu.py --only gemm`,
+# "vx bf16" (`vdpbf16ps` where the host has AVX512_BF16) against "vx bf16, widening + FMA"
+# in the same run, 2 threads. Keyed by (vendor, family, model) of CPUID: which one wins
+# depends on the microarchitecture's `vdpbf16ps` rate against its FMAs, which no feature
+# bit says. A host not listed takes `vdpbf16ps` where it has the instruction (its nominal
+# 2x the multiply-adds of an FMA).
+BF16_VECTOR_PATH: dict[tuple[str, int, int], str] = {
+    # AMD Zen 4 (EPYC Genoa): vdpbf16ps 1.5-1.9x the widening at 1024^3 and 2048^3
+    # (2026-12-06, 4 runs, load 2-4.6; docs/PERFORMANCE.md "bf16 gemm against XLA:CPU").
+    ("AuthenticAMD", 25, 17): "vdpbf16ps",
+    # Intel Emerald Rapids: the widening 1.18-1.34x faster than vdpbf16ps (issue 34's
+    # measurement: vdpbf16ps issues at 0.5 per cycle there, two FMAs at 1 each).
+    ("GenuineIntel", 6, 207): "widen",
+}
+
+
 def has_amx(features: str) -> bool:
     """Whether a target's feature string has the AMX tile and bf16 units."""
     return set(AMX_FEATURES) <= set(features.split(","))
 
 
-def blocking_for(features: str) -> Blocking:
-    """Register tile for the host: accumulators + loads must fit the register file."""
+def blocking_for(features: str, cpuid: tuple[str, int, int] | None = None) -> Blocking:
+    """Register tile for the host: accumulators + loads must fit the register file; bf16's
+    vector path from BF16_VECTOR_PATH by the host's CPUID where it is listed."""
     feats = set(features.split(","))
     if "+avx512f" in feats:
+        dot = "+avx512bf16" in feats and BF16_VECTOR_PATH.get(cpuid, "vdpbf16ps") == "vdpbf16ps"
         # 16 acc + 2 b + broadcasts of 32 zmm
-        return Blocking(vw=16, mr=8, nv=2, bf16dot="+avx512bf16" in feats, amx=has_amx(features))
+        return Blocking(vw=16, mr=8, nv=2, bf16dot=dot, amx=has_amx(features))
     if "+avx" in feats:
         return Blocking(vw=8, mr=6, nv=2)  # 12 acc + 2 b + 1 broadcast of 16 ymm
     return Blocking(vw=4, mr=4, nv=2)
