@@ -1,7 +1,8 @@
-"""CPU backend benchmark: the seed `stream` kernel vs numpy on one core, build time, and
-the launch grid (`stream_grid`) on every core.
+"""CPU backend benchmark: the seed `stream` kernel vs numpy on one core, build time, the
+launch grid (`stream_grid`) on every core, and the bf16 gemm against numpy and XLA:CPU.
 
     .venv/bin/python benchmarks/bench_cpu.py [--tiles 256] [--repeat 20] [--only grid]
+    .venv/bin/python benchmarks/bench_cpu.py --only gemm [--gemm-sizes 1024,2048] [--repeat 11]
 
 Goals (docs/PERFORMANCE.md, "CPU backend"): kernel >= 0.5x numpy GFLOP/s with
 one BLAS thread, measured in the same run; warm in-process build <= 200 ms.
@@ -9,6 +10,11 @@ Grid (docs/PERFORMANCE.md, "Launch grid"): 2 instances >= 1.7x one instance on t
 same tiles, and >= 1.0x numpy with 2 OpenBLAS threads (f32, and bf16 against numpy's
 f32 on the widened data: numpy has no bf16 matmul). numpy's 2-thread figures come
 from a child process of this run (OpenBLAS reads its thread count at import).
+Gemm (docs/PERFORMANCE.md, "bf16 gemm on AMX"; issue 34): kernels/gemm.vx with bf16
+inputs and f32 out on 2 threads, against numpy f32 (2 BLAS threads) on the widened data
+and XLA:CPU's `jnp.dot` of the bf16 inputs with f32 accumulation, interleaved in one
+child process pinned to 2 cores; it prints the CPU model, the matmul variant the kernel
+runs (`amx` where the host has it) and the load. Goal at 2048^3: vx >= 1.0x XLA:CPU.
 """
 
 from __future__ import annotations
@@ -197,21 +203,157 @@ def grid_bench(n: int, repeat: int) -> None:
     print(f"load average after: {os.getloadavg()[0]:.2f} (1 min)")
 
 
+def cpu_model() -> str:
+    """lscpu's model name (what PERFORMANCE.md names the host by), else LLVM's CPU name."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return host_target().cpu
+    names = [line.split(":", 1)[1].strip() for line in out.splitlines() if "Model name" in line]
+    return f"{names[0] if names else '?'} (LLVM: {host_target().cpu})"
+
+
+def gemm_kernel(tmp: str, vector_path: bool, elem: str = "bf16"):
+    """kernels/gemm.vx built for this host (`elem` f32: its inputs made f32); `vector_path`:
+    its AMX sites (if any) told by VX_CPU_VARIANT to run the vector path (the artifact
+    asks when it is loaded)."""
+    text = (ROOT / "kernels" / "gemm.vx").read_text().replace("Tensor<bf16,", f"Tensor<{elem},")
+    source = api.Source("kernels/gemm.vx", text.encode())
+    result = api.build(api.analyze([source]), "cpu")
+    assert result.ok, result.diagnostics
+    before = os.environ.pop("VX_CPU_VARIANT", None)
+    if vector_path:
+        os.environ["VX_CPU_VARIANT"] = "avx512"
+    try:
+        return runtime.load_outputs(result.outputs, tmp).gemm
+    finally:
+        os.environ.pop("VX_CPU_VARIANT", None)
+        if before is not None:
+            os.environ["VX_CPU_VARIANT"] = before
+
+
+def widening_gemm_kernel(tmp: str):
+    """kernels/gemm.vx for this host without AVX512_BF16 and AMX: bf16 widened to f32 into
+    the FMA micro-kernel (which bf16 path wins depends on the microarchitecture, issue 34)."""
+    from vxc.backends.cpu import HostTarget
+
+    source = api.Source("kernels/gemm.vx", (ROOT / "kernels" / "gemm.vx").read_bytes())
+    result = api.build(api.analyze([source]), "cpu", emit="vx-mlir:after=fold-transpose")
+    assert result.ok, result.diagnostics
+    (mlir,) = result.outputs.values()
+    host = host_target()
+    dropped = {"+avx512bf16", "+amx-tile", "+amx-bf16"}
+    features = ",".join(f for f in host.features.split(",") if f not in dropped)
+    target = HostTarget(host.triple, host.cpu, features)
+    outputs = compile_module(parse_module(mlir.decode()), "gemm", target=target)
+    return runtime.load_outputs(outputs, tmp).gemm
+
+
+def _variant(kernel) -> str:
+    """The matmul path the kernel runs here: the object's own answer where it has AMX."""
+    vector = [v for v in kernel.variants if v != "amx"]
+    if kernel.amx == 1:
+        return "amx"
+    why = {0: " (AMX refused by the OS)", -1: " (AMX off: VX_CPU_VARIANT)"}.get(kernel.amx, "")
+    return ",".join(vector) + why
+
+
+def gemm_child(sizes: list[int], repeat: int) -> None:
+    """Run in a child pinned to 2 cores with 2 BLAS threads (`gemm_bench`): print the table."""
+    import jax
+    import jax.numpy as jnp
+
+    tmp = tempfile.mkdtemp(prefix="vx-bench-gemm-")
+    kernels = {"vx bf16": gemm_kernel(tmp + "/native", vector_path=False)}
+    if kernels["vx bf16"].amx == 1:  # the same source on the vector path, for comparison
+        kernels["vx bf16, vector path"] = gemm_kernel(tmp + "/vector", vector_path=True)
+    kernels["vx bf16, widening + FMA"] = widening_gemm_kernel(tmp + "/widening")
+    kernels["vx f32 (widened data)"] = gemm_kernel(tmp + "/f32", vector_path=False, elem="f32")
+    dot = jax.jit(lambda x, y: jnp.dot(x, y, preferred_element_type=jnp.float32))
+    print(f"\nbf16 gemm, f32 out; host {cpu_model()}, {len(os.sched_getaffinity(0))} cores used")
+    print(f"numpy {np.__version__}, jax {jax.__version__}; min of {repeat} interleaved runs")
+    for name, k in kernels.items():
+        print(f"  {name}: variants {list(k.variants)}, runs {_variant(k)}")
+    print(f"load average before: {os.getloadavg()[0]:.2f} (1 min)")
+    for size in sizes:
+        gemm_size(size, kernels, dot, repeat)
+    print(f"load average after: {os.getloadavg()[0]:.2f} (1 min)")
+
+
+def gemm_size(size: int, kernels: dict, dot, repeat: int) -> None:
+    """One square size: every contender interleaved, checked against numpy, then printed."""
+    import jax
+    import ml_dtypes
+
+    m = n = k = size
+    rng = np.random.default_rng(size)
+    a = rng.standard_normal((m, k), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((k, n), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    ja, jb = jax.device_put(a), jax.device_put(b)
+    outs = {name: np.zeros((m, n), np.float32) for name in kernels}
+    grid = (m // 128) * (n // 128)
+    inputs = {"bf16": (a, b), "f32": (a32, b32)}
+    fns = {
+        name: (
+            lambda kern=kern, c=outs[name], x=inputs[kern.params[3]["dtype"]]: kern.launch(
+                grid, m, n, k, *x, c, threads=2
+            )
+        )
+        for name, kern in kernels.items()
+    }
+    fns["numpy f32 (widened)"] = lambda: a32 @ b32
+    fns["XLA:CPU bf16 -> f32"] = lambda: dot(ja, jb).block_until_ready()
+    times = dict(zip(fns, interleaved(list(fns.values()), repeat), strict=True))
+    want = a32 @ b32
+    for name in kernels:
+        np.testing.assert_allclose(outs[name], want, rtol=1e-3, atol=1e-3 * np.sqrt(k))
+    flops = 2.0 * m * n * k
+    print(f"{size}^3:")
+    for name, t in times.items():
+        print(f"  {name:<24} {t * 1e3:9.2f} ms  {flops / t / 1e9:8.1f} GFLOP/s")
+    vx = times["vx bf16"]
+    print(f"  vx bf16 / XLA:CPU     {times['XLA:CPU bf16 -> f32'] / vx:6.2f} x  (goal >= 1.0x)")
+    print(f"  vx bf16 / numpy f32   {times['numpy f32 (widened)'] / vx:6.2f} x  (goal >= 1.3x)")
+    f32 = times["numpy f32 (widened)"] / times["vx f32 (widened data)"]
+    print(f"  vx f32 / numpy f32    {f32:6.2f} x  (goal >= 1.1x)")
+
+
+def gemm_bench(sizes: list[int], repeat: int) -> None:
+    """The gemm table from a child on 2 cores: OpenBLAS and XLA size their pools at import."""
+    env = dict(os.environ, VX_BENCH_BLAS_THREADS="2", VX_NUM_THREADS="2")
+    env["XLA_FLAGS"] = (
+        env.get("XLA_FLAGS", "")
+        + " --xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads=2"
+    ).strip()
+    env["JAX_PLATFORMS"] = "cpu"
+    cmd = [sys.executable, __file__, "--gemm-child", ",".join(map(str, sizes))]
+    subprocess.run([*cmd, "--repeat", str(repeat)], env=env, check=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiles", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--grid-tiles", type=int, default=512)
-    ap.add_argument("--only", choices=("stream", "grid"), default=None)
+    ap.add_argument("--gemm-sizes", default="1024,2048", help="square gemm sizes, comma-separated")
+    ap.add_argument("--only", choices=("stream", "grid", "gemm"), default=None)
     ap.add_argument("--numpy-child", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--gemm-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.numpy_child is not None:
         numpy_child(args.numpy_child, args.repeat)
         return
-    if args.only != "grid":
+    if args.gemm_child is not None:
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])  # 2 threads on 2 cores
+        gemm_child([int(s) for s in args.gemm_child.split(",")], args.repeat)
+        return
+    if args.only in (None, "stream"):
         stream_bench(args)
-    if args.only != "stream":
+    if args.only in (None, "grid"):
         grid_bench(args.grid_tiles, args.repeat)
+    if args.only in (None, "gemm"):
+        gemm_bench([int(s) for s in args.gemm_sizes.split(",")], args.repeat)
 
 
 def stream_bench(args) -> None:

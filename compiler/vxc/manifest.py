@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping
 
 ABI_SUFFIX = "__vx_abi"  # `K__vx_abi`: the digest of kernel K's manifest entry
+AMX_SUFFIX = "__vx_amx"  # `int32_t K__vx_amx(void)`: whether K's AMX matmuls run (cpu amx.py)
 DIGEST_CHARS = 64  # sha256, hex
 
 

@@ -19,6 +19,12 @@ DeprecationWarning, for one release.
 bf16 tensors are passed as `ml_dtypes.bfloat16` arrays (jax's bf16 dtype) or
 as `uint16` arrays holding the raw bits.
 
+`kernel.variants` names the paths its `matmul_acc` sites were compiled to (the manifest's
+`variants`: `amx`, `avx512bf16`, `f32`); where one is `amx`, `kernel.amx` is the object's
+own answer at load (`K__vx_amx()`): 1 if they run on AMX here, 0 if the OS refused the
+tile state (a RuntimeWarning says so; they run the vector path), -1 if VX_CPU_VARIANT
+named another variant (docs/DESIGN.md, "bf16 `matmul_acc` on AMX").
+
 Outputs (`c: &mut Tensor<f32, [m, n]>`, LANGUAGE.md section 4.2) are arrays the caller
 allocates: writable, C-contiguous, of the declared dtype and shape, written in place
 (`art.gemm.launch(m, n, k, a, b, c, instances=N)` fills `c`); a read-only, non-contiguous
@@ -40,6 +46,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,7 +55,7 @@ import numpy as np
 
 # ArgumentError and check_distinct live below every runner (no runner imports this module).
 from vxc.arguments import DISTINCT, ArgumentError, check_distinct, launch_count  # noqa: F401 (re-exported)
-from vxc.manifest import ABI_SUFFIX, DIGEST_CHARS, abi_digest
+from vxc.manifest import ABI_SUFFIX, AMX_SUFFIX, DIGEST_CHARS, abi_digest
 from vxc.status import MEANING
 
 _NUMPY = {
@@ -152,6 +159,8 @@ class Kernel:
         argtypes += [ctypes.c_void_p] * len(self.results)
         self._fn.argtypes = argtypes
         self.requires: list[str] = spec.get("requires", [])
+        self.variants: tuple[str, ...] = ()  # the manifest's matmul paths (Artifact._variants)
+        self.amx: int | None = None  # where one is `amx`: whether it runs (1), else 0 or -1
         launch = spec.get("launch_symbol")
         self._launch = getattr(lib, launch) if launch else None
         if self._launch is not None:
@@ -392,12 +401,34 @@ class Artifact:
             for spec in specs:
                 _check_abi(self._lib, spec, status, manifest_path, self.library_path)
             self.kernels = {k["name"]: Kernel(self._lib, k, status) for k in specs}
+            self._variants(self.manifest.get("variants") or {})
         except (KeyError, TypeError, AttributeError, ValueError) as e:
             if isinstance(e, ArtifactError):
                 raise
             raise ArtifactError(
                 f"{manifest_path}: malformed manifest ({type(e).__name__}: {e})"
             ) from e
+
+    def _variants(self, variants: Mapping[str, list[str]]) -> None:
+        """Each kernel's matmul paths (`kernel.variants`, from the manifest) and, where one is
+        AMX, whether it runs here (`kernel.amx`: 1 on AMX, 0 refused by the OS, -1 turned
+        off by VX_CPU_VARIANT; the query asks the OS once per process, amx.py). A refusal
+        is said: the kernel runs, on its vector path, at a fraction of the speed."""
+        for name, kernel in self.kernels.items():
+            kernel.variants = tuple(variants.get(name, ()))
+            if "amx" not in kernel.variants:
+                continue
+            query = getattr(self._lib, name + AMX_SUFFIX)
+            query.restype, query.argtypes = ctypes.c_int32, []
+            kernel.amx = int(query())
+            if kernel.amx == 0:
+                warnings.warn(
+                    f"kernel '{name}' was built for AMX, but the OS refused this process the "
+                    "tile state (arch_prctl ARCH_REQ_XCOMP_PERM): its matmuls run the "
+                    f"vector path ({', '.join(v for v in kernel.variants if v != 'amx')})",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("kernels", {})

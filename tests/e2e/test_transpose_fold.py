@@ -60,12 +60,14 @@ def _llvm_ir(src: str, name: str = "k.vx") -> str:
 
 CASES = [
     # (cpu, elem, m, n, k): 64 x 96 x 32 fits the bf16 dot kernel's blocking, 24 x 37 x 40
-    # has edges in every dimension (the widening path for bf16 as well); x86-64-v4 (no
-    # AVX512_BF16) runs bf16 through the widening path.
+    # has edges in every dimension (the widening path for bf16 as well), 64 x 40 x 32 does
+    # not fit in N alone (a transposed B is [N, K]: the fit is of the product's N, not of
+    # the operand's second dimension); x86-64-v4 (no AVX512_BF16) runs bf16 through the
+    # widening path.
     (cpu, elem, *shape)
     for elem in DTYPES
     for cpu in (["native", "x86-64-v4"] if elem == "bf16" else ["native"])
-    for shape in ((64, 96, 32), (24, 37, 40))
+    for shape in ((64, 96, 32), (24, 37, 40), (64, 40, 32))
 ]
 
 

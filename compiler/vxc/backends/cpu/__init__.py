@@ -67,7 +67,7 @@ def lower_to_llvm(
     check_module(module)
     target = target or host_target()
     lowering = ModuleLowering(
-        module, target.triple, data_layout(target), blocking_for(target.features)
+        module, target.triple, data_layout(target), blocking_for(target.features, target.cpuid)
     )
     llvm = lowering.run()
     embed_abi(llvm, list(lowering.sigs.values()))
@@ -99,11 +99,14 @@ def compile_module(
     obj = emit_object(optimize(text, target), target)
     sigs = list(lowering.sigs.values())
     files = {"object": f"{name}.cpu.o", "header": f"{name}.cpu.h"}
-    out = {files["object"]: obj, files["header"]: header(name, sigs, target).encode()}
+    out = {
+        files["object"]: obj,
+        files["header"]: header(name, sigs, target, lowering.variants).encode(),
+    }
     if shared:
         files["shared_library"] = f"{name}.cpu.so"
         if link:
             out[files["shared_library"]] = link_shared(obj, files["shared_library"])
     files["manifest"] = f"{name}.cpu.json"
-    out[files["manifest"]] = manifest(name, sigs, target, files).encode()
+    out[files["manifest"]] = manifest(name, sigs, target, files, lowering.variants).encode()
     return out

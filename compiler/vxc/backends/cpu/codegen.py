@@ -15,12 +15,17 @@ import llvmlite.binding as llvm
 from vxc.backends.cpu.errors import CpuOptionError
 from vxc.targets import CPU_LEVELS
 
+CpuId = tuple[str, int, int]  # (vendor, family, model), as CPUID and /proc/cpuinfo give them
+
 
 @dataclass(frozen=True)
 class HostTarget:
     triple: str
     cpu: str
     features: str
+    # The build machine's CPUID for a `native` target (tuning tables are keyed by it: the
+    # feature bits do not say which instruction is faster); None for a named level.
+    cpuid: CpuId | None = None
 
 
 # One cached TargetMachine is shared by every build in the process; LLVM does not
@@ -38,8 +43,33 @@ def host_target() -> HostTarget:
     """The machine we are running on; recorded in the manifest (objects are host-tuned)."""
     _init()
     return HostTarget(
-        llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+        llvm.get_process_triple(),
+        llvm.get_host_cpu_name(),
+        llvm.get_host_cpu_features().flatten(),
+        host_cpuid(),
     )
+
+
+@functools.cache
+def host_cpuid() -> CpuId | None:
+    """This machine's (vendor, family, model), None where /proc/cpuinfo does not say."""
+    try:
+        return parse_cpuinfo(Path("/proc/cpuinfo").read_text())
+    except OSError:
+        return None
+
+
+def parse_cpuinfo(text: str) -> CpuId | None:
+    """(vendor, family, model) of the first processor of a /proc/cpuinfo text, None where
+    it has none of them (not x86)."""
+    fields: dict[str, str] = {}
+    for line in text.split("\n\n", 1)[0].splitlines():
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    try:
+        return fields["vendor_id"], int(fields["cpu family"]), int(fields["model"])
+    except (KeyError, ValueError):
+        return None
 
 
 # The x86-64 micro-architecture levels (psABI): a named level gives the same object on

@@ -18,6 +18,7 @@ from llvmlite import ir as ll
 
 from vxc.backends.cpu import abi, launch
 from vxc.backends.cpu import tiles as tiles_ll
+from vxc.backends.cpu.amx import amx_fits, define_amx_ready, define_kernel_query, define_matmul_amx
 from vxc.backends.cpu.arith import lltype, lower_arith
 from vxc.backends.cpu.errors import STATUS, BackendError
 from vxc.backends.cpu.loops import I64, counted_loop
@@ -259,6 +260,17 @@ def llvm_function_type(sig: abi.Signature) -> ll.FunctionType:
     return ll.FunctionType(I32, args)
 
 
+def static_mnk(op: ir.Operation) -> tuple[int, int, int] | None:
+    """(M, N, K) of a `matmul_acc` with static shapes, read from `acc` [M, N] and A (or A^T
+    [K, M] when the op reads it transposed), else None."""
+    tacc, ta = (_memref(v.type) for v in op.operands[:2])
+    if not all(_memref(v.type).has_static_shape for v in op.operands):
+        return None
+    m, n = tacc.shape
+    k = ta.shape[0 if "a" in MatmulAccOp(op).transpose else 1]
+    return m, n, k
+
+
 def _scalar_ll(dtype: str) -> ll.Type:
     floats = {"f32": ll.FloatType(), "f64": ll.DoubleType(), "f16": ll.HalfType()}
     if dtype in floats:
@@ -281,6 +293,7 @@ class ModuleLowering:
         self.fns: dict[str, ll.Function] = {}
         self.funcs: list[ir.Operation] = []
         self.requires: dict[str, list[str]] = {}  # kernel -> its `where` clauses (vx.require)
+        self.variants: dict[str, set[str]] = {}  # function -> its matmul sites' paths
 
     def intrinsic(self, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
         if name in self.ll.globals:
@@ -342,6 +355,8 @@ class ModuleLowering:
                 launch.define_single(self.ll, sig, fnty, self.fns[sig.name])
                 body = self.fns[sig.name]
                 launch.define_launch(self.ll, sig, fnty, body, wheres.get(sig.name))
+                if "amx" in self.variants.get(sig.name, ()):
+                    define_kernel_query(self.ll, sig.name)
         return self.ll
 
 
@@ -353,7 +368,7 @@ class FunctionLowering(Walk):
         {"values", "get", "bind_flat", "region_values", "b", "allocas", "mod", "fn", "sig",
          "plan", "counters", "exit", "instance", "instances", "guard", "nbytes", "memcpy",
          "at", "slot", "_copy_in", "require", "strided", "copy_region", "region_guard", "bf16dot",
-         "matmul_bf16dot",
+         "matmul_bf16dot", "amx", "matmul_amx", "matmul_vector", "variant",
          "op_vx_store", "tile_dst"}
     )  # fmt: skip
 
@@ -648,11 +663,9 @@ class FunctionLowering(Walk):
         self.b.call(f, [m.ptr, ll.Constant(I8, 0), n, ll.Constant(ll.IntType(1), 0)])
         self.values[op.results[0]] = m
 
-    def bf16dot(self, ta: ir.MemRefType, tb: ir.MemRefType) -> bool:
-        if not (ta.has_static_shape and tb.has_static_shape):
-            return False
-        (mm, kk), (_, nn) = ta.shape, tb.shape
-        return bf16dot_fits(self.mod.blocking, mm, nn, kk)
+    def bf16dot(self, op: ir.Operation) -> bool:
+        mnk = static_mnk(op)
+        return mnk is not None and bf16dot_fits(self.mod.blocking, *mnk)
 
     def op_vx_view(self, op: ir.Operation) -> None:
         v = ViewOp(op)
@@ -751,9 +764,29 @@ class FunctionLowering(Walk):
                 ),
             )
             self.guard(bad, "VX_ERR_SHAPE")
-        if elem == "bf16" and self.bf16dot(ta, tb):
+        if elem == "bf16" and self.amx(op) and not isinstance(a, Transposed):
+            self.matmul_amx(op, acc, a, b, (ta, tb))
+            return
+        self.matmul_vector(op, acc, a, b, (ta, tb))
+
+    def matmul_vector(
+        self,
+        op: ir.Operation,
+        acc: Mem,
+        a: Mem | Transposed,
+        b: Mem | Transposed,
+        types: tuple[ir.MemRefType, ir.MemRefType],
+    ) -> None:
+        """The vector registers' matmul: `vdpbf16ps`, or operands widened to f32 (or f32
+        as they are) into the f32 micro-kernel."""
+        ta, tb = types
+        elem = str(ta.element_type)
+        m, n, k = acc.dims[0], acc.dims[1], a.dims[1]
+        if elem == "bf16" and self.bf16dot(op):
+            self.variant("avx512bf16")
             self.matmul_bf16dot(op, acc, a, b)
             return
+        self.variant("f32")
         ptrs = []
         for i, (mem, t) in enumerate(((a, ta), (b, tb)), start=1):
             if elem == "f32" and not isinstance(mem, Transposed):
@@ -773,6 +806,42 @@ class FunctionLowering(Walk):
             ptrs.append(dst)
         fn = define_matmul(self.mod.ll, self.mod.blocking)
         self.b.call(fn, [acc.ptr, ptrs[0], ptrs[1], m, n, k])
+
+    def amx(self, op: ir.Operation) -> bool:
+        # The tile state's permission is asked the Linux way (amx.py: arch_prctl by its
+        # x86-64 Linux syscall number); elsewhere the vector path.
+        linux = "-linux" in self.mod.ll.triple
+        mnk = static_mnk(op)
+        return self.mod.blocking.amx and linux and mnk is not None and amx_fits(*mnk)
+
+    def variant(self, name: str) -> None:
+        """Record the matmul path a function's site compiles to (the manifest's `variants`)."""
+        self.mod.variants.setdefault(self.sig.name, set()).add(name)
+
+    def matmul_amx(
+        self,
+        op: ir.Operation,
+        acc: Mem,
+        a: Mem,
+        b: Mem | Transposed,
+        types: tuple[ir.MemRefType, ir.MemRefType],
+    ) -> None:
+        """AMX (amx.py) where the process may use the tile state, else the vector path: B
+        packed in row pairs (into b's widening buffer, twice the size it needs; B^T's pairs
+        are its 32-bit words), A read in place."""
+        self.variant("amx")
+        m, n = acc.dims
+        k = a.dims[1]
+        ready = self.b.call(define_amx_ready(self.mod.ll), [])
+        with self.b.if_else(ready, likely=True) as (tiles, vector):
+            with tiles:
+                packed = self.at(_c(self.plan.site[(op, 2)]))
+                bt = isinstance(b, Transposed)
+                src = (b.src if bt else b).ptr
+                self.b.call(define_pack(self.mod.ll, bt), [packed, src, k, n])
+                self.b.call(define_matmul_amx(self.mod.ll), [acc.ptr, a.ptr, packed, m, n, k])
+            with vector:
+                self.matmul_vector(op, acc, a, b, types)
 
     def matmul_bf16dot(self, op: ir.Operation, acc: Mem, a: Mem | Transposed, b: Mem | Transposed):
         """AVX512_BF16: B packed in row pairs (into b's widening buffer, which is twice the

@@ -28,6 +28,7 @@ F32 = ll.FloatType()
 PTR = ll.PointerType()
 NAME = "__vx_matmul_acc_f32"
 WIDEN = ("bf16", "f16")  # operand element types widened to f32 before the f32 kernel
+AMX_FEATURES = ("+amx-tile", "+amx-bf16")  # what the AMX kernel (amx.py) runs on
 
 
 @dataclass(frozen=True)
@@ -36,18 +37,42 @@ class Blocking:
     mr: int  # rows of the register tile
     nv: int  # vectors per row of the register tile
     bf16dot: bool = False  # AVX512_BF16: bf16 operands go to `vdpbf16ps`, not widened
+    amx: bool = False  # AMX-TILE + AMX-BF16: bf16 operands go to `tdpbf16ps` (amx.py)
 
     @property
     def nr(self) -> int:
         return self.vw * self.nv
 
 
-def blocking_for(features: str) -> Blocking:
-    """Register tile for the host: accumulators + loads must fit the register file."""
+# The bf16 vector path per microarchitecture, measured: `benchmarks/bench_cpu.py --only gemm`,
+# "vx bf16" (`vdpbf16ps` where the host has AVX512_BF16) against "vx bf16, widening + FMA"
+# in the same run, 2 threads. Keyed by (vendor, family, model) of CPUID: which one wins
+# depends on the microarchitecture's `vdpbf16ps` rate against its FMAs, which no feature
+# bit says. A host not listed takes `vdpbf16ps` where it has the instruction (its nominal
+# 2x the multiply-adds of an FMA).
+BF16_VECTOR_PATH: dict[tuple[str, int, int], str] = {
+    # AMD Zen 4 (EPYC Genoa): vdpbf16ps 1.5-1.9x the widening at 1024^3 and 2048^3
+    # (2026-12-06, 4 runs, load 2-4.6; docs/PERFORMANCE.md "bf16 gemm against XLA:CPU").
+    ("AuthenticAMD", 25, 17): "vdpbf16ps",
+    # Intel Emerald Rapids: the widening 1.18-1.34x faster than vdpbf16ps (issue 34's
+    # measurement: vdpbf16ps issues at 0.5 per cycle there, two FMAs at 1 each).
+    ("GenuineIntel", 6, 207): "widen",
+}
+
+
+def has_amx(features: str) -> bool:
+    """Whether a target's feature string has the AMX tile and bf16 units."""
+    return set(AMX_FEATURES) <= set(features.split(","))
+
+
+def blocking_for(features: str, cpuid: tuple[str, int, int] | None = None) -> Blocking:
+    """Register tile for the host: accumulators + loads must fit the register file; bf16's
+    vector path from BF16_VECTOR_PATH by the host's CPUID where it is listed."""
     feats = set(features.split(","))
     if "+avx512f" in feats:
+        dot = "+avx512bf16" in feats and BF16_VECTOR_PATH.get(cpuid, "vdpbf16ps") == "vdpbf16ps"
         # 16 acc + 2 b + broadcasts of 32 zmm
-        return Blocking(vw=16, mr=8, nv=2, bf16dot="+avx512bf16" in feats)
+        return Blocking(vw=16, mr=8, nv=2, bf16dot=dot, amx=has_amx(features))
     if "+avx" in feats:
         return Blocking(vw=8, mr=6, nv=2)  # 12 acc + 2 b + 1 broadcast of 16 ymm
     return Blocking(vw=4, mr=4, nv=2)
@@ -131,18 +156,24 @@ def _edge(b: ll.IRBuilder, fn: ll.Function, i_lo, i_hi, j_lo, j_hi) -> None:
     counted_loop(b, i_lo, i_hi, _c(1), row, name="edge.i")
 
 
-def define_matmul(module: ll.Module, blk: Blocking) -> ll.Function:
-    """void NAME(ptr acc, ptr a, ptr b, i64 M, i64 N, i64 K), internal linkage."""
-    if NAME in module.globals:
-        return module.globals[NAME]
+def matmul_function(module: ll.Module, name: str) -> tuple[ll.Function, ll.IRBuilder]:
+    """A new internal `void name(ptr noalias acc, ptr noalias a, ptr noalias b, i64 M,
+    i64 N, i64 K)` (every matmul kernel's signature) and a builder at its entry."""
     fnty = ll.FunctionType(ll.VoidType(), [PTR, PTR, PTR, I64, I64, I64])
-    fn = ll.Function(module, fnty, name=NAME)
+    fn = ll.Function(module, fnty, name=name)
     fn.linkage = "internal"
     for arg, nm in zip(fn.args, ("acc", "a", "b", "m", "n", "k"), strict=True):
         arg.name = nm
     for arg in fn.args[:3]:
         arg.add_attribute("noalias")
-    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    return fn, ll.IRBuilder(fn.append_basic_block("entry"))
+
+
+def define_matmul(module: ll.Module, blk: Blocking) -> ll.Function:
+    """void NAME(ptr acc, ptr a, ptr b, i64 M, i64 N, i64 K), internal linkage."""
+    if NAME in module.globals:
+        return module.globals[NAME]
+    fn, b = matmul_function(module, NAME)
     _acc, _a, _b, m, n, _k = fn.args
     mb = b.sub(m, b.srem(m, _c(blk.mr)))
     nb = b.sub(n, b.srem(n, _c(blk.nr)))
