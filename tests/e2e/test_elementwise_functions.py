@@ -82,8 +82,17 @@ def check_accuracy(name: str, x: np.ndarray, got: np.ndarray, bound) -> float:
 ROWS, COLS = 8, 128  # one instance maps one [8, 128] tile (a TMA box on the GPUs)
 
 
+# Kernels written with the functions, by name (any other name `f` is `f(a)`).
+FORMS = {
+    "gelu_tanh": "a * 0.5 * (tanh((a + a * a * a * 0.044715) * 0.7978845608) + 1.0)",
+    "gelu_erf": "a * 0.5 * (erf(a * 0.7071067812) + 1.0)",
+    "silu": "a * sigmoid(a)",
+}
+
+
 def kernel(name: str, elem: str = "f32", rows: int = ROWS, cols: int = COLS) -> str:
-    """y = name(x) over an [m, cols] tensor, one instance per `rows` rows."""
+    """y = name(x) (or FORMS[name]) over an [m, cols] tensor, one instance per `rows`
+    rows."""
     t = f"Tensor<{elem}, [m, {cols}]>"
     view = f"[r .. r + {rows}, 0 .. {cols}]"
     return (
@@ -91,7 +100,7 @@ def kernel(name: str, elem: str = "f32", rows: int = ROWS, cols: int = COLS) -> 
         f"    where m % {rows} == 0, instances() == m / {rows} {{\n"
         f"  let r = instance() * {rows};\n"
         f"  let a = transfer(x{view}, Memory::VMEM);\n"
-        f"  transfer({name}(a), y{view});\n}}\n"
+        f"  transfer({FORMS.get(name, f'{name}(a)')}, y{view});\n}}\n"
     )
 
 
@@ -148,10 +157,12 @@ def test_tpu_lowering_is_one_math_op_each_and_libtpu_compiles_it():
     assert "arith.select" in text and "arith.divf" in text  # sigmoid's stable form
 
 
-def half_runner(target: str, elem: str, tmp_path) -> Callable[[str, np.ndarray], np.ndarray]:
+def half_runner(
+    target: str, elem: str, tmp_path, names=FUNCTIONS
+) -> Callable[[str, np.ndarray], np.ndarray]:
     """name, flat inputs -> outputs on `target`: natively, interpreted, or simulated."""
     if target == "cpu":
-        art = _build("".join(kernel(n, elem) for n in FUNCTIONS), tmp_path)
+        art = _build("".join(kernel(n, elem) for n in names), tmp_path)
         return lambda name, x: run(art, name, x)
     if target == "tpu":
 
@@ -283,3 +294,26 @@ def test_abs_rsqrt_log_on_f64_tiles_are_f64_accurate(tmp_path):
         got = run(art, name, x)
         assert got.dtype == np.float64
         assert np.all(np.abs(got - ref) <= 1.5 * np.spacing(np.abs(ref))), name
+
+
+@pytest.mark.parametrize("target", ["cpu", "tpu", "b200", "h100"])
+def test_gelu_and_silu_match_numpy_on_every_target(tmp_path, target):
+    """The activations users write first, from the functions: within the functions' bound
+    (tanh.approx's relative 2^-11 on the GPUs, a few f32 ulp elsewhere) of f64 numpy."""
+    compute = half_runner(target, "f32", tmp_path, names=FORMS)
+    x = np.random.default_rng(8).uniform(-6.0, 6.0, ROWS * COLS).astype(np.float32)
+    x[:6] = [0.0, -0.0, 1e-20, -30.0, 30.0, np.nan]
+    x64 = x.astype(np.float64)
+    want = {
+        "gelu_tanh": 0.5 * x64 * (1 + np.tanh(np.sqrt(2 / np.pi) * (x64 + 0.044715 * x64**3))),
+        "gelu_erf": 0.5 * x64 * (1 + _erf(x64 / np.sqrt(2))),
+        "silu": x64 / (1 + np.exp(-x64)),
+    }
+    # relative to |x| (the activation is x times a factor in [0, 1] with that error), plus
+    # the f32 rounding of 1 + f near f = -1 (an ulp of 1 times |x| <= 6: under 1e-6)
+    rel = 2.0**-11 if target in GPU_TARGETS else 2.0**-20
+    for name, ref in want.items():
+        got = compute(name, x).astype(np.float64)
+        assert np.isnan(got[5]) and got[0] == 0.0, name
+        err = np.abs(got - ref)[6:]
+        assert np.all(err <= rel * np.abs(x64[6:]) + 1e-6), name
