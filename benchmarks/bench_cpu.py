@@ -297,7 +297,7 @@ def gemm_size(size: int, kernels: dict, dot, repeat: int) -> None:
     fns = {
         name: (
             lambda kern=kern, c=outs[name], x=inputs[kern.params[3]["dtype"]]: kern.launch(
-                grid, m, n, k, *x, c, threads=2
+                m, n, k, *x, c, threads=2, instances=grid
             )
         )
         for name, kern in kernels.items()

@@ -246,7 +246,7 @@ def _gemm_on_amx_target(tmp_path: Path):
 def _run_gemm(kernel, m: int, n: int, k: int) -> None:
     a, b, _ = _inputs(m, n, k, seed=7)
     c = np.zeros((m, n), np.float32)
-    kernel.launch((m // 128) * (n // 128), m, n, k, a, b, c)
+    kernel.launch(m, n, k, a, b, c, instances=(m // 128) * (n // 128))
     _assert_product(c, np.zeros_like(c), a, b)
 
 
@@ -382,7 +382,7 @@ def test_the_pipelines_amx_sites_run_gemm_epilogue(tmp_path, soft_amx):
     kernel = soft_amx("gemm_epilogue", tmp_path)
     m, n, k = 256, 384, 256
     a, b, bias, c = gemm_epilogue_inputs((m, n, k))
-    kernel.launch((m // 128) * (n // 128), m, n, k, a, b, bias, c)
+    kernel.launch(m, n, k, a, b, bias, c, instances=(m // 128) * (n // 128))
     assert_gemm_epilogue(a, b, bias, c)
 
 
@@ -421,7 +421,7 @@ def test_gemm_epilogue_runs_on_amx(tmp_path, monkeypatch):
     _on_amx(kernel)
     m, n, k = 256, 384, 256
     a, b, bias, c = gemm_epilogue_inputs((m, n, k))
-    kernel.launch((m // 128) * (n // 128), m, n, k, a, b, bias, c)
+    kernel.launch(m, n, k, a, b, bias, c, instances=(m // 128) * (n // 128))
     assert_gemm_epilogue(a, b, bias, c)
 
 

@@ -10,6 +10,7 @@ lowers them to."""
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 
 import ml_dtypes
@@ -22,6 +23,10 @@ from vxc.backends.nvidia import ptx_text, ptxsim
 from vxc.targets import TARGETS
 
 N = 2**20  # inputs per function
+# The slow simulator test's share of them: all 2^20 for the figures of LANGUAGE.md 9
+# (VX_SIMULATED_INPUTS=1048576, about 15 minutes); the suite takes 2^16 (about 20 s a
+# function on a loaded 2-core host), so the PTX simulator's share of a CI run stays small.
+SIMULATED = int(os.environ.get("VX_SIMULATED_INPUTS", 2**16))
 TINY = np.finfo(np.float32).tiny
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -108,7 +113,7 @@ def run(art, name: str, x: np.ndarray, rows: int = ROWS, cols: int = COLS) -> np
     """`name` over the flat inputs `x` (a multiple of rows x cols of them)."""
     x2 = x.reshape(-1, cols)
     y = np.full_like(x2, np.nan)
-    getattr(art, f"k_{name}").launch(len(x2) // rows, len(x2), x2, y)
+    getattr(art, f"k_{name}").launch(len(x2), x2, y, instances=len(x2) // rows)
     return y.ravel()
 
 
@@ -270,8 +275,8 @@ def test_nvidia_simulator_within_the_documented_error(target, name):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
-def test_nvidia_simulator_within_the_documented_error_over_2_20_inputs(name):
-    x = samples(name, np.random.default_rng(35))
+def test_nvidia_simulator_within_the_documented_error_at_scale(name):
+    x = samples(name, np.random.default_rng(35))[:SIMULATED]
     check_nvidia(name, x, simulate("b200", name, x))
 
 
