@@ -22,8 +22,9 @@ as `uint16` arrays holding the raw bits.
 `kernel.variants` names the paths its `matmul_acc` sites were compiled to (the manifest's
 `variants`: `amx`, `avx512bf16`, `f32`); where one is `amx`, `kernel.amx` is the object's
 own answer at load (`K__vx_amx()`): 1 if they run on AMX here, 0 if the OS refused the
-tile state (a RuntimeWarning says so; they run the vector path), -1 if VX_CPU_VARIANT
-named another variant (docs/DESIGN.md, "bf16 `matmul_acc` on AMX").
+tile state (a RuntimeWarning says so; they run the vector path), -1 unless VX_CPU_VARIANT
+is `amx`: the AMX path is opt-in until it has run on AMX hardware (docs/DESIGN.md, "bf16
+`matmul_acc` on AMX").
 
 Outputs (`c: &mut Tensor<f32, [m, n]>`, LANGUAGE.md section 4.2) are arrays the caller
 allocates: writable, C-contiguous, of the declared dtype and shape, written in place
@@ -411,8 +412,8 @@ class Artifact:
 
     def _variants(self, variants: Mapping[str, list[str]]) -> None:
         """Each kernel's matmul paths (`kernel.variants`, from the manifest) and, where one is
-        AMX, whether it runs here (`kernel.amx`: 1 on AMX, 0 refused by the OS, -1 turned
-        off by VX_CPU_VARIANT; the query asks the OS once per process, amx.py). A refusal
+        AMX, whether it runs here (`kernel.amx`: 1 on AMX, 0 refused by the OS, -1 unless
+        VX_CPU_VARIANT=amx opts in; the query asks the OS once per process, amx.py). A refusal
         is said: the kernel runs, on its vector path, at a fraction of the speed."""
         for name, kernel in self.kernels.items():
             kernel.variants = tuple(variants.get(name, ()))

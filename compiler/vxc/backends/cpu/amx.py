@@ -43,7 +43,7 @@ BLOCK = 32  # the C block of 2 x 2 tiles, and the K step (one tile of A is 16 x 
 TILE_ROWS, TILE_BYTES = 16, 64  # every tile of the kernel (palette 1's largest)
 C_TILES, A_TILES, B_TILES = (0, 1, 2, 3), (4, 5), (6, 7)  # C tile 2r + c is rows r, cols c
 SYS_ARCH_PRCTL, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 158, 0x1023, 18
-VARIANT_ENV = "VX_CPU_VARIANT"  # set to anything but `amx`: the vector path runs instead
+VARIANT_ENV = "VX_CPU_VARIANT"  # `amx` opts in to the AMX path; unset or else: the vector path
 READY = "__vx_amx_ready"
 
 
@@ -201,8 +201,10 @@ GRANTED, REFUSED, FORCED_OFF = 1, 2, 3  # the process's answer, kept once asked 
 
 
 def _wants_amx(b: ll.IRBuilder, module: ll.Module) -> ll.Value:
-    """i1: VX_CPU_VARIANT is unset or says `amx` (any other value keeps the vector path,
-    for tests and benchmarks)."""
+    """i1: VX_CPU_VARIANT says `amx`. The AMX path is opt-in until it has run on AMX
+    hardware (it was written and checked on hosts without AMX, through the instructions'
+    documented semantics: tests/e2e/test_amx.py); unset or any other value keeps the
+    vector path, which is measured and tested everywhere."""
     getenv = _callee(module, "getenv", PTR, [PTR])
     value = b.call(getenv, [_cstring(module, "__vx_variant_env", VARIANT_ENV)])
     unset = b.icmp_unsigned("==", value, ll.Constant(PTR, None))
@@ -217,7 +219,7 @@ def _wants_amx(b: ll.IRBuilder, module: ll.Module) -> ll.Value:
     b.branch(join)
     b.position_at_end(join)
     wants = b.phi(I1)
-    wants.add_incoming(ll.Constant(I1, 1), before)
+    wants.add_incoming(ll.Constant(I1, 0), before)
     wants.add_incoming(named, compare)
     return wants
 

@@ -44,8 +44,8 @@ LAUNCH_DOC = [
 AMX_DOC = [
     "/* {name} was built for AMX: {name}__vx_amx() is 1 where its matmuls run on the tile",
     " * units, 0 where the OS refused this process the tile state (they run the vector",
-    " * path), -1 where VX_CPU_VARIANT names another variant than amx. Whichever comes",
-    " * first, this call or a matmul of the kernel, asks the OS, once per process",
+    " * path), -1 unless VX_CPU_VARIANT=amx opts in (unverified on AMX hardware). Whichever",
+    " * comes first, this call or a matmul of the kernel, asks the OS, once per process",
     " * (arch_prctl, through syscall). */",
 ]
 
