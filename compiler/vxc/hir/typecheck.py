@@ -144,16 +144,14 @@ class TypeChecker(StmtVisitor):
             if d.const_params and d.body is not None and n not in helpers
         ]
         known = sorted({c.name for d in entries for c in d.const_params})
+        at = entries or list(self.fns.values())  # the first generic entry, else any function
+        if not at:
+            return  # no function at all: nothing to name, and nothing is built
         for name in sorted(set(self.entry_consts) - set(known)):
-            where = entries[0].name_span if entries else None
-            if where is None and self.fns:
-                where = next(iter(self.fns.values())).name_span
-            if where is None:
-                continue  # no function at all: nothing to name, and nothing is built
             self.sink.emit(
                 "E0111",
                 f"`--const {name}=...` names no const parameter of a kernel entry",
-                where,
+                at[0].name_span,
                 notes=[
                     "the kernel entries' const parameters: "
                     + (", ".join(f"`{k}`" for k in known) if known else "none")
