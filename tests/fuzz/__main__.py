@@ -118,7 +118,8 @@ def run(
             elif msg[0] == "done":
                 idx, st, err, wall, seconds, refused = msg[1:]
                 if len(current[2]) < HANG_LIMIT_BYTES:
-                    worst["cpu"] = max(worst["cpu"], seconds)
+                    if seconds > worst["cpu"]:  # kept to read: the next hang's likeliest kind
+                        worst["cpu"], worst["input"] = seconds, current
                     worst["wall"] = max(worst["wall"], wall)
                 _, how, data, machine = current
                 done += 1
@@ -146,6 +147,9 @@ def run(
                 i += chunk
                 break
     elapsed = time.perf_counter() - t_start
+    if "input" in worst:
+        idx, how, data, machine = worst["input"]
+        _save(save, "slowest", idx, how, data, f"{worst['cpu']:.2f} s CPU", machine)
     return {
         "count": done,
         "seconds": elapsed,

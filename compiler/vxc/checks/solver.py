@@ -34,14 +34,27 @@ DECIDE_RLIMIT = 5_000_000
 # a time in 0.3 s), and a Vec index's proofs (in bounds: the run-time check is dropped;
 # out of bounds for every value: E6041; neither: the run-time check stays).
 SHORTCUT_RLIMIT = 1_000_000
+# All the `decide` queries of one function together (`Solver.begin_function`): past it
+# each query gets only AFTER_FUNCTION_RLIMIT, and one it does not decide there is
+# reported as not proved, never passed. Each obligation's budget bounds its own cost, not a
+# function's: a fuzzed attention with two undecidable views spent 2 x 5 M units (5.5 s
+# of CPU, a hang to the fuzzer). The shipped kernels and golden cases spend 3.4 M at
+# most (E6041_division_min_by_minus_one; the kernels 2 M, stream_grid.vx's two Vec
+# indices that keep their run-time checks; tests/checks/test_solver_budget.py).
+FUNCTION_RLIMIT = 6_000_000
+# What each query of a function gets once the function's budget is spent: the easy
+# proofs still pass (the view bounds z3 proves in a few thousand units), the hard ones
+# are reported undecided at this cost each.
+AFTER_FUNCTION_RLIMIT = 100_000
 # An obligation asked in several forms (a race: without the wrapping `where` clauses, with
 # equations eliminated or not, then with every fact) spends one budget over all of them
 # (`Solver.shared_budget`), where each form had a whole budget: an undecidable race cost
 # three (2.7 s of CPU for one mutant of gemm_epilogue.vx) before it said so. The first
-# forms are quick proof attempts and get a share each (3/10 of it: 1.5 M; the kernels'
-# decided attempts take 0.21 M units at most); the forms after them, the one with every
-# fact first, get what is left in turn (2 M and more: E6042_ok_heads_exact_where is
-# proved there in 0.59 M when both attempts give up).
+# forms are quick proof attempts and get a share each (1/10 of it: 0.5 M, where the
+# kernels' decided attempts take 0.21 M units at most; it was 3/10, and a race both
+# attempts give up on spent 3 M units, 0.6 s, before the form that decides it); the forms
+# after them, the one with every fact first, get what is left in turn (4 M and more:
+# E6042_ok_heads_exact_where is proved there in 0.59 M when both attempts give up).
 # A failing view bound's counterexample, asked before its proof attempts
 # (`SeamChecker._quick_answer`): the fuzzed bounds that fail are found in 3 k-460 k units;
 # a bound this does not decide is asked in the forms above as before, so it adds at most
@@ -112,10 +125,16 @@ class Undecided(Exception):
 
 
 class Solver:
-    def __init__(self, rlimit: int = RLIMIT) -> None:
+    def __init__(self, rlimit: int = RLIMIT, function_rlimit: int = FUNCTION_RLIMIT) -> None:
         self.rlimit = rlimit
         self.stats = SolverStats()
         self._fresh = 0
+        self.function_rlimit = function_rlimit
+        self.function_left = function_rlimit
+
+    def begin_function(self) -> None:
+        """A function's obligations start with the whole of `FUNCTION_RLIMIT`."""
+        self.function_left = self.function_rlimit
 
     def fresh_name(self, base: str) -> str:
         self._fresh += 1
@@ -123,9 +142,9 @@ class Solver:
 
     def shared_budget(self, attempts: int, rlimit: int = DECIDE_RLIMIT) -> Budget:
         """One budget for the forms of one obligation, asked in order: pass it to each
-        `decide` of them. The first `attempts` forms get 3/10 of it each at most (after
-        two, the next form has at least 2/5)."""
-        return Budget(rlimit, rlimit * 3 // 10, attempts)
+        `decide` of them. The first `attempts` forms get 1/10 of it each at most (after
+        two, the next form has at least 4/5)."""
+        return Budget(rlimit, rlimit // 10, attempts)
 
     def decide(
         self,
@@ -146,8 +165,9 @@ class Solver:
 
         if budget is not None:
             rlimit = budget.grant(rlimit)
-            if rlimit <= 0:
-                return ("unknown", None)
+        rlimit = min(rlimit, max(self.function_left, AFTER_FUNCTION_RLIMIT))
+        if rlimit <= 0:
+            return ("unknown", None)
 
         # A solver of its own, not a scope of the shared one: z3 runs a pushed solver in
         # incremental mode, without the preprocessing its nonlinear core needs (the gemm
@@ -175,6 +195,7 @@ class Solver:
         self._count(time.perf_counter() - start)
         if budget is not None:
             budget.left -= min(spent, rlimit)
+        self.function_left -= min(spent, rlimit)
         return verdict, model
 
     def _count(self, took: float) -> None:
