@@ -457,6 +457,14 @@ class Kernel:
 
         return jax_ffi.to_jax(self, instances=instances, threads=threads)
 
+    def to_torch(self, *, instances: int | None = None, threads: int = 0) -> Any:
+        """This cpu kernel as a function of torch tensors: a `torch.library.custom_op`
+        on the tensors' own memory, traced by `torch.compile` (docs/FRAMEWORKS.md,
+        `vxc.frameworks.torch_op`); `instances` and `threads` as in `to_jax`."""
+        from vxc.frameworks import torch_op
+
+        return torch_op.to_torch(self, instances=instances, threads=threads)
+
     @property
     def exported(self) -> Any:
         """A tpu kernel's `jax.export.Exported`, to call inside your own `jax.jit`."""

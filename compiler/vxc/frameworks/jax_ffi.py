@@ -37,16 +37,15 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vxc.frameworks import handler, where
+from vxc.frameworks import calls, handler
 from vxc.frameworks.handler import Layout
-from vxc.runtime import ArgumentError, LaunchError, _dtype
-from vxc.status import STATUS
+from vxc.runtime import ArgumentError, _dtype
 
 if TYPE_CHECKING:
     from vxc.pyapi import Kernel
@@ -82,49 +81,19 @@ def register(kernel: Kernel, lay: Layout) -> tuple[str, Path]:
 
 def to_jax(kernel: Kernel, *, instances: int | None = None, threads: int = 0) -> JaxKernel:
     """The kernel as a function of jax.Arrays (see the module docstring)."""
-    if kernel.target != "cpu":
-        raise NotImplementedError(
-            f"to_jax() calls cpu kernels; a {kernel.target} kernel is not supported yet "
-            "(docs/FRAMEWORKS.md)"
-        )
-    lay = handler.layout(kernel.spec)
-    if not lay.mutable and not lay.results:
-        raise ValueError(f"{kernel.name}: has no `&mut` tensor and no result: nothing to return")
-    for what, v, low in (("instances", instances, 1), ("threads", threads, 0)):
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < low):
-            raise ValueError(f"{kernel.name}: {what} must be an integer >= {low}, got {v!r}")
+    lay, grid = calls.validate(kernel, instances, threads, "to_jax")
     requires = list(kernel.spec.get("requires", []))
-    grid = where.instances_expr(requires, set(lay.shape_params))
-    if instances is None and grid is None:
-        raise TypeError(
-            f"{kernel.name}: its `where` clause does not give instances() from the shapes "
-            "(no `instances() == E` over shape parameters); pass to_jax(instances=N)"
-        )
     target, path = register(kernel, lay)
-    return JaxKernel(kernel.name, lay, requires, target, path, instances, threads, grid)
-
-
-@dataclass
-class _Bound:
-    """One call's arguments: arrays and scalars by parameter, shape parameters given."""
-
-    values: dict[str, Any] = field(default_factory=dict)
-    shapes: dict[str, int] = field(default_factory=dict)
+    return JaxKernel(kernel.name, lay, requires, instances, threads, grid, target, path)
 
 
 @dataclass(eq=False)  # hashed by identity: jax.jit keys its cache by the function
-class JaxKernel:
+class JaxKernel(calls.FrameworkCall):
     """A cpu kernel as a jax function; `target` is its FFI target, `library` its
     handler. Call it as the module docstring says."""
 
-    name: str
-    layout: Layout
-    requires: list[str]
-    target: str
-    library: Path
-    instances: int | None
-    threads: int
-    grid: Any  # the parsed `E` of `instances() == E`, or None
+    target: str = ""
+    library: Path | None = None
 
     def __repr__(self) -> str:
         names = ", ".join(p["name"] for p in self.layout.operands)
@@ -138,33 +107,8 @@ class JaxKernel:
         outs = self._ffi(sizes, n)(*operands)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    # -- arguments -----------------------------------------------------------------------
-    def _bind(self, args: tuple, kwargs: dict) -> _Bound:
-        names = [p["name"] for p in self.layout.operands]
-        if len(args) > len(names):
-            raise TypeError(f"{self!r} takes {len(names)} arguments, got {len(args)}")
-        bound = _Bound(dict(zip(names, args, strict=False)))
-        for k, v in kwargs.items():
-            if k in self.layout.shape_params:
-                bound.shapes[k] = int(v)
-            elif k not in names:
-                raise TypeError(f"{self!r}: no parameter '{k}'")
-            elif k in bound.values:
-                raise TypeError(f"{self!r}: '{k}' given twice")
-            else:
-                bound.values[k] = v
-        mutable = {p["name"] for p in self.layout.mutable}
-        missing = [n for n in names if n not in bound.values and n not in mutable]
-        if missing:
-            raise TypeError(f"{self!r}: missing {missing}")
-        for p in self.layout.params:
-            if p["kind"] == "tensor" and p["name"] in bound.values:
-                bound.values[p["name"]] = self._array(p, bound.values[p["name"]])
-        return bound
-
     def _array(self, p: dict, value: Any) -> Any:
-        """`value` as an array of `p`'s dtype, rank and static dimensions (no casts: a
-        wrong dtype is the caller's to fix, as in `Kernel.launch`)."""
+        """`value` as a jax array (a Python or numpy value is converted), checked."""
         import jax.numpy as jnp
 
         who = f"{self.name}: argument '{p['name']}'"
@@ -175,72 +119,10 @@ class JaxKernel:
                 f"{who} has symbolic dimension(s) {symbolic}: to_jax() needs concrete "
                 "shapes (export with one shape per call)"
             )
-        want = _dtype(p["dtype"], who)
-        if np.dtype(a.dtype) != want:
-            raise ArgumentError(f"{who} must have dtype {want}, got {a.dtype}")
-        shape = p["shape"]
-        dims = p.get("dims") or [""] * len(shape)
-        shown = ", ".join(
-            n or ("?" if d is None else str(d)) for n, d in zip(dims, shape, strict=True)
-        )
-        if len(a.shape) != len(shape) or any(
-            d is not None and d != s for d, s in zip(shape, a.shape, strict=True)
-        ):
-            raise ArgumentError(f"{who} must have shape ({shown}), got {tuple(a.shape)}")
+        self._check_array(p, tuple(a.shape), np.dtype(a.dtype))
         return a
 
-    def _sizes(self, bound: _Bound) -> dict[str, int]:
-        """Each shape parameter's value, from the first array that names it; another
-        array or a given value that disagrees is an ArgumentError naming both."""
-        sizes: dict[str, int] = {}
-        seen: dict[str, str] = {}
-        for p in self.layout.params:
-            a = bound.values.get(p["name"])
-            if p["kind"] != "tensor" or a is None:
-                continue
-            for i, name in enumerate(p.get("dims", [])):
-                if not name:
-                    continue
-                size = int(a.shape[i])
-                here = f"argument '{p['name']}' dimension {i} (shape {tuple(a.shape)})"
-                if name in sizes and sizes[name] != size:
-                    raise ArgumentError(
-                        f"{self.name}: shape parameter '{name}' is {sizes[name]} from "
-                        f"{seen[name]} but {size} from {here}"
-                    )
-                sizes.setdefault(name, size)
-                seen.setdefault(name, here)
-        for name, given in bound.shapes.items():
-            if name in sizes and sizes[name] != given:
-                raise ArgumentError(
-                    f"{self.name}: shape parameter '{name}' = {given} was given, but "
-                    f"{seen[name]} makes it {sizes[name]}"
-                )
-            sizes.setdefault(name, given)
-        missing = [s for s in self.layout.shape_params if s not in sizes]
-        if missing:
-            raise ArgumentError(
-                f"{self.name}: shape parameter(s) {missing} are named only by `&mut` "
-                "arguments left out: pass the array or the size by keyword"
-            )
-        return sizes
-
-    def _count(self, sizes: dict[str, int]) -> int:
-        """The instance count, after the `where` clauses the shapes decide hold."""
-        n = self.instances if self.instances is not None else where.value(self.grid, sizes)
-        bad = where.broken(self.requires, {**sizes, where.INSTANCES: n})
-        if n < 1 or bad:
-            values = ", ".join(f"{k} = {v}" for k, v in sizes.items())
-            why = " and ".join(bad) if bad else "instances() >= 1"
-            raise LaunchError(
-                self.name,
-                STATUS["VX_ERR_WHERE"],
-                "VX_ERR_WHERE",
-                f" (at trace time: {why} is false for {values}, instances() = {n})",
-            )
-        return n
-
-    def _operand(self, p: dict, bound: _Bound, sizes: dict[str, int]) -> Any:
+    def _operand(self, p: dict, bound: calls.Bound, sizes: dict[str, int]) -> Any:
         """The operand of parameter `p`: its array, zeros for a `&mut` left out, a 0-d
         array for a scalar."""
         import jax.numpy as jnp
@@ -252,12 +134,6 @@ class JaxKernel:
         if p["name"] in bound.values:
             return bound.values[p["name"]]
         return jnp.zeros(self._shape(p, sizes), dtype)
-
-    def _shape(self, p: dict, sizes: dict[str, int]) -> tuple[int, ...]:
-        dims = p.get("dims") or [""] * len(p["shape"])
-        return tuple(
-            d if d is not None else sizes[n] for d, n in zip(p["shape"], dims, strict=True)
-        )
 
     # -- the call ------------------------------------------------------------------------
     def _results(self, sizes: dict[str, int], n: int, batch: tuple[int, ...] = ()) -> list[Any]:
