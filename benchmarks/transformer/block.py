@@ -65,17 +65,19 @@ def inputs(s: int, d: int, seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((s, d), np.float32)
 
 
-def kernels(framework: str, s: int, d: int) -> dict[str, Any]:
-    """The block's kernels as `to_jax` or `to_torch` functions (`framework`). The attention
-    kernel's `where` clause gives its instance count from `h` and `s`, scalars rather than
-    shapes, so it is given here: one instance per head and 128 queries."""
+def kernels(framework: str, s: int, d: int, target: str = "cpu") -> dict[str, Any]:
+    """The block's kernels for `target` as `to_jax` or `to_torch` functions (`framework`).
+    The attention kernel's `where` clause gives its instance count from `h` and `s`,
+    scalars rather than shapes, so it is given here: one instance per head and 128
+    queries."""
     files = {
         "layernorm": HERE / "layernorm.vx",
         "gemm": ROOT / "kernels" / "gemm.vx",
         "gemm_gelu": HERE / "gemm_gelu.vx",
     }
-    out = {name: getattr(vxc.compile(path), f"to_{framework}")() for name, path in files.items()}
-    attention = getattr(vxc.compile(ROOT / "kernels" / "attention.vx"), f"to_{framework}")
+    convert = f"to_{framework}"
+    out = {n: getattr(vxc.compile(f, target=target), convert)() for n, f in files.items()}
+    attention = getattr(vxc.compile(ROOT / "kernels" / "attention.vx", target=target), convert)
     out["attention"] = attention(instances=d // HEAD * (s // 128))
     return out
 

@@ -449,10 +449,16 @@ class Kernel:
             raise LaunchError(self.name, e.status, code, f" (where {where})") from None
 
     def to_jax(self, *, instances: int | None = None, threads: int = 0) -> Any:
-        """This cpu kernel as a function of jax.Arrays, usable under `jax.jit`, `jax.vmap`
-        and `jax.export`: an XLA FFI custom call into its object (docs/FRAMEWORKS.md,
-        `vxc.frameworks.jax_ffi`). `instances` is needed only when the `where` clause
-        does not give the count from the shapes; `threads` bounds the kernel's pool."""
+        """This kernel as a function of jax.Arrays, usable under `jax.jit`: on the cpu an
+        XLA FFI custom call into its object (also under `jax.vmap` and `jax.export`,
+        `vxc.frameworks.jax_ffi`), on the tpu its export's Mosaic call
+        (`vxc.frameworks.jax_tpu`); docs/FRAMEWORKS.md. `instances` is needed only when
+        the `where` clause does not give the count from the shapes; `threads` bounds the
+        cpu kernel's pool."""
+        if self.target == "tpu" and not self.interpret:
+            from vxc.frameworks import jax_tpu
+
+            return jax_tpu.to_jax(self, instances=instances)
         from vxc.frameworks import jax_ffi
 
         return jax_ffi.to_jax(self, instances=instances, threads=threads)

@@ -1,7 +1,7 @@
 """The transformer block of benchmarks/transformer/block.py (issue 36): its vxc kernels
 called from one `jax.jit` through `to_jax()` and from `torch.compile(fullgraph=True)`
 through `to_torch()` equal the same block in each framework's own ops to bf16 rounding;
-the block's two new kernels (a layer norm, a GELU GEMM) check clean and build on every
+the same block for the tpu compiles ahead of time for a v5e; the block's two new kernels (a layer norm, a GELU GEMM) check clean and build on every
 target."""
 
 from __future__ import annotations
@@ -54,6 +54,22 @@ def test_the_torch_block_equals_torch_under_torch_compile():
     want = block.torch_reference(w)(x).numpy()
     _close(eager(x).numpy(), want)
     _close(compiled(x).numpy(), want)
+
+
+@pytest.mark.slow
+def test_the_same_block_for_tpu_compiles_ahead_of_time_for_v5e():
+    import jax
+    import jax.numpy as jnp
+
+    from vxc.backends.tpu import aot
+
+    w = block.weights(D)
+    f = jax.jit(block.jax_block(block.kernels("jax", S, D, target="tpu"), w))
+    sharding = jax.sharding.SingleDeviceSharding(aot.topology("v5e").devices[0])
+    x = jax.ShapeDtypeStruct((S, D), jnp.float32, sharding=sharding)
+    text = f.trace(x).lower().compile().as_text()
+    # two layer norms, four GEMMs (one with the GELU), the attention: one executable
+    assert text.count('custom_call_target="tpu_custom_call"') == 7
 
 
 @pytest.mark.parametrize("kernel", ["layernorm.vx", "gemm_gelu.vx"])

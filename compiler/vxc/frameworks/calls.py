@@ -142,13 +142,15 @@ class FrameworkCall:
             )
         return sizes
 
-    def _count(self, sizes: dict[str, int], instances: int | None = None) -> int:
+    def _count(self, sizes: dict[str, int], instances: int | None = None) -> int | None:
         """The instance count (`instances`, else the call's option, else the one the
         `where` clause gives), after the `where` clauses the shapes decide hold."""
         n = instances if instances is not None else self.instances
-        n = n if n is not None else where.value(self.grid, sizes)
-        bad = where.broken(self.requires, {**sizes, where.INSTANCES: n})
-        if n < 1 or bad:
+        if n is None and self.grid is not None:
+            n = where.value(self.grid, sizes)
+        # None: a grid the call does not know (a tpu export computes its own)
+        bad = where.broken(self.requires, {**sizes, **({} if n is None else {where.INSTANCES: n})})
+        if (n is not None and n < 1) or bad:
             values = ", ".join(f"{k} = {v}" for k, v in sizes.items())
             why = " and ".join(bad) if bad else "instances() >= 1"
             raise LaunchError(
