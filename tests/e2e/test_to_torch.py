@@ -122,6 +122,21 @@ def test_a_non_contiguous_mut_tensor_is_refused(softmax):
         softmax(x, y)
 
 
+def test_a_tensor_that_requires_grad_is_refused_outside_no_grad(softmax):
+    x = torch.randn(8, 128, requires_grad=True)
+    with pytest.raises(ArgumentError, match="require grad, and a vxc kernel has no backward"):
+        softmax(x)
+    with torch.no_grad():
+        torch.testing.assert_close(softmax(x), torch.softmax(x, 1))
+
+
+def test_torch_compile_with_dynamic_shapes(softmax):
+    f = torch.compile(lambda x: softmax(x) * 2, dynamic=True, fullgraph=True)
+    for m in (16, 32, 64):
+        x = torch.randn(m, 256)
+        torch.testing.assert_close(f(x), torch.softmax(x, 1) * 2)
+
+
 def test_other_targets_say_not_yet():
     k = vxc.compile(KERNELS / "softmax.vx", target="b200")
     with pytest.raises(NotImplementedError, match="to_torch\\(\\) calls cpu kernels"):

@@ -155,7 +155,16 @@ class TorchKernel(calls.FrameworkCall):
         return f"<vxc to_torch {self.name}({names}) -> torch.ops.{self.op._qualname}>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        import torch
+
         bound = self._bind(args, kwargs, check=False)
+        if torch.is_grad_enabled():
+            grads = [k for k, v in bound.values.items() if getattr(v, "requires_grad", False)]
+            if grads:  # no backward: a result without a grad_fn would drop the gradient
+                raise ArgumentError(
+                    f"{self.name}: {grads} require grad, and a vxc kernel has no backward; "
+                    "call it under torch.no_grad() (or pass detached tensors)"
+                )
         left_out = [p for p in self.layout.mutable if p["name"] not in bound.values]
         sizes = self._sizes(bound) if left_out else {}
         operands = [self._operand(p, bound, sizes) for p in self.layout.operands]
