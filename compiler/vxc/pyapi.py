@@ -144,7 +144,9 @@ def _compile(build: Build, kernel: str | None, key: str) -> Kernel:
     (manifest_name,) = (n for n in result.outputs if n.endswith(f".{build.target}.json"))
     for name, blob in result.outputs.items():
         (directory / name).write_bytes(blob)
-    return Kernel(build, directory / manifest_name, kernel, _param_dims(analysis))
+    return Kernel(
+        build, directory / manifest_name, kernel, _param_dims(analysis), _signatures(analysis)
+    )
 
 
 def _param_dims(analysis) -> dict[str, dict[str, tuple]]:
@@ -160,6 +162,38 @@ def _param_dims(analysis) -> dict[str, dict[str, tuple]]:
             for p in fn.params
             if isinstance(T.deref(p.ty), T.TensorT)
         }
+    return out
+
+
+def _signatures(analysis) -> dict[str, dict]:
+    """Per function, its parameters and results in the cpu manifest's form (name, kind,
+    dtype, shape with None for a named dimension, dims, const), from the source's types:
+    the layout the frameworks bind an interpreted kernel's arguments by, whatever the
+    target's manifest records. A parameter of another kind (a Vec) is kind "other"."""
+    from vxc.hir import nodes as H
+    from vxc.hir import types as T
+
+    def entry(name: str, ty, const: bool) -> dict:
+        t = T.deref(ty)
+        if isinstance(t, T.TensorT):
+            shape = [None if isinstance(d, str) else d for d in t.dims]
+            dims = [d if isinstance(d, str) else "" for d in t.dims]
+            return {"name": name, "kind": "tensor", "dtype": t.elem, "shape": shape,
+                    "dims": dims, "const": const}  # fmt: skip
+        if isinstance(t, T.Scalar):
+            dtype = "i1" if t == T.BOOL else t.name
+            return {"name": name, "kind": "scalar", "dtype": dtype, "shape": [], "const": True}
+        return {"name": name, "kind": "other", "dtype": "", "shape": [], "const": const}
+
+    out = {}
+    for name, fn in analysis.program.functions.items():
+        params = [
+            entry(p.name, p.ty, not (isinstance(p.ty, T.RefT) and p.ty.mutable)) for p in fn.params
+        ]
+        ret = T.deref(fn.ret)
+        results = [] if isinstance(ret, T.Void) else [entry("result", ret, True)]
+        requires = [H.show_expr(w) for w in fn.decl.where]  # as every manifest prints them
+        out[name] = {"params": params, "results": results, "requires": requires}
     return out
 
 
@@ -262,7 +296,12 @@ class Kernel:
     """
 
     def __init__(
-        self, build: Build, manifest: Path, name: str | None, dims: dict | None = None
+        self,
+        build: Build,
+        manifest: Path,
+        name: str | None,
+        dims: dict | None = None,
+        signatures: dict | None = None,
     ) -> None:
         import json
 
@@ -278,6 +317,9 @@ class Kernel:
             raise ValueError(f"{build.path} has no kernel '{name}' (kernels: {names})")
         self.name: str = name or names[0]
         self.dims: dict[str, tuple] = (dims or {}).get(self.name, {})
+        # the source's parameters and results (`_signatures`): what to_jax/to_torch bind
+        # an interpreted kernel's arguments by
+        self.signature_layout: dict | None = (signatures or {}).get(self.name)
         self.spec: dict = next(k for k in self.manifest["kernels"] if k["name"] == self.name)
         self._loaded: Any = None
 
@@ -455,7 +497,11 @@ class Kernel:
         (`vxc.frameworks.jax_tpu`); docs/FRAMEWORKS.md. `instances` is needed only when
         the `where` clause does not give the count from the shapes; `threads` bounds the
         cpu kernel's pool."""
-        if self.target == "tpu" and not self.interpret:
+        if self.target != "cpu" and self.interpret:
+            from vxc.frameworks import interpreted
+
+            return interpreted.to_jax(self, instances=instances)
+        if self.target == "tpu":
             from vxc.frameworks import jax_tpu
 
             return jax_tpu.to_jax(self, instances=instances)

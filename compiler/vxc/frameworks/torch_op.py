@@ -43,18 +43,39 @@ _SCHEMA_SCALAR = {"b": "bool", "i": "int", "u": "int", "f": "float", "V": "float
 
 
 def to_torch(kernel: Kernel, *, instances: int | None = None, threads: int = 0) -> TorchKernel:
-    """The kernel as a function of torch tensors (see the module docstring)."""
-    lay, grid = calls.validate(kernel, instances, threads, "to_torch")
-    requires = list(kernel.spec.get("requires", []))
+    """The kernel as a function of torch tensors (see the module docstring); an
+    interpreted tpu, b200 or h100 kernel runs in vxc's interpreter or simulator
+    (interpreted.py)."""
+    if kernel.target != "cpu" and kernel.interpret:
+        from vxc.frameworks import interpreted
+
+        lay, grid, requires = interpreted.validate(kernel, instances, "to_torch")
+
+        def runner(n: int, threads: int, named: dict) -> Any:
+            return kernel.launch(instances=n, **named)  # writes `&mut` arrays in place
+
+    else:
+        lay, grid = calls.validate(kernel, instances, threads, "to_torch")
+        requires = list(kernel.spec.get("requires", []))
+        artifact = kernel._artifact()  # loads the library and checks its ABI now
+
+        def runner(n: int, threads: int, named: dict) -> Any:
+            return artifact.launch(instances=n, threads=threads, **named)
+
     call = TorchKernel(kernel.name, lay, requires, instances, threads, grid)
-    call.op = _register(kernel, call)
+    call.op = _register(op_name(kernel), call, runner)
     return call
 
 
 def op_name(kernel: Kernel) -> str:
-    """`<kernel>_<digest of its object>`: two builds of one kernel are two ops."""
-    obj = kernel.manifest_path.parent / kernel.manifest["files"]["object"]
-    return f"{kernel.name}_{hashlib.sha256(obj.read_bytes()).hexdigest()[:16]}"
+    """`<kernel>_<digest>`: of the artifact's object on the cpu, else of everything the
+    build depends on (`Build.key`); two builds of one kernel are two ops."""
+    if kernel.target == "cpu":
+        obj = kernel.manifest_path.parent / kernel.manifest["files"]["object"]
+        digest = hashlib.sha256(obj.read_bytes()).hexdigest()
+    else:
+        digest = kernel.build.key(kernel.name)
+    return f"{kernel.name}_{digest[:16]}"
 
 
 def schema(lay: Layout) -> str:
@@ -74,16 +95,16 @@ def schema(lay: Layout) -> str:
     return f"({', '.join(args)}) -> {returns}"
 
 
-def _register(kernel: Kernel, call: TorchKernel) -> Any:
-    """The kernel's op, registered once per process. Both implementations check the call
-    (`_count`): the fake one while `torch.compile` traces (fake tensors carry shapes and
-    dtypes), the CPU one before the launch."""
+def _register(op: str, call: TorchKernel, runner: Any) -> Any:
+    """The kernel's op `vxc::<op>`, registered once per process; `runner(n, threads,
+    named)` launches it. Both implementations check the call (`checked`): the fake one
+    while `torch.compile` traces (fake tensors carry shapes and dtypes), the CPU one
+    before the launch."""
     import torch
 
-    name = f"vxc::{op_name(kernel)}"
+    name = f"vxc::{op}"
     if name in _OPS:
         return _OPS[name]
-    artifact = kernel._artifact()  # loads the library and checks its ABI now
     # Shared by every to_torch() of this build: the instance count comes with each call
     # (0: the one the `where` clause gives), never from the first caller's option.
     call = dataclasses.replace(call, instances=None)
@@ -97,7 +118,7 @@ def _register(kernel: Kernel, call: TorchKernel) -> Any:
             k: _numpy(v) if isinstance(v, torch.Tensor) else v
             for k, v in zip(operands, values, strict=True)
         }
-        out = artifact.launch(instances=n, threads=threads, **named)
+        out = runner(n, threads, named)
         outs = () if out is None else out if isinstance(out, tuple) else (out,)
         return _returned([torch.from_numpy(np.ascontiguousarray(o)) for o in outs])
 
