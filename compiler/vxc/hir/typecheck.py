@@ -553,7 +553,7 @@ class TypeChecker(StmtVisitor):
                     f"no method `{e.method}` on `{obj.show()}`",
                     e.span,
                     notes=[
-                        "a tile has `.sum(axis)` and `.max(axis)`"
+                        "a tile has `.sum(axis)`, `.max(axis)` and `.min(axis)`"
                         if isinstance(_tile(obj), T.TensorT)
                         else "`Vec` has one method, `len()`"
                     ],
@@ -1123,7 +1123,7 @@ class TypeChecker(StmtVisitor):
         raise _Error
 
     def _reduce(self, e: H.MethodCall, t: T.TensorT) -> T.TensorT:
-        """`a.sum(axis)` / `a.max(axis)`: a literal axis, kept as size 1."""
+        """`a.sum(axis)` / `a.max(axis)` / `a.min(axis)`: a literal axis, kept as size 1."""
         axis = _const_value(e.args[0]) if len(e.args) == 1 else None
         if axis is None or not 0 <= axis < len(t.dims):
             self.sink.emit(
@@ -1164,7 +1164,7 @@ class TypeChecker(StmtVisitor):
                 e.span,
                 help="tiles take `+ - * /`, `max`, `min`, "
                 + ", ".join(f"`{f}`" for f in UNARY_CALLS)
-                + ", `.sum(axis)`, `.max(axis)`, `cast::<E>` and `transpose` "
+                + ", `.sum(axis)`, `.max(axis)`, `.min(axis)`, `cast::<E>` and `transpose` "
                 "(LANGUAGE.md section 4.3)"
                 if isinstance(T.deref(got), T.TensorT)
                 else None,
