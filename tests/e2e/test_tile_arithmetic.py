@@ -62,6 +62,8 @@ ELEMENTWISE = {
     "fill": ("Tensor<f32>([24, 1]) - 1e30 + a", lambda a, b, r, c, s: np.float32(-1e30) + a),
     "col_sum": ("a + a.sum(0)", lambda a, b, r, c, s: a + a.sum(0, keepdims=True)),
     "col_max": ("a.max(0) - a", lambda a, b, r, c, s: a.max(0, keepdims=True) - a),
+    "row_min": ("a - a.min(1)", lambda a, b, r, c, s: a - a.min(1, keepdims=True)),
+    "col_min": ("a.min(0) + b", lambda a, b, r, c, s: a.min(0, keepdims=True) + b),
 }
 
 

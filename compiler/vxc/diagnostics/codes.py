@@ -402,6 +402,16 @@ _TABLE = [
         "operand into the other's space first.",
     ),
     Code(
+        "E6045",
+        "error",
+        "scalar conversion out of range",
+        "`cast::<E>(n)` of an integer (LANGUAGE.md section 4.3) saturates at `E`'s range "
+        "where it cannot be shown to fit; where the checks find a value the parameters, "
+        "`where` clauses and loop ranges allow that lies outside it (`cast::<i32>(n)` with "
+        "`n` up to 2^40), the conversion is an error with that value as the counterexample. "
+        "Bound the value with a `where` clause, or cast to a wider type.",
+    ),
+    Code(
         "E6013",
         "error",
         "granule larger than capacity",

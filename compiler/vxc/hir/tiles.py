@@ -43,7 +43,7 @@ TILE_CALLS = {
     "cast": 1,
     "transpose": 1,
 }
-TILE_METHODS = ("sum", "max")  # `a.sum(axis)`, `a.max(axis)`
+TILE_METHODS = ("sum", "max", "min")  # `a.sum(axis)`, `a.max(axis)`, `a.min(axis)`
 
 
 def tile_form(e: H.Expr, declared: object = ()) -> TileForm | None:

@@ -553,7 +553,7 @@ class TypeChecker(StmtVisitor):
                     f"no method `{e.method}` on `{obj.show()}`",
                     e.span,
                     notes=[
-                        "a tile has `.sum(axis)` and `.max(axis)`"
+                        "a tile has `.sum(axis)`, `.max(axis)` and `.min(axis)`"
                         if isinstance(_tile(obj), T.TensorT)
                         else "`Vec` has one method, `len()`"
                     ],
@@ -1014,9 +1014,12 @@ class TypeChecker(StmtVisitor):
             raise _Error
         if e.callee in ("max", "min"):
             return self._tile_binary(e.args[0], e.args[1], e, f"`{e.callee}`", scope)
-        t = self._tile_operand(e.args[0], scope, f"`{e.callee}`")
         if e.callee == "cast":
-            return replace(t, elem=self._cast_elem(e))
+            x = self._expr(e.args[0], scope, None)
+            if isinstance(x, T.Scalar):
+                return self._scalar_cast(e, x)
+            return replace(self._tile_of(x, e.args[0], "`cast`"), elem=self._cast_elem(e))
+        t = self._tile_operand(e.args[0], scope, f"`{e.callee}`")
         if e.callee == "transpose":
             if len(t.dims) != 2:
                 self.sink.emit(
@@ -1027,6 +1030,25 @@ class TypeChecker(StmtVisitor):
                 raise _Error
             return replace(t, dims=(t.dims[1], t.dims[0]))
         return self._tile_unary(t, e.args[0], f"`{e.callee}`")
+
+    def _scalar_cast(self, e: H.Call, x: T.Scalar) -> T.Scalar:
+        """`cast::<E>(n)` of a number (LANGUAGE.md 4.3): between the integer and float
+        types (truncating toward zero; an integer out of `E`'s range is E6045 where the
+        checks find a value for it, else the conversion saturates)."""
+        arg = e.const_args[0] if len(e.const_args) == 1 else None
+        numeric = T.INTS | T.FLOATS
+        if not (isinstance(arg, H.Name) and arg.name in numeric) or x.name not in numeric:
+            self.sink.emit(
+                "E0204",
+                "`cast::<E>` of a scalar converts between number types "
+                f"({', '.join(sorted(numeric))}); found `{x.show()}`"
+                if x.name not in numeric
+                else "`cast::<E>` of a scalar takes one number type "
+                f"({', '.join(sorted(numeric))})",
+                arg.span if arg is not None and x.name in numeric else e.span,
+            )
+            raise _Error
+        return T.Scalar(arg.name)
 
     def _cast_elem(self, e: H.Call) -> str:
         arg = e.const_args[0] if len(e.const_args) == 1 else None
@@ -1040,7 +1062,10 @@ class TypeChecker(StmtVisitor):
         return arg.name
 
     def _tile_operand(self, a: H.Expr, scope: _Scope, what: str) -> T.TensorT:
-        t = _tile(self._expr(a, scope, None))
+        return self._tile_of(self._expr(a, scope, None), a, what)
+
+    def _tile_of(self, ty: T.Type, a: H.Expr, what: str) -> T.TensorT:
+        t = _tile(ty)
         if not isinstance(t, T.TensorT):
             self._mismatch(T.TensorT("f32", ("M", "N"), self.home), t, a, f"the operand of {what}")
             raise _Error
@@ -1123,7 +1148,7 @@ class TypeChecker(StmtVisitor):
         raise _Error
 
     def _reduce(self, e: H.MethodCall, t: T.TensorT) -> T.TensorT:
-        """`a.sum(axis)` / `a.max(axis)`: a literal axis, kept as size 1."""
+        """`a.sum(axis)` / `a.max(axis)` / `a.min(axis)`: a literal axis, kept as size 1."""
         axis = _const_value(e.args[0]) if len(e.args) == 1 else None
         if axis is None or not 0 <= axis < len(t.dims):
             self.sink.emit(
@@ -1164,7 +1189,7 @@ class TypeChecker(StmtVisitor):
                 e.span,
                 help="tiles take `+ - * /`, `max`, `min`, "
                 + ", ".join(f"`{f}`" for f in UNARY_CALLS)
-                + ", `.sum(axis)`, `.max(axis)`, `cast::<E>` and `transpose` "
+                + ", `.sum(axis)`, `.max(axis)`, `.min(axis)`, `cast::<E>` and `transpose` "
                 "(LANGUAGE.md section 4.3)"
                 if isinstance(T.deref(got), T.TensorT)
                 else None,

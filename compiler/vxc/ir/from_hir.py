@@ -590,6 +590,15 @@ def _matmul_acc(lo: Lowering, ctx: _Ctx, e: H.Call) -> None:
     B.matmul_acc(*(lo.expr(ctx, a) for a in e.args))
 
 
+@_rule(INTRINSIC_RULES, "cast")
+def _scalar_cast(lo: Lowering, ctx: _Ctx, e: H.Call) -> ir.Value:
+    """`cast::<E>(n)` of a number (a tile's cast is the vx.cast form)."""
+    from vxc.ir import scalar_cast
+
+    x = lo.expr(ctx, e.args[0])
+    return scalar_cast.lower(x, e.args[0].ty.name, e.ty.name, lo.ty(e.ty))
+
+
 @_rule(INTRINSIC_RULES, "assert")
 def _assert(lo: Lowering, ctx: _Ctx, e: H.Call) -> None:
     return None  # proved at compile time (seams, bounds); not re-checked at run time

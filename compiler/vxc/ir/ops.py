@@ -437,7 +437,7 @@ _TILE_ATTRS = (
 TILE_FNS = {
     "vx.binary": ("add", "sub", "mul", "div", "max", "min"),
     "vx.unary": ("neg", *UNARY_CALLS),
-    "vx.reduce": ("sum", "max"),
+    "vx.reduce": ("sum", "max", "min"),
 }
 
 

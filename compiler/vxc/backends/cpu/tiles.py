@@ -387,10 +387,10 @@ def define_reduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ...],
     outer = math.prod(shape[:axis])
     extent, inner = shape[axis], math.prod(shape[axis + 1 :])
     ct = _fty(compute(elem))
-    init = 0.0 if fn == "sum" else -math.inf
+    init = {"sum": 0.0, "max": -math.inf, "min": math.inf}[fn]
 
     def combine(x: ll.Value, y: ll.Value) -> ll.Value:
-        return b.fadd(x, y) if fn == "sum" else fmax(b, x, y)
+        return b.fadd(x, y) if fn == "sum" else fmax(b, x, y, larger=fn == "max")
 
     def along(base: ll.Value, stride: int, w: int) -> ll.Value:
         """Reduce `extent` steps of `stride` from `base` in `w` independent lanes."""

@@ -1182,6 +1182,22 @@ def _cast(fl: FunctionLowering, op: ir.Operation) -> None:
     fl.set(op.results[0], Scalar(r))
 
 
+@rule("arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui")
+def _convert(fl: FunctionLowering, op: ir.Operation) -> None:
+    """A scalar conversion between integers and f32 (ir/scalar_cast.py saturates before
+    it): `cvt.rn.f32.s64` rounds to nearest even, `cvt.rzi.s64.f32` truncates."""
+    src = fl.get(op.operands[0])
+    _cls(op.operands[0].type, op)  # i32, i64 and f32 only: another is refused
+    a, b = str(op.operands[0].type), str(op.results[0].type)
+    signed = "u" if op.name in ("arith.uitofp", "arith.fptoui") else "s"
+    r = fl.k.reg(_cls(op.results[0].type, op))
+    if op.name.endswith("tofp"):
+        fl.k.ins(f"cvt.rn.f32.{signed}{a[1:]}", r, src.reg)
+    else:
+        fl.k.ins(f"cvt.rzi.{signed}{b[1:]}.f32", r, src.reg)
+    fl.set(op.results[0], Scalar(r))
+
+
 _BINARY = {
     "arith.addi": "add.s",
     "arith.subi": "sub.s",
@@ -1209,7 +1225,7 @@ _FLOAT = {
 }
 # arith.CmpFPredicate -> setp: oeq, ogt, oge, olt, ole are ordered; une is "unordered
 # or not equal" (what `!=` lowers to).
-_CMPF = {1: "eq", 2: "gt", 3: "ge", 4: "lt", 5: "le", 13: "neu"}
+_CMPF = {1: "eq", 2: "gt", 3: "ge", 4: "lt", 5: "le", 13: "neu", 14: "nan"}  # 14: uno
 
 
 @rule(*_FLOAT)

@@ -178,6 +178,36 @@ UNARY_F32 = {
 }
 
 
+def int_to_f32(v: int) -> float:
+    """An integer rounded to the nearest f32, ties to even (`cvt.rn.f32.s64`): rounding
+    through a double first would round twice above 2^53."""
+    if abs(v) < 1 << 53:
+        return float(np.float32(float(v)))
+    sign, v = (-1 if v < 0 else 1), abs(v)
+    e = v.bit_length() - 24
+    m, rem, half = v >> e, v & ((1 << e) - 1), 1 << (e - 1)
+    if rem > half or (rem == half and m & 1):
+        m += 1
+    return sign * float(np.float32(m * 2.0**e))
+
+
+def int_f32_convert(op: str, bits: int | float) -> int | float:
+    """`cvt.rn.f32.{s,u}{32,64}` of a register's bits, or `cvt.rzi.{s,u}{32,64}.f32` of an
+    f32 register: toward zero, clamped to the destination's range, NaN 0."""
+    parts = op.split(".")
+    if parts[1] == "rn":
+        w, signed = int(parts[3][1:]), parts[3][0] == "s"
+        v = int(bits) & ((1 << w) - 1)
+        if signed and v >> (w - 1):
+            v -= 1 << w
+        return int_to_f32(v)
+    w, signed = int(parts[2][1:]), parts[2][0] == "s"
+    x = float(np.float32(bits))
+    lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
+    v = 0 if math.isnan(x) else hi if x >= hi else lo if x <= lo else int(x)
+    return v & ((1 << w) - 1)
+
+
 def fminmax(x: float, y: float, base: str) -> float:
     """`max.NaN.f32` / `min.NaN.f32`: NaN if either operand is NaN (numpy's maximum)."""
     if math.isnan(x) or math.isnan(y):
@@ -561,6 +591,7 @@ class Cta:
                 "eq": x == y,
                 "ne": x != y and not (np.isnan(x) or np.isnan(y)),
                 "neu": not x == y,
+                "nan": bool(np.isnan(x) or np.isnan(y)),
                 "lt": x < y,
                 "le": x <= y,
                 "gt": x > y,
@@ -1062,6 +1093,10 @@ class Cta:
         if op == "cvt.rn.f32.s32":
             v = V(a[1]) & 0xFFFFFFFF
             R[a[0]] = float(np.float32(v - (1 << 32) if v >> 31 else v))
+            return None
+        conv = re.fullmatch(r"cvt\.(rn\.f32\.[su](32|64)|rzi\.[su](32|64)\.f32)", op)
+        if conv:  # int <-> f32 (PTX ISA: the float-to-int result saturates, NaN is 0)
+            R[a[0]] = int_f32_convert(op, V(a[1]))
             return None
         if base == "cvt":
             v = V(a[1])

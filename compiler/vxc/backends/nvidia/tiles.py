@@ -60,7 +60,7 @@ BINARY = {
     "max": "max.NaN.f32",
     "min": "min.NaN.f32",
 }
-REDUCE = {"sum": "add.rn.f32", "max": "max.NaN.f32"}
+REDUCE = {"sum": "add.rn.f32", "max": "max.NaN.f32", "min": "min.NaN.f32"}
 
 
 # -- the unary functions: each an f32 register computed from one operand -----------------

@@ -446,6 +446,15 @@ def _index_cast(it: Interp, op: ir.Operation) -> None:
     it.env[op.results[0]] = _scalar_type(op.results[0].type)(it.env[op.operands[0]])
 
 
+@rule("arith.sitofp", "arith.fptosi")
+def _convert(it: Interp, op: ir.Operation) -> None:
+    """A scalar cast: i32 to f32 rounds to nearest even (exact through a double first);
+    f32 to i32 truncates (its operand is in range: ir/scalar_cast.py saturates first)."""
+    x = it.env[op.operands[0]]
+    to = _scalar_type(op.results[0].type)
+    it.env[op.results[0]] = to(float(x)) if op.name == "arith.sitofp" else to(np.trunc(x))
+
+
 _CMP = {0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater, 5: np.greater_equal,
         6: np.less, 7: np.less_equal, 8: np.greater, 9: np.greater_equal}  # fmt: skip
 

@@ -1596,6 +1596,8 @@ def _int_cast(lo: FunctionLowering, op: ir.Operation) -> None:
     "arith.cmpf",
     "arith.maximumf",
     "arith.minimumf",
+    "arith.sitofp",  # a scalar cast (ir/scalar_cast.py: saturated before fptosi)
+    "arith.fptosi",
 )
 def _scalar_arith(lo: FunctionLowering, op: ir.Operation) -> None:
     operands = [lo.env[v] for v in op.operands]

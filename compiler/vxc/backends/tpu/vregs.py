@@ -85,7 +85,11 @@ UNARY: dict[str, Callable[[ir.Value], ir.Value]] = {
     "erf": _op(math.ErfOp),
 }
 # vx.reduce's `fn` -> (vector.multi_reduction kind, the identity it starts from).
-REDUCE = {"sum": ("add", 0.0), "max": ("maximumf", float("-inf"))}
+REDUCE = {
+    "sum": ("add", 0.0),
+    "max": ("maximumf", float("-inf")),
+    "min": ("minimumf", float("inf")),
+}
 
 
 @dataclass(frozen=True)
