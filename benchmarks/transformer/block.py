@@ -92,7 +92,7 @@ def jax_block(k: dict[str, Any], w: Weights) -> Any:
     def block(x):
         s, d = x.shape
         h = d // HEAD
-        ln = lambda t, g, b: k["layernorm"](1.0 / d, EPS, t, g, b)  # noqa: E731
+        ln = lambda t, g, b: k["layernorm"](EPS, t, g, b)  # noqa: E731
         qkv = k["gemm"](ln(x, w.ln1_g, w.ln1_b), w.wqkv)  # f32[s, 3d]
         heads = qkv.astype(jnp.bfloat16).reshape(s, 3, h, HEAD).transpose(1, 2, 0, 3)
         q, kk, v = (heads[i].reshape(h * s, HEAD) for i in range(3))
@@ -158,7 +158,7 @@ def torch_block(k: dict[str, Any], w: dict[str, Any]) -> Any:
     def block(x):
         s, d = x.shape
         h = d // HEAD
-        ln = lambda t, g, b: k["layernorm"](1.0 / d, EPS, t, g, b)  # noqa: E731
+        ln = lambda t, g, b: k["layernorm"](EPS, t, g, b)  # noqa: E731
         qkv = k["gemm"](ln(x, w["ln1_g"], w["ln1_b"]), w["wqkv"])
         heads = qkv.to(torch.bfloat16).reshape(s, 3, h, HEAD).permute(1, 2, 0, 3)
         q, kk, v = (heads[i].reshape(h * s, HEAD).contiguous() for i in range(3))
