@@ -2,7 +2,7 @@
 `&mut Tensor` outputs, stores `transfer(t, out[view])` and `transfer_async` to a view
 then `wait(st);`, shape parameters, const arguments, and tile arithmetic (`+ - * /`,
 `exp`, `sqrt`, `tanh`, `log`, `abs`, `rsqrt`, `sigmoid`, `erf`, `max`, `min`, `.sum(a)`,
-`.max(a)`, `cast::<E>`, `transpose`).
+`.max(a)`, `.min(a)`, `cast::<E>` of a tile and of a scalar, `transpose`).
 
 `FormsGen` writes kernels from these forms, biased towards ones that check (a row
 tile per instance, bounds that follow from the `where` clause); the mutators change
@@ -51,7 +51,7 @@ class FormsGen:
             other = rng.choice(["0.0", self.tile_expr(tiles, scalars, depth + 1)])
             return f"{f}({self.tile_expr(tiles, scalars, depth + 1)}, {other})"
         if r < 0.9:
-            red = rng.choice(["sum", "max"])
+            red = rng.choice(["sum", "max", "min"])
             axis = rng.choice([1, 1, 0, 2, -1])
             base = self.tile_expr(tiles, scalars, depth + 1)
             return (
@@ -109,8 +109,14 @@ class FormsGen:
                 "  let t = wait(tk);",
             ]
         tiles = ["t"]
+        # scalar casts (LANGUAGE.md 4.3): an integer to f32, a float to a narrow integer
+        # (saturating), an index narrowed (E6045 where it may not fit)
+        scalars = ["alpha", "cast::<f32>(cast::<i8>(alpha))", "cast::<f32>(cast::<i32>(r))"]
+        if shape_param:
+            scalars += ["cast::<f32>(m)", "(1.0 / cast::<f32>(m))", "cast::<f32>(cast::<i16>(m))"]
+        scalars = [rng.choice(scalars)]
         for i in range(rng.randint(0, 3)):
-            body.append(f"  let u{i} = {self.tile_expr(tiles, ['alpha'])};")
+            body.append(f"  let u{i} = {self.tile_expr(tiles, scalars)};")
             tiles.append(f"u{i}")
         if rng.random() < 0.3:
             body += [
@@ -120,7 +126,7 @@ class FormsGen:
                 "  }",
             ]
             tiles.append("acc")
-        res = self.tile_expr(tiles, ["alpha"])
+        res = self.tile_expr(tiles, scalars)
         if out_elem != "f32" or rng.random() < 0.2:
             res = f"cast::<{out_elem}>({res})"
         body.append(f"  let res = {res};")
@@ -168,7 +174,7 @@ RANGE = re.compile(rb"(\[|,\s*)([^\[\],;]+?)\s*\.\.\s*([^\[\],;]+?)(?=\s*[\],])"
 TILE_WORDS = [
     [*(f.encode() for f in UNARY_CALLS), b"transpose"],
     [b"max", b"min"],
-    [b"sum", b"max"],
+    [b"sum", b"max", b"min"],
     [b"bf16", b"f16", b"f32", b"i32"],
 ]
 OFFSETS = [b" + 1", b" - 1", b" + 128", b" * 2", b" + m", b" - 128", b""]

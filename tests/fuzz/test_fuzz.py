@@ -149,43 +149,43 @@ def test_a_diagnostic_outside_the_input_is_an_internal_error():
         vxfuzz._validate([Diagnostic("E0002", "past the end", Span(vxfuzz.FILE, 9, 1))], src)
 
 
-# The benchmark forks its child (its parent imports no compiler); under pytest the
-# parent has threads of its own (JAX's), which Python and JAX warn about on fork. The
-# child here runs no build (build=False), so it touches nothing of JAX's.
-@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
-@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
-def test_benchmark_mode_runs_a_count_in_a_child_and_reports_stages(tmp_path):
-    import importlib.util
-    from pathlib import Path
+# The benchmark forks its children from a parent that imports no compiler (the CLI): run
+# it so, in a subprocess. Forked from this test process (which has imported z3, JAX and
+# torch, and run their threads), a child once hung on a lock held at the fork.
+def _bench(tmp_path, *args: str) -> dict:
+    import re
+    import subprocess
+    import sys
 
-    spec = importlib.util.spec_from_file_location(
-        "vxfuzz_bench", Path(vxfuzz.__file__).with_name("__main__.py")
-    )
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    r = bench.run(seed=5, count=12, timeout=5.0, save=tmp_path, build=False, progress=0)
-    assert r["count"] == 12 and r["stages"]["inputs"] == 12
-    assert r["errors"] == [] and r["hangs"] == []
-    assert r["stages"].get("parsed", 0) > 0
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.fuzz", "--no-build", "--progress", "0",
+         "--save", str(tmp_path), *args],
+        cwd=vxfuzz.ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    r = {k: int(v) for k, v in re.findall(r"^  (\w+): (\d+)$", out.stdout, re.M)}
+    for k in ("inputs", "internal_errors", "check_build_mismatches", "hangs"):
+        r[k] = int(re.search(rf"\b{k}=(\d+)", out.stdout).group(1))
+    r["worst_cpu_s"] = float(re.search(r"under 10 KB: ([\d.]+) s CPU", out.stdout).group(1))
+    return r
+
+
+def test_benchmark_mode_runs_a_count_in_a_child_and_reports_stages(tmp_path):
+    r = _bench(tmp_path, "--count", "12", "--seed", "5")
+    assert r["inputs"] == 12 and r["parsed"] > 0
+    assert r["internal_errors"] == r["check_build_mismatches"] == r["hangs"] == 0
     assert 0 < r["worst_cpu_s"] < 5
 
 
 def test_sharded_benchmark_mode_runs_the_same_inputs(tmp_path):
     """`--jobs 2` splits the inputs between two processes; merged, the stages counted are
     those of one process over the same inputs."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location(
-        "vxfuzz_bench", Path(vxfuzz.__file__).with_name("__main__.py")
-    )
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    kw = dict(seed=6, timeout=5.0, save=tmp_path, build=False, progress=0)
-    one = bench.run(count=10, start=3, **kw)
-    two = bench.run_sharded(2, 3, 10, **kw)
-    assert two["count"] == 10 and two["stages"] == one["stages"]
-    assert two["errors"] == one["errors"] == [] and two["hangs"] == []
+    common = ["--count", "10", "--start", "3", "--seed", "6"]
+    one = _bench(tmp_path / "one", *common)
+    two = _bench(tmp_path / "two", *common, "--jobs", "2")
+    stages = ("inputs", "parsed", "analysed", "checked_clean", "built")
+    assert two["inputs"] == 10 and {k: two[k] for k in stages} == {k: one[k] for k in stages}
+    assert two["internal_errors"] == one["internal_errors"] == 0 and two["hangs"] == 0
 
 
 # ---- check ≡ build ------------------------------------------------------------------
