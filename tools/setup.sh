@@ -17,8 +17,8 @@ pick_python() {
   return 1
 }
 
-# Only the lock and the [project] table (deps, scripts) decide what .venv holds.
-stamp_now="$( { cat requirements.lock; sed -n '/^\[project\]/,/^\[tool/p' pyproject.toml; } | sha256sum | cut -d' ' -f1)"
+# Only the locks and the [project] table (deps, scripts) decide what .venv holds.
+stamp_now="$( { cat requirements.lock requirements-frameworks.lock; sed -n '/^\[project\]/,/^\[tool/p' pyproject.toml; } | sha256sum | cut -d' ' -f1)"
 if [ -x .venv/bin/vxc ] && [ "$(cat .venv/.vx-stamp 2>/dev/null)" = "$stamp_now" ]; then
   exit 0
 fi
@@ -40,6 +40,9 @@ echo "setup: a few minutes on a fast connection" >&2
 rm -rf .venv
 "$py" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes -r requirements.lock
+# torch for Kernel.to_torch() (not in the Bazel toolchain's environment: requirements-frameworks.in)
+.venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes \
+  -r requirements-frameworks.lock
 .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 echo "$stamp_now" > .venv/.vx-stamp
 echo "setup: ready (.venv/bin/vxc)" >&2
