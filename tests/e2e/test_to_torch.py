@@ -90,6 +90,18 @@ def test_a_kernel_result_comes_back_with_the_instances_axis():
     torch.library.opcheck(f.op, (2.0, x, 0, 0))  # raises on a failure
 
 
+def test_a_bf16_result_comes_back_as_bfloat16():
+    f = vxc.compile(
+        SCALE.replace("-> Tensor<f32", "-> Tensor<bf16").replace(
+            "transfer(t * s, Memory::HBM)", "transfer(cast::<bf16>(t * s), Memory::HBM)"
+        )
+    ).to_torch()
+    x = torch.arange(128 * 128, dtype=torch.float32).reshape(128, 128) / 64
+    out = f(0.5, x)
+    assert out.dtype == torch.bfloat16 and out.shape == (1, 128, 128)
+    torch.testing.assert_close(out[0], (x * 0.5).bfloat16(), rtol=0, atol=0)
+
+
 def test_the_schema_marks_mut_tensors_as_mutated(gemm):
     text = torch_op.schema(gemm.layout)
     assert text == "(Tensor a, Tensor b, Tensor(a2!) c, int vx_instances, int vx_threads) -> ()"

@@ -120,7 +120,7 @@ def _register(op: str, call: TorchKernel, runner: Any) -> Any:
         }
         out = runner(n, threads, named)
         outs = () if out is None else out if isinstance(out, tuple) else (out,)
-        return _returned([torch.from_numpy(np.ascontiguousarray(o)) for o in outs])
+        return _returned([_tensor(np.ascontiguousarray(o)) for o in outs])
 
     def fake(*args: Any) -> Any:
         *values, instances, _ = args
@@ -148,6 +148,16 @@ def torch_dtype(dtype: str) -> Any:
     import torch
 
     return torch.bfloat16 if dtype == "bf16" else getattr(torch, _dtype(dtype, dtype).name)
+
+
+def _tensor(a: np.ndarray) -> Any:
+    """A tensor on a numpy array's memory (bf16, which torch's numpy bridge lacks, through
+    its 16-bit bits)."""
+    import torch
+
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
 
 
 def _numpy(t: Any) -> np.ndarray:
