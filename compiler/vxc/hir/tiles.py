@@ -22,7 +22,9 @@ class TileForm:
     fn: str
 
 
-BINARY_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+BINARY_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "&": "and", "|": "or"}
+# Elementwise comparisons of tiles (into a bool tile): the operator -> vx.compare's `fn`.
+COMPARISONS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 # The elementwise functions `f(a)` of a float tile (the vx.unary kinds besides `neg`), each
 # with what it computes; the per-target accuracy is in docs/LANGUAGE.md section 9.
 UNARY_CALLS = {

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
-from vxc.hir.tiles import UNARY_CALLS
+from vxc.hir.tiles import COMPARISONS, UNARY_CALLS
 from vxc.ir import types as T
 
 # ---------------------------------------------------------------------------
@@ -48,8 +48,10 @@ I64 = TypeConstraint(
     "`i64`", lambda t: isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 64
 )
 TILE_OR_SCALAR = TypeConstraint(
-    "placed tensor, or a float scalar (`f32`, `bf16`, `f16`, `f64`)",
-    lambda t: _placed_tensor(t) or isinstance(t, ir.FloatType),
+    "placed tensor, or a scalar (float, `i32`, `i64` or `i1`)",
+    lambda t: _placed_tensor(t)
+    or isinstance(t, ir.FloatType)
+    or (isinstance(t, ir.IntegerType) and ir.IntegerType(t).width in (1, 32, 64)),
 )
 I1 = TypeConstraint(
     "`i1`", lambda t: isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1
@@ -435,10 +437,41 @@ _TILE_ATTRS = (
     *_ALLOC_ATTRS,
 )
 TILE_FNS = {
-    "vx.binary": ("add", "sub", "mul", "div", "max", "min"),
-    "vx.unary": ("neg", *UNARY_CALLS),
-    "vx.reduce": ("sum", "max", "min"),
+    "vx.binary": ("add", "sub", "mul", "div", "max", "min", "and", "or"),
+    "vx.unary": ("neg", "not", *UNARY_CALLS),
+    "vx.reduce": ("sum", "max", "min", "argmax", "argmin"),
+    "vx.compare": tuple(COMPARISONS.values()),
 }
+# The element types of tile arithmetic (vx IR spelling): floats, the two integer types of
+# `iota`, and `i1` (bool tiles: comparisons' results, `select`'s condition).
+TILE_FLOATS = ("f32", "bf16", "f16", "f64")
+TILE_INTS = ("i32", "i64")
+# Which fns take which elements: "float" = TILE_FLOATS, "int" = TILE_INTS, "bool" = i1.
+FN_ELEMENTS = {
+    **dict.fromkeys(("add", "sub", "mul", "max", "min", "neg", "abs"), ("float", "int")),
+    **dict.fromkeys(("and", "or", "not"), ("bool",)),
+    "sum": ("float", "int"),
+    "argmax": ("float", "int"),
+    "argmin": ("float", "int"),
+}
+
+
+def element_class(t: ir.Type) -> str | None:
+    """"float", "int" or "bool" for a tile element type vx tile arithmetic takes."""
+    name = str(t)
+    if name in TILE_FLOATS:
+        return "float"
+    if name in TILE_INTS:
+        return "int"
+    return "bool" if name == "i1" else None
+
+
+def _check_fn_elements(op: ir.Operation, elem: ir.Type) -> list[str]:
+    fn = attr_str(op, "fn")
+    allowed = FN_ELEMENTS.get(fn, ("float",))
+    if element_class(elem) not in allowed:
+        return [f"fn {fn} takes {' or '.join(allowed)} elements, got {elem}"]
+    return []
 
 
 def _check_tile_result(op: ir.Operation, tiles: list[ir.MemRefType]) -> list[str]:
@@ -470,11 +503,23 @@ def _verify_binary(op: ir.Operation) -> list[str]:
     if not tiles:
         return ["at least one operand must be a tile"]
     errs = _check_tile_result(op, tiles)
-    for t in tiles:
-        if t.element_type != res.element_type:
-            errs.append(f"tile operand {t} and result {res} differ in element type")
-        if not _broadcasts(list(t.shape), list(res.shape)):
-            errs.append(f"tile operand {t} does not broadcast to the result {res}")
+    errs += _elementwise(op, res, res.element_type)
+    return errs + _check_fn_elements(op, res.element_type)
+
+
+def _elementwise(op: ir.Operation, res: ir.MemRefType, elem: ir.Type) -> list[str]:
+    """Every operand is a tile of element `elem` broadcasting to `res`, or a scalar of
+    `elem`'s class (a float scalar for a float tile: it is converted like a literal)."""
+    errs = []
+    for o in op.operands:
+        t = o.type
+        if isinstance(t, ir.MemRefType):
+            if t.element_type != elem:
+                errs.append(f"tile operand {t} does not have the element type {elem}")
+            if not _broadcasts(list(t.shape), list(res.shape)):
+                errs.append(f"tile operand {t} does not broadcast to the result {res}")
+        elif element_class(t) != element_class(elem):
+            errs.append(f"scalar operand {t} is not of the tiles' kind ({elem})")
     return errs
 
 
@@ -483,7 +528,7 @@ def _verify_unary(op: ir.Operation) -> list[str]:
     errs = _check_tile_result(op, [src])
     if list(src.shape) != list(res.shape) or src.element_type != res.element_type:
         errs.append(f"result {res} must have the shape and element type of {src}")
-    return errs
+    return errs + _check_fn_elements(op, src.element_type)
 
 
 def _verify_reduce(op: ir.Operation) -> list[str]:
@@ -493,9 +538,11 @@ def _verify_reduce(op: ir.Operation) -> list[str]:
     if not 0 <= axis < src.rank:
         return [*errs, f"axis {axis} is not a dimension of {src}"]
     want = [1 if i == axis else d for i, d in enumerate(src.shape)]
-    if list(res.shape) != want or src.element_type != res.element_type:
-        errs.append(f"result {res} must be {src} with dimension {axis} reduced to 1")
-    return errs
+    index = attr_str(op, "fn") in ("argmax", "argmin")
+    elem = ir.IntegerType.get_signless(32) if index else src.element_type
+    if list(res.shape) != want or res.element_type != elem:
+        errs.append(f"result {res} must be {want} of {elem}: dimension {axis} reduced to 1")
+    return errs + _check_fn_elements(op, src.element_type)
 
 
 def _verify_cast(op: ir.Operation) -> list[str]:
@@ -503,8 +550,59 @@ def _verify_cast(op: ir.Operation) -> list[str]:
     errs = _check_tile_result(op, [src])
     if list(src.shape) != list(res.shape):
         errs.append(f"result {res} must have the shape of {src}")
-    if not all(isinstance(t.element_type, ir.FloatType) for t in (src, res)):
-        errs.append(f"cast converts between float element types, got {src} -> {res}")
+    kinds = element_class(src.element_type), element_class(res.element_type)
+    if None in kinds or kinds[1] == "bool":
+        errs.append(
+            f"cast converts float, i32/i64 and i1 tiles to float or i32/i64, got {src} -> {res}"
+        )
+    return errs
+
+
+def _verify_compare(op: ir.Operation) -> list[str]:
+    res = op.results[0].type
+    tiles = [o.type for o in op.operands if isinstance(o.type, ir.MemRefType)]
+    if not tiles:
+        return ["at least one operand must be a tile"]
+    errs = _check_tile_result(op, tiles)
+    if str(res.element_type) != "i1":
+        errs.append(f"result {res} must be an i1 tile")
+    elem = tiles[0].element_type
+    if element_class(elem) not in ("float", "int"):
+        errs.append(f"comparisons take float or i32/i64 tiles, got {elem}")
+    return errs + _elementwise(op, res, elem)
+
+
+def _verify_select(op: ir.Operation) -> list[str]:
+    res = op.results[0].type
+    cond = op.operands[0].type
+    values = [o.type for o in op.operands[1:] if isinstance(o.type, ir.MemRefType)]
+    errs = _check_tile_result(op, [cond, *values])
+    if not isinstance(cond, ir.MemRefType) or str(cond.element_type) != "i1":
+        return [*errs, f"the condition {cond} must be an i1 tile"]
+    if not _broadcasts(list(cond.shape), list(res.shape)):
+        errs.append(f"the condition {cond} does not broadcast to the result {res}")
+    if element_class(res.element_type) is None:
+        errs.append(f"result {res} has no tile element type")
+    for o in op.operands[1:]:
+        t = o.type
+        if isinstance(t, ir.MemRefType):
+            if t.element_type != res.element_type:
+                errs.append(f"value {t} does not have the result's element type")
+            if not _broadcasts(list(t.shape), list(res.shape)):
+                errs.append(f"value {t} does not broadcast to the result {res}")
+        elif element_class(t) != element_class(res.element_type):
+            errs.append(f"scalar value {t} is not of the result's kind ({res.element_type})")
+    return errs
+
+
+def _verify_iota(op: ir.Operation) -> list[str]:
+    res = op.results[0].type
+    errs = _check_tile_result(op, [])
+    axis = attr_int(op, "axis")
+    if isinstance(res, ir.MemRefType) and not 0 <= axis < res.rank:
+        errs.append(f"axis {axis} is not a dimension of {res}")
+    if isinstance(res, ir.MemRefType) and str(res.element_type) not in TILE_INTS:
+        errs.append(f"result {res} must be an i32 or i64 tile")
     return errs
 
 
@@ -689,8 +787,9 @@ OPS: dict[str, OpDef] = {
         ),
         OpDef(
             "vx.binary",
-            "Elementwise `lhs fn rhs` (`add`, `sub`, `mul`, `div`, `max`, `min`) with numpy "
-            "broadcasting: a tile operand is the result's shape or broadcasts to it "
+            "Elementwise `lhs fn rhs` (`add`, `sub`, `mul`, `div`, `max`, `min` on float "
+            "tiles, all but `div` on i32/i64 tiles, wrapping; `and`, `or` on i1 tiles) with "
+            "numpy broadcasting: a tile operand is the result's shape or broadcasts to it "
             "(`[M, 1]` / `[1, N]` against `[M, N]`); a scalar operand applies to every "
             "element." + _TILE_DOC,
             (
@@ -698,7 +797,7 @@ OPS: dict[str, OpDef] = {
                 Operand("rhs", TILE_OR_SCALAR, "tile in `space`, or a scalar"),
             ),
             (Result("dst", PLACED, "the new tile: the broadcast shape, the tiles' element"),),
-            (Attr("fn", "str", "add, sub, mul, div, max or min"), *_TILE_ATTRS),
+            (Attr("fn", "str", "add, sub, mul, div, max, min, and or or"), *_TILE_ATTRS),
             _verify_binary,
             lambda ts, attrs: [],
             "at least one tile operand; every tile operand has the result's element type and "
@@ -720,12 +819,14 @@ OPS: dict[str, OpDef] = {
         ),
         OpDef(
             "vx.reduce",
-            "`src.fn(axis)`: `sum` or `max` over dimension `axis`, kept as size 1; "
-            "accumulated in f32." + _TILE_DOC,
+            "`src.fn(axis)`: `sum`, `max`, `min` over dimension `axis`, kept as size 1 "
+            "(float tiles accumulated in f32, integer tiles in their type, wrapping), or "
+            "`argmax` / `argmin`: the i32 index of the first extreme (a NaN is the extreme, "
+            "as numpy's)." + _TILE_DOC,
             (Operand("src", PLACED, "tile in `space`"),),
             (Result("dst", PLACED, "the operand's shape with dimension `axis` = 1"),),
             (
-                Attr("fn", "str", "sum or max"),
+                Attr("fn", "str", "sum, max, min, argmax or argmin"),
                 Attr("axis", "i64", "the reduced dimension"),
                 *_TILE_ATTRS,
             ),
@@ -736,13 +837,60 @@ OPS: dict[str, OpDef] = {
         ),
         OpDef(
             "vx.cast",
-            "Element type conversion of a tile (round to nearest even)." + _TILE_DOC,
+            "Element type conversion of a tile: to a float rounds to nearest even; float to "
+            "i32/i64 truncates toward zero, saturating (NaN gives 0); an i1 tile gives 0 or "
+            "1." + _TILE_DOC,
             (Operand("src", PLACED, "tile in `space`"),),
             (Result("dst", PLACED, "the operand's shape, the new element type"),),
             _TILE_ATTRS,
             _verify_cast,
             lambda ts, attrs: [],
-            "result shape = operand's; float elements; both in `space`.",
+            "result shape = operand's; float, i32/i64 or i1 to float or i32/i64; both in "
+            "`space`.",
+        ),
+        OpDef(
+            "vx.compare",
+            "Elementwise comparison `lhs fn rhs` (`lt`, `le`, `gt`, `ge`, `eq`, `ne`), "
+            "broadcasting as `vx.binary`, into an i1 tile (a bool tile: one byte per "
+            "element in memory). Floats compare as IEEE and numpy do: a NaN operand makes "
+            "every comparison false except `ne`; bf16/f16 compare exactly." + _TILE_DOC,
+            (
+                Operand("lhs", TILE_OR_SCALAR, "tile in `space`, or a scalar"),
+                Operand("rhs", TILE_OR_SCALAR, "tile in `space`, or a scalar"),
+            ),
+            (Result("dst", PLACED, "the i1 tile of the broadcast shape"),),
+            (Attr("fn", "str", "lt, le, gt, ge, eq or ne"), *_TILE_ATTRS),
+            _verify_compare,
+            lambda ts, attrs: [],
+            "at least one tile operand, float or i32/i64, every tile of one element type "
+            "broadcasting to the result; result i1; all in `space`; fn known.",
+        ),
+        OpDef(
+            "vx.select",
+            "Elementwise `cond ? a : b`, broadcasting the three as `vx.binary` does; `a` "
+            "and `b` are tiles of the result's element or scalars." + _TILE_DOC,
+            (
+                Operand("cond", PLACED, "i1 tile in `space`"),
+                Operand("a", TILE_OR_SCALAR, "taken where `cond` holds"),
+                Operand("b", TILE_OR_SCALAR, "taken elsewhere"),
+            ),
+            (Result("dst", PLACED, "the new tile: the broadcast shape"),),
+            _TILE_ATTRS,
+            _verify_select,
+            lambda ts, attrs: [],
+            "cond an i1 tile; cond and tile values broadcast to the result; values of the "
+            "result's element (scalars of its kind); all in `space`.",
+        ),
+        OpDef(
+            "vx.iota",
+            "A new integer tile counting along `axis`: element `[i0, i1, ..]` is "
+            "`i_axis`." + _TILE_DOC,
+            (),
+            (Result("dst", PLACED, "the i32 or i64 tile"),),
+            (Attr("axis", "i64", "the dimension that counts"), *_TILE_ATTRS),
+            _verify_iota,
+            lambda ts, attrs: [],
+            "result an i32/i64 tile in `space`; 0 <= axis < rank.",
         ),
         OpDef(
             "vx.transpose",
@@ -882,9 +1030,21 @@ UnaryOp = VIEWS["vx.unary"]
 ReduceOp = VIEWS["vx.reduce"]
 CastOp = VIEWS["vx.cast"]
 TransposeOp = VIEWS["vx.transpose"]
+CompareOp = VIEWS["vx.compare"]
+SelectOp = VIEWS["vx.select"]
+IotaOp = VIEWS["vx.iota"]
 # The tile-arithmetic ops (LANGUAGE.md §4.3), which every backend lowers: the tpu keeps
 # their results in vregs unless an op needs one in memory (backends/tpu/lower.py).
-TILE_OPS = ("vx.binary", "vx.unary", "vx.reduce", "vx.cast", "vx.transpose")
+TILE_OPS = (
+    "vx.binary",
+    "vx.unary",
+    "vx.reduce",
+    "vx.cast",
+    "vx.transpose",
+    "vx.compare",
+    "vx.select",
+    "vx.iota",
+)
 
 
 def view(op: ir.Operation) -> OpView:
