@@ -38,6 +38,7 @@ from vxc.machines.model import Machine, build_machine
 from vxc.plan import TargetPlan, plan_target
 from vxc.stages import emit_after, emit_error
 from vxc.targets import EMITS, TARGETS, model_source
+from vxc.tuning import Tuned
 
 # Front-half errors after which the per-target checks still run (see Analysis.checkable).
 TARGET_CHECKS_AFTER = frozenset({"E6011"})
@@ -179,9 +180,14 @@ class Analysis:
 
 
 def analyze(
-    sources: list[Source], machine: Source | None = None, consts: dict[str, int] | None = None
+    sources: list[Source],
+    machine: Source | None = None,
+    consts: dict[str, int] | None = None,
+    tuned: Tuned | None = None,
 ) -> Analysis:
-    """The front half. `consts` instantiates generic kernel entries (`--const N=1024`)."""
+    """The front half. `consts` instantiates generic kernel entries (`--const N=1024`);
+    `tuned`, a tuning table's values for the build's target, come after them
+    (vxc/tuning.py)."""
     sink = DiagnosticSink()
     modules = [parse_source(s.data, s.path, sink) for s in sources]
     machine_mod = parse_source(machine.data, machine.path, sink) if machine else None
@@ -189,11 +195,15 @@ def analyze(
     program = None
     if all(m is not None for m in modules) and (machine is None or machine_mod is not None):
         items = [i for m in modules for i in m.items]
-        program = typecheck(items, machine_decls, sink, consts)
+        program = typecheck(items, machine_decls, sink, consts, tuned)
         check_ownership(program.functions, sink)
     diags = sorted(sink.items, key=Diagnostic.sort_key)
+    keyed = dict(consts or {})
+    if tuned is not None:  # the table's values are inputs too (and whether it warns)
+        keyed.update({f"tuned:{k}": v for k, v in tuned.values.items()})
+        keyed["tuned:stale"] = int(tuned.stale)
     return Analysis(
-        sources_key(sources, machine, consts),
+        sources_key(sources, machine, keyed),
         list(sources),
         machine,
         CheckedHir(program, diags, machine_decls),
@@ -293,12 +303,13 @@ def check(
     machine: Source | None = None,
     consts: dict[str, int] | None = None,
     lower: bool = False,
+    tuned: Tuned | None = None,
 ) -> Checked:
     """The checks for `target`; with `lower`, also what the target's backend refuses
     (`lowering_refusals`), so a clean result builds (`vxc check` does this unless
     `--no-lower`: TOOLCHAIN.md's CLI contract). The library default stays the
     target-independent check, which imports no backend."""
-    checked = check_target(analyze(sources, machine, consts), target)
+    checked = check_target(analyze(sources, machine, consts, tuned), target)
     if lower:
         checked.diagnostics = sorted(
             [*checked.diagnostics, *lowering_refusals(checked)], key=Diagnostic.sort_key

@@ -98,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_error_format(c)
     add_analysis_flags(c)
+    _tune_flags(c)
     b = sub.add_parser(
         "build",
         help="build sources for a target",
@@ -126,6 +127,7 @@ def _parser() -> argparse.ArgumentParser:
     add_option_flags(b)  # --cpu, --link, --tpu-aot, --tpu-instances: vxc/targets.py
     _add_error_format(b)
     add_analysis_flags(b)
+    _tune_flags(b)
     _report_parser(sub)
     e = sub.add_parser("explain", help="explain a diagnostic code")
     e.add_argument("code")
@@ -187,11 +189,41 @@ def _read(path: str):
         raise UsageError(f"cannot read `{path}`: {why}") from e
 
 
-def _analysis_args(args) -> dict:
-    """`api.analyze`'s keywords from the flags (`--const`); a malformed one is a usage error."""
+def _tune_flags(parser) -> None:
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument(
+        "--tune",
+        metavar="FILE",
+        help="the tuning table to read (default: KERNEL.tune.json beside the first source, "
+        "when there is one); its entry for --target gives const values after --const",
+    )
+    g.add_argument("--no-tune", action="store_true", help="read no tuning table")
+
+
+def _analysis_args(args, sources=None) -> dict:
+    """`api.analyze`'s keywords from the flags (`--const`, the tuning table); a malformed
+    one is a usage error."""
     try:
-        return analysis_from(vars(args))
+        out = analysis_from(vars(args))
     except ValueError as e:
+        raise UsageError(str(e)) from None
+    if sources:
+        out["tuned"] = _tuned(args, sources[0])
+    return out
+
+
+def _tuned(args, first):
+    """The tuning table's values for --target: --tune FILE, else the table beside the
+    first source, unless --no-tune (LANGUAGE.md 3: --const, then the table, then defaults)."""
+    from vxc import tuning
+
+    if getattr(args, "no_tune", False):
+        return None
+    try:
+        if getattr(args, "tune", None):
+            return tuning.read(args.tune, args.target, first.data)
+        return tuning.beside(first.path, args.target, first.data)
+    except tuning.TuneError as e:
         raise UsageError(str(e)) from None
 
 
@@ -206,7 +238,7 @@ def _check(args) -> int:
 
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None
-    analysis = _analysis_args(args)
+    analysis = _analysis_args(args, sources)
     checked = api.check(sources, args.target, machine, lower=not args.no_lower, **analysis)
     _report(checked.diagnostics, sources, machine, args.error_format)
     return EXIT_OK if checked.ok else EXIT_ERRORS
@@ -218,7 +250,7 @@ def _build(args) -> int:
     sources = [_read(f) for f in args.files]
     machine = _read(args.machine) if args.machine else None
     result = api.build(
-        api.analyze(sources, machine, **_analysis_args(args)),
+        api.analyze(sources, machine, **_analysis_args(args, sources)),
         args.target,
         args.emit,
         **options_from(vars(args)),

@@ -100,6 +100,7 @@ def compile(  # noqa: A001 - the API's name, as `re.compile`
     interpret: bool = False,
     filename: str | None = None,
     externs: tuple[str | Path, ...] = (),
+    tune: str | Path | bool = True,
     **options: Any,
 ) -> Kernel:
     """Compile a Vx kernel for `target` and return it, ready to call.
@@ -109,7 +110,10 @@ def compile(  # noqa: A001 - the API's name, as `re.compile`
     `consts` instantiates a generic kernel entry (`{"N": 1024}`, as `--const N=1024`).
     `kernel` picks one entry when the file has several. `interpret=True` runs a tpu or
     nvidia kernel in vxc's interpreter on numpy arrays (see the module's table).
-    `externs` are shared libraries defining a cpu kernel's `extern fn`s. `**options` are
+    `externs` are shared libraries defining a cpu kernel's `extern fn`s. `tune`: the
+    tuning table of a source given by path is read from beside it (`KERNEL.tune.json`,
+    its `target` entry's values after `consts`, LANGUAGE.md 3); a path names another
+    table, `False` reads none (source text has none). `**options` are
     `vxc build`'s options (`cpu="x86-64-v3"`, `tpu_matmul_precision="bf16"`, ...).
 
     Raises `vxc.CompileError` (its `diagnostics` are the coded diagnostics, `str()` the
@@ -122,7 +126,21 @@ def compile(  # noqa: A001 - the API's name, as `re.compile`
         raise TypeError(f"vxc.compile: unknown option(s) {unknown}; options: {list(allowed)}")
     consts = dict(consts or {})
     path, data = _read_source(source_or_path, filename)
-    return _cached(Build(path, data, target, consts, options, interpret, tuple(externs)), kernel)
+    tuned = _tuned(source_or_path, tune, target, data)
+    build = Build(path, data, target, consts, options, interpret, tuple(externs), tuned)
+    return _cached(build, kernel)
+
+
+def _tuned(source_or_path: str | Path, tune: str | Path | bool, target: str, data: bytes):
+    """The tuning table's values for `target` (vxc/tuning.py), or None."""
+    from vxc import tuning
+
+    if tune is False:
+        return None
+    if tune is not True:
+        return tuning.read(tune, target, data)
+    given_path = isinstance(source_or_path, Path) or data != str(source_or_path).encode()
+    return tuning.beside(source_or_path, target, data) if given_path else None
 
 
 def _cached(build: Build, kernel: str | None) -> Kernel:
@@ -136,7 +154,7 @@ def _compile(build: Build, kernel: str | None, key: str) -> Kernel:
     from vxc import api
 
     sources = [api.Source(build.path, build.data)]
-    analysis = api.analyze(sources, None, build.consts)
+    analysis = api.analyze(sources, None, build.consts, build.tuned)
     result = api.build(analysis, build.target, "artifact", **build.options)
     if not result.ok:
         raise CompileError(result.diagnostics, api.render(result.diagnostics, sources))
@@ -209,6 +227,7 @@ class Build:
     options: dict
     interpret: bool
     externs: tuple
+    tuned: Any = None  # vxc.tuning.Tuned: the tuning table's values for the target
 
     def key(self, kernel: str | None) -> str:
         """The cache key: everything the build and the loaded kernel depend on."""
@@ -221,6 +240,7 @@ class Build:
             self.interpret,
             [str(e) for e in self.externs],
             kernel,
+            None if self.tuned is None else (sorted(self.tuned.values.items()), self.tuned.stale),
         ):
             h.update(b"\0" + repr(part).encode())
         return h.hexdigest()

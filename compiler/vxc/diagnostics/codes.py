@@ -541,6 +541,24 @@ _TABLE = [
         "`where` bound on that dimension its size cannot be checked. The message names the "
         "space the tensor lands in.",
     ),
+    Code(
+        "W1040",
+        "warning",
+        "tuning table value for no const parameter",
+        "The kernel's tuning table (`KERNEL.tune.json`, LANGUAGE.md 3) gives a value for a "
+        "name that no generic kernel entry declares as a const parameter: the value is not "
+        "used. The table was likely written for another version of the kernel; `vxc tune` "
+        "refreshes it.",
+    ),
+    Code(
+        "W1041",
+        "warning",
+        "stale tuning table",
+        "The kernel's tuning table was written for other source bytes (its `source_sha256` "
+        "is not the source's digest). Its values are still used as written, since a build "
+        "never measures: they were chosen for another version of the kernel, so `vxc tune` "
+        "should be run again; the message names the command.",
+    ),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _TABLE}

@@ -34,6 +34,7 @@ from vxc.hir.tiles import (
 )
 from vxc.hir.tiles import elem_class as _elem_class
 from vxc.hir.visit import StmtVisitor
+from vxc.tuning import Tuned
 
 PORTABLE_HOME = {"TensorCore": "VMEM"}  # every shipped model declares TensorCore.memory = VMEM
 HOST_SPACE = "CPU_DRAM"
@@ -86,9 +87,11 @@ class TypeChecker(StmtVisitor):
         machine_decls: Sequence[A.Node],
         sink: DiagnosticSink,
         consts: Mapping[str, int] | None = None,
+        tuned: Tuned | None = None,
     ):
         self.sink = sink
         self.entry_consts = dict(consts or {})  # `--const N=1024`: generic entries' values
+        self.tuned = tuned  # the tuning table's values for the build's target (or None)
         self.decls = [i for i in items if isinstance(i, A.MemoryDecl | A.TopologyDecl)]
         self.homes = dict(PORTABLE_HOME)
         for d in [*machine_decls, *self.decls]:
@@ -127,6 +130,7 @@ class TypeChecker(StmtVisitor):
     def run(self) -> Program:
         helpers = self._called_by_others()
         self._unknown_consts(helpers)
+        self._tuning_warnings(helpers)
         for name, decl in self.fns.items():
             if name in self.out:  # a callee may have been checked on first call
                 continue
@@ -174,10 +178,45 @@ class TypeChecker(StmtVisitor):
                 or "drop the flag, or add the parameter to the kernel (`fn k<const N: i64>`)",
             )
 
+    def _tuning_warnings(self, helpers: set[str]) -> None:
+        """W1041 for a table written for other source bytes, W1040 for a table value that
+        names no const parameter of a kernel entry (both at the first generic entry)."""
+        if self.tuned is None:
+            return
+        entries = [
+            d
+            for n, d in self.fns.items()
+            if d.const_params and d.body is not None and n not in helpers
+        ]
+        known = {c.name for d in entries for c in d.const_params}
+        at = entries or list(self.fns.values())
+        if not at:
+            return
+        if self.tuned.stale:
+            self.sink.emit(
+                "W1041",
+                f"the tuning table `{self.tuned.path}` was written for another version of "
+                "this source; its values are used as written",
+                at[0].name_span,
+                notes=[f"its {self.tuned.target} values: {_show_values(self.tuned.values)}"],
+                help=f"refresh it: `vxc tune {at[0].name_span.file} --target {self.tuned.target}`",
+            )
+        for name in sorted(set(self.tuned.values) - known):
+            self.sink.emit(
+                "W1040",
+                f"the tuning table `{self.tuned.path}` gives `{name}`, which no kernel entry "
+                "declares as a const parameter; it is not used",
+                at[0].name_span,
+                help=did_you_mean(name, sorted(known), "{}"),
+            )
+
     def _instantiate_entry(self, decl: A.FnDecl) -> None:
         """A generic kernel entry: one instance for the values named on the build
         (`--const N=1024`), or E0109, never silently nothing."""
         given = {c.name: c.default for c in decl.const_params if c.default is not None}
+        if self.tuned is not None:  # the table over the default, `--const` over both
+            params = {c.name for c in decl.const_params}
+            given.update({k: v for k, v in self.tuned.values.items() if k in params})
         given.update(self.entry_consts)  # `--const` over the default (LANGUAGE.md 3)
         missing = [c.name for c in decl.const_params if c.name not in given]
         if missing:
@@ -1515,5 +1554,10 @@ def typecheck(
     machine_decls: Sequence[A.Node],
     sink: DiagnosticSink,
     consts: Mapping[str, int] | None = None,
+    tuned: Tuned | None = None,
 ) -> Program:
-    return TypeChecker(items, machine_decls, sink, consts).run()
+    return TypeChecker(items, machine_decls, sink, consts, tuned).run()
+
+
+def _show_values(values: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in sorted(values.items())) or "none"

@@ -1,0 +1,84 @@
+"""Tuning tables (LANGUAGE.md 3): `KERNEL.tune.json` beside `KERNEL.vx`, the const values
+chosen for each target. A build takes a generic entry's const values, first to last, from
+`--const`, the table's entry for its target, and the parameter's default.
+
+The table is data the build reads, never a reason to measure: a table written for other
+source bytes (its `source_sha256` differs) is still read as written, with W1041 naming
+the command that refreshes it. `vxc tune` (issue 33) writes tables; a hand-written one is
+read the same way. The format:
+
+    {"format": 1, "source": "attention.vx", "source_sha256": "<hex>",
+     "targets": {"tpu": {"consts": {"BK": 128}}, "cpu": {"consts": {"BK": 64}}}}
+
+Other keys of a target's entry (a score, the candidates tried) are the tuner's and are
+not read here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+FORMAT = 1
+SUFFIX = ".tune.json"
+
+
+class TuneError(ValueError):
+    """A table that cannot be read: the message names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """One build's values from a table: what `api.analyze` instantiates after `--const`."""
+
+    path: str  # the table, for messages
+    target: str
+    values: dict[str, int]
+    stale: bool  # written for other source bytes
+
+
+def table_path(source: str | Path) -> Path:
+    """`kernels/attention.vx` -> `kernels/attention.tune.json`."""
+    p = Path(source)
+    return p.with_name(p.stem + SUFFIX)
+
+
+def read(path: str | Path, target: str, source_data: bytes) -> Tuned:
+    """The entry of `target` in the table at `path` (no entry: no values)."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise TuneError(f"cannot read the tuning table `{path}`: {e.strerror or e}") from None
+    return parse(raw, str(path), target, source_data)
+
+
+def parse(raw: bytes, path: str, target: str, source_data: bytes) -> Tuned:
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise TuneError(f"the tuning table `{path}` is not JSON: {e}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise TuneError(f"the tuning table `{path}` is not of format {FORMAT} (found {got!r})")
+    targets = doc.get("targets", {})
+    if not isinstance(targets, dict):
+        raise TuneError(f"the tuning table `{path}`: `targets` must be an object")
+    entry = targets.get(target, {})
+    consts = entry.get("consts", {}) if isinstance(entry, dict) else None
+    if not isinstance(consts, dict) or not all(
+        isinstance(k, str) and k.isidentifier() and type(v) is int for k, v in consts.items()
+    ):
+        raise TuneError(
+            f"the tuning table `{path}`: `targets.{target}.consts` must map const names to integers"
+        )
+    digest = hashlib.sha256(source_data).hexdigest()
+    stale = doc.get("source_sha256") not in (None, digest)
+    return Tuned(path, target, dict(consts), stale)
+
+
+def beside(source: str | Path, target: str, source_data: bytes) -> Tuned | None:
+    """The table beside `source` for `target`, or None where there is none."""
+    path = table_path(source)
+    return read(path, target, source_data) if path.is_file() else None
