@@ -57,7 +57,7 @@ from jaxlib.mosaic.python import tpu
 from vxc.backends import RefusalEntry
 from vxc.backends.tpu.base import RULES, Ref, placed, rule
 from vxc.backends.tpu.errors import fail
-from vxc.backends.tpu.tiling import check_footprint, mosaic_element
+from vxc.backends.tpu.tiling import check_footprint, mosaic_element, slot_element
 from vxc.backends.walk import Walk
 from vxc.errors import Refusal, Unsupported
 from vxc.ir import types as T
@@ -324,7 +324,8 @@ class FunctionLowering(Walk):
 
     def _memref(self, dims, element, space: str) -> str:
         shape = "".join(f"{d}x" for d in dims)
-        return f"memref<{shape}{mosaic_element(element)}, #tpu.memory_space<{space}>>"
+        elem = slot_element(element) if space == "vmem" else mosaic_element(element)
+        return f"memref<{shape}{elem}, #tpu.memory_space<{space}>>"
 
     def scalar(self, t: ir.Type, op: ir.Operation) -> ir.Type:
         name = SCALARS.get(str(t))
@@ -504,7 +505,7 @@ class FunctionLowering(Walk):
         tile = placed(op.results[0].type)
         if op.name in ("vx.transfer", "vx.transfer_async"):
             self.capacity = max(self.capacity, view(op).capacity)
-        mosaic_element(tile.element_type)
+        slot_element(tile.element_type, op)
         if not tile.has_static_shape:
             raise fail(
                 "E7004",
@@ -955,7 +956,10 @@ class FunctionLowering(Walk):
         if isinstance(v, ir.Value):
             return [v]
         if isinstance(v, Ref) and "vmem" in str(ir.MemRefType(v.base.type).memory_space):
-            return [self.load(v)]  # a tile crosses iterations and branches in vregs
+            from vxc.backends.tpu.vregs import tile_of
+
+            # A tile crosses iterations and branches in vregs (a bool tile as its mask).
+            return [tile_of(self.rule_context, v, op)]
         if isinstance(v, Ref):
             raise fail(
                 "E7006", op, "a tensor in HBM carried by a loop or a branch has no Mosaic form"
@@ -970,7 +974,8 @@ class FunctionLowering(Walk):
             return [self.ty("i32"), self.ty("i32")]
         if isinstance(t, ir.MemRefType):
             shape = "x".join(str(d) for d in t.shape)
-            return [self.ty(f"vector<{shape}x{mosaic_element(t.element_type, op)}>")]
+            elem = "i1" if str(t.element_type) == "i1" else mosaic_element(t.element_type, op)
+            return [self.ty(f"vector<{shape}x{elem}>")]
         return [self.scalar(t, op)]
 
     def unflatten(self, proto: object, vals: list[ir.Value]) -> tuple[object, int]:
