@@ -1557,8 +1557,14 @@ def _return(lo: FunctionLowering, op: ir.Operation) -> None:
 
 @rule("arith.constant")
 def _constant(lo: FunctionLowering, op: ir.Operation) -> None:
-    t = lo.scalar(op.results[0].type, op)
+    """A scalar constant; a bf16/f16 one (a literal beside a bf16/f16 tile, already
+    rounded to it) is its exact f32 value: tile arithmetic computes in f32 (vregs.py),
+    and the scalar unit has no 16-bit floats (an op computing on it is refused there)."""
     attr = op.attributes["value"]
+    if str(op.results[0].type) in ("bf16", "f16"):
+        lo.env[op.results[0]] = arith.ConstantOp(lo.ty("f32"), ir.FloatAttr(attr).value).result
+        return
+    t = lo.scalar(op.results[0].type, op)
     if isinstance(t, ir.IntegerType):
         v = ir.IntegerAttr(attr).value
         if t.width == 32 and not -(2**31) <= v < 2**31:
