@@ -385,3 +385,40 @@ def test_every_form_from_vx_ir_incl_a_bool_tile_in_an_i8_vmem_slot():
 @pytest.mark.parametrize("topo", ["v5e", "v6e"])
 def test_libtpu_compiles_every_form_from_vx_ir(topo):
     assert "vector<64x128xi1>" in _compile_ir(_ir_every_form(), (topo,))
+
+
+# An online argmax over column tiles: a mask, an i32 index and an f32 carried by a loop
+# (Mosaic carries no i1 vector through scf.for: a mask crosses as i32 0/1).
+LOOP = """fn k(x: &Tensor<f32, [8, 512]>, o: &mut Tensor<i32, [8, 128]>,
+     p: &mut Tensor<f32, [8, 128]>) -> void on Topology::TensorCore where instances() == 1 {
+  let mut best = Tensor<f32>([8, 1]) - 1e30;
+  let mut arg = Tensor<i32>([8, 1]);
+  let mut seen = Tensor<f32>([8, 128]) > 1.0;
+  for c in 0 .. 4 {
+    let t = transfer(x[0 .. 8, c * 128 .. c * 128 + 128], Memory::VMEM);
+    let m = t.max(1);
+    let better = m > best;
+    arg = select(better, t.argmax(1) + cast::<i32>(c * 128), arg);
+    best = select(better, m, best);
+    seen = seen | (t > 2.0);
+  }
+  transfer(Tensor<i32>([8, 128]) + arg, o[0 .. 8, 0 .. 128]);
+  transfer(cast::<f32>(seen), p[0 .. 8, 0 .. 128]);
+}
+"""
+
+
+def test_a_loop_carries_a_mask_and_a_running_argmax():
+    assert "vector<8x128xi32>" in _mosaic(LOOP)
+    x = np.random.default_rng(8).standard_normal((8, 512)).astype(np.float32)
+    x[3, 300] = x[3, 20] = 9.0  # a tie across tiles: the first one wins
+    o, p = np.zeros((8, 128), np.int32), np.zeros((8, 128), np.float32)
+    vxc.compile(LOOP, target="tpu", interpret=True).launch(x, o, p, instances=1)
+    np.testing.assert_array_equal(o, np.broadcast_to(np.argmax(x, 1)[:, None], (8, 128)))
+    np.testing.assert_array_equal(p, (x.reshape(8, 4, 128) > 2).any(1).astype(np.float32))
+
+
+@pytest.mark.slow
+def test_libtpu_compiles_the_loop_carrying_a_mask():
+    r = _build(LOOP, tpu_aot="v5e")
+    assert r.ok, [d.message for d in r.diagnostics]
