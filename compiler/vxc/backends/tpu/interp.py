@@ -48,7 +48,16 @@ DTYPES = {
     "f16": np.float16,
     "i16": np.int16,
     "i8": np.int8,
+    "i1": np.bool_,  # masks (vector<..xi1>) only: a bool tile in VMEM is i8 0/1
 }
+
+
+def _uninit(shape, dtype) -> np.ndarray:
+    """Uninitialised memory: NaN, or for an integer buffer the byte pattern 0x55."""
+    dtype = np.dtype(dtype)
+    if np.issubdtype(dtype, np.integer):
+        return np.full(shape, int.from_bytes(b"\x55" * dtype.itemsize, "little"), dtype)
+    return np.full(shape, np.nan, dtype)
 
 
 DYNAMIC = -(2**63)  # MLIR's dynamic size: a grid bound given at run time
@@ -220,16 +229,14 @@ class Interp:
                 outputs.append(buf)
             elif i < n_in + n_out:
                 want = [self.placeholders.get(d, d) for d in shape]
-                buf = Buffer(
-                    f"result{i - n_in}", np.full(want, np.nan, DTYPES.get(elem, np.float32))
-                )
+                buf = Buffer(f"result{i - n_in}", _uninit(want, DTYPES.get(elem, np.float32)))
                 outputs.append(buf)
             elif "dma_semaphore" in elem:
                 buf = Buffer(f"%arg{i + 1}", np.zeros(shape or [1], np.int64))
             elif space == "smem":
                 buf = Buffer(f"%arg{i + 1}", np.zeros(shape, DTYPES[elem]))
             else:  # VMEM scratch: named as in the Mosaic text
-                buf = Buffer(f"%arg{i + 1}", np.full(shape, np.nan, DTYPES.get(elem, np.float32)))
+                buf = Buffer(f"%arg{i + 1}", _uninit(shape, DTYPES.get(elem, np.float32)))
             self.env[a] = View(buf, tuple((0, d) for d in buf.array.shape), tuple(buf.array.shape))
         # The grid, one instance after another as one TensorCore runs it (scratch persists
         # across instances; each instance must leave no DMA in flight).
@@ -420,13 +427,14 @@ def _broadcast(it: Interp, op: ir.Operation) -> None:
     it.env[op.results[0]] = np.broadcast_to(src, shape).copy()
 
 
-_KINDS = {"add": np.add, "maximumf": np.maximum, "minimumf": np.minimum}
+_KINDS = {"add": np.add, "maximumf": np.maximum, "minimumf": np.minimum,
+          "maxsi": np.maximum, "minsi": np.minimum}  # fmt: skip
 
 
 @rule("vector.multi_reduction")
 def _multi_reduction(it: Interp, op: ir.Operation) -> None:
     """The reduction in f32 (pairwise, as numpy sums; the hardware's order differs only
-    by f32 rounding), combined with the accumulator."""
+    by f32 rounding), or in i32 (a sum wraps), combined with the accumulator."""
     src, acc = (it.env[v] for v in op.operands)
     kind = re.search(r"#vector\.kind<(\w+)>", str(op.attributes["kind"])).group(1)
     dims = tuple(ir.DenseI64ArrayAttr(op.attributes["reduction_dims"]))
@@ -443,16 +451,48 @@ def _vtranspose(it: Interp, op: ir.Operation) -> None:
 
 @rule("arith.index_cast", "arith.extsi", "arith.extui", "arith.trunci")
 def _index_cast(it: Interp, op: ir.Operation) -> None:
-    it.env[op.results[0]] = _scalar_type(op.results[0].type)(it.env[op.operands[0]])
+    """Integer casts; of vectors: a mask's extui gives 0/1, extsi sign-extends, trunci
+    keeps the low bits (numpy's astype between integer types)."""
+    t = op.results[0].type
+    x = it.env[op.operands[0]]
+    if isinstance(t, ir.VectorType):
+        it.env[op.results[0]] = np.asarray(x).astype(DTYPES[str(t.element_type)])
+        return
+    it.env[op.results[0]] = _scalar_type(t)(x)
 
 
 @rule("arith.sitofp", "arith.fptosi")
 def _convert(it: Interp, op: ir.Operation) -> None:
-    """A scalar cast: i32 to f32 rounds to nearest even (exact through a double first);
-    f32 to i32 truncates (its operand is in range: ir/scalar_cast.py saturates first)."""
+    """i32 to f32 rounds to nearest even (exact through a double first); f32 to i32
+    truncates. Its operand is in range: ir/scalar_cast.py saturates a scalar first, and
+    vregs._float_to_i32 a vector; one out of range is reported (undefined in `arith`)."""
     x = it.env[op.operands[0]]
-    to = _scalar_type(op.results[0].type)
+    t = op.results[0].type
+    if isinstance(t, ir.VectorType):
+        to = DTYPES[str(t.element_type)]
+        if op.name == "arith.sitofp":
+            it.env[op.results[0]] = np.asarray(x, np.float64).astype(to)
+            return
+        x = np.asarray(x)
+        info = np.iinfo(to)
+        if np.isnan(x).any() or (x < info.min).any() or (x >= info.max + 1.0).any():
+            raise InterpError(f"{_describe(op)}: an operand is NaN or out of the i32 range")
+        it.env[op.results[0]] = np.trunc(x).astype(to)
+        return
+    to = _scalar_type(t)
     it.env[op.results[0]] = to(float(x)) if op.name == "arith.sitofp" else to(np.trunc(x))
+
+
+@rule("tpu.iota")
+def _iota(it: Interp, op: ir.Operation) -> None:
+    """Element [i0, i1, ..] is i_d along the op's dimension d."""
+    t = ir.VectorType(op.results[0].type)
+    (d,) = list(ir.DenseI32ArrayAttr(op.attributes["dimensions"]))
+    shape = list(t.shape)
+    idx = np.arange(shape[d], dtype=DTYPES[str(t.element_type)])
+    view = [1] * len(shape)
+    view[d] = shape[d]
+    it.env[op.results[0]] = np.broadcast_to(idx.reshape(view), shape).copy()
 
 
 _CMP = {0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater, 5: np.greater_equal,

@@ -57,7 +57,7 @@ from jaxlib.mosaic.python import tpu
 from vxc.backends import RefusalEntry
 from vxc.backends.tpu.base import RULES, Ref, placed, rule
 from vxc.backends.tpu.errors import fail
-from vxc.backends.tpu.tiling import check_footprint, mosaic_element
+from vxc.backends.tpu.tiling import check_footprint, mosaic_element, slot_element
 from vxc.backends.walk import Walk
 from vxc.errors import Refusal, Unsupported
 from vxc.ir import types as T
@@ -324,7 +324,8 @@ class FunctionLowering(Walk):
 
     def _memref(self, dims, element, space: str) -> str:
         shape = "".join(f"{d}x" for d in dims)
-        return f"memref<{shape}{mosaic_element(element)}, #tpu.memory_space<{space}>>"
+        elem = slot_element(element) if space == "vmem" else mosaic_element(element)
+        return f"memref<{shape}{elem}, #tpu.memory_space<{space}>>"
 
     def scalar(self, t: ir.Type, op: ir.Operation) -> ir.Type:
         name = SCALARS.get(str(t))
@@ -504,7 +505,7 @@ class FunctionLowering(Walk):
         tile = placed(op.results[0].type)
         if op.name in ("vx.transfer", "vx.transfer_async"):
             self.capacity = max(self.capacity, view(op).capacity)
-        mosaic_element(tile.element_type)
+        slot_element(tile.element_type, op)
         if not tile.has_static_shape:
             raise fail(
                 "E7004",
@@ -952,10 +953,15 @@ class FunctionLowering(Walk):
                 v.slot if v.slot is not None else self.i32(0),
                 v.src.index if v.src.index is not None else self.i32(0),
             ]
+        from vxc.backends.tpu.vregs import mask_to_i32, tile_of
+
         if isinstance(v, ir.Value):
-            return [v]
+            # A mask crosses as i32 0/1: Mosaic carries no i1 vector through scf.for/if.
+            return [mask_to_i32(self.rule_context, v) if _is_mask(v) else v]
         if isinstance(v, Ref) and "vmem" in str(ir.MemRefType(v.base.type).memory_space):
-            return [self.load(v)]  # a tile crosses iterations and branches in vregs
+            # A tile crosses iterations and branches in vregs (a bool tile as i32 0/1).
+            x = tile_of(self.rule_context, v, op)
+            return [mask_to_i32(self.rule_context, x) if _is_mask(x) else x]
         if isinstance(v, Ref):
             raise fail(
                 "E7006", op, "a tensor in HBM carried by a loop or a branch has no Mosaic form"
@@ -970,7 +976,8 @@ class FunctionLowering(Walk):
             return [self.ty("i32"), self.ty("i32")]
         if isinstance(t, ir.MemRefType):
             shape = "x".join(str(d) for d in t.shape)
-            return [self.ty(f"vector<{shape}x{mosaic_element(t.element_type, op)}>")]
+            elem = "i32" if str(t.element_type) == "i1" else mosaic_element(t.element_type, op)
+            return [self.ty(f"vector<{shape}x{elem}>")]  # a mask as i32 0/1 (`flatten`)
         return [self.scalar(t, op)]
 
     def unflatten(self, proto: object, vals: list[ir.Value]) -> tuple[object, int]:
@@ -990,6 +997,10 @@ class FunctionLowering(Walk):
             )
             dst = Ref(proto.ring.buf, slot, proto.dst.vx_type, proto.dst.name)
             return Token(src, dst, proto.ring, slot, proto.op), 2
+        if _is_mask(proto) or (isinstance(proto, Ref) and str(proto.vx_type.element_type) == "i1"):
+            from vxc.backends.tpu.vregs import i32_to_mask
+
+            return i32_to_mask(self.rule_context, vals[0]), 1  # carried as i32 0/1
         return vals[0], 1
 
     def same_shape(self, a: object, b: object, op: ir.Operation) -> None:
@@ -1142,12 +1153,12 @@ def _for(lo: FunctionLowering, op: ir.Operation) -> None:
     body = op.regions[0].blocks[0]
     lo.env[body.arguments[0]] = loop.induction_variable
     inner = list(loop.inner_iter_args)
-    pos = 0
-    for proto, arg in zip(inits, list(body.arguments)[1:], strict=True):
-        val, n = lo.unflatten(proto, inner[pos : pos + n_of(proto)])
-        lo.env[arg] = val
-        pos += n
     with ir.InsertionPoint(loop.body):
+        pos = 0  # (in the body: a mask is carried as i32 and compared back there)
+        for proto, arg in zip(inits, list(body.arguments)[1:], strict=True):
+            val, n = lo.unflatten(proto, inner[pos : pos + n_of(proto)])
+            lo.env[arg] = val
+            pos += n
         for a, v in zip(accs, inner[len(flat) :], strict=True):
             lo.promoted[a] = v
         yielded = [lo.env[v] for v in lo.lower_block(body)]
@@ -1188,6 +1199,15 @@ def _if(lo: FunctionLowering, op: ir.Operation) -> None:
         val, n = lo.unflatten(proto, results[pos : pos + n_of(proto)])
         lo.env[r] = val
         pos += n
+
+
+def _is_mask(v: object) -> bool:
+    """`v` is an i1 vector (a bool tile in vregs)."""
+    return (
+        isinstance(v, ir.Value)
+        and isinstance(v.type, ir.VectorType)
+        and str(ir.VectorType(v.type).element_type) == "i1"
+    )
 
 
 def n_of(proto: object) -> int:
@@ -1552,8 +1572,14 @@ def _return(lo: FunctionLowering, op: ir.Operation) -> None:
 
 @rule("arith.constant")
 def _constant(lo: FunctionLowering, op: ir.Operation) -> None:
-    t = lo.scalar(op.results[0].type, op)
+    """A scalar constant; a bf16/f16 one (a literal beside a bf16/f16 tile, already
+    rounded to it) is its exact f32 value: tile arithmetic computes in f32 (vregs.py),
+    and the scalar unit has no 16-bit floats (an op computing on it is refused there)."""
     attr = op.attributes["value"]
+    if str(op.results[0].type) in ("bf16", "f16"):
+        lo.env[op.results[0]] = arith.ConstantOp(lo.ty("f32"), ir.FloatAttr(attr).value).result
+        return
+    t = lo.scalar(op.results[0].type, op)
     if isinstance(t, ir.IntegerType):
         v = ir.IntegerAttr(attr).value
         if t.width == 32 and not -(2**31) <= v < 2**31:

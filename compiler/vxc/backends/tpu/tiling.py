@@ -27,11 +27,25 @@ def mosaic_element(t: ir.Type, op: ir.Operation | None = None) -> str:
     """The Mosaic element type of `t`; a refusal at `op` (the function, for a parameter
     or a result) when it has none."""
     name = str(t)
+    if name == "i1":
+        raise fail(
+            "E7004",
+            op,
+            "a bool (i1) tensor has no TPU form in HBM (a bool tile lives in vregs as a "
+            "mask, in VMEM as i8 0/1); pass or return `cast::<i32>(mask)` instead",
+        )
     if name not in ELEMENTS:
         raise fail(
             "E7004", op, f"element type {name} has no TPU form (supported: {sorted(ELEMENTS)})"
         )
     return ELEMENTS[name]
+
+
+def slot_element(t: ir.Type, op: ir.Operation | None = None) -> str:
+    """The Mosaic element of a VMEM scratch buffer holding vx tiles of element `t`: a
+    bool (i1) tile is i8 0/1 there (vregs.mask_slot: Mosaic has no i1 memrefs, and i8 is
+    the one byte per element the plan's slot counted); others as `mosaic_element`."""
+    return "i8" if str(t) == "i1" else mosaic_element(t, op)
 
 
 def sublanes(element: ir.Type) -> int:
