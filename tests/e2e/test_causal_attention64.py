@@ -41,6 +41,6 @@ def test_attention64_matches_numpy(target, entry):
     k = vxc.compile(SOURCE.read_text(), target=target, kernel=entry, interpret=target != "cpu")
     q, kk, v = inputs(h, s)
     o = np.zeros((h * s, 64), np.float32)
-    k.launch(h, s, h * s, np.float32(0.125), q, kk, v, o, instances=h * (s // 128))
+    k.launch(h, s, np.float32(0.125), q, kk, v, o, instances=h * (s // 128))  # n: the shapes
     want = reference(q, kk, v, h, s, 0.125, entry == "causal")
     np.testing.assert_allclose(o, want, rtol=2e-2, atol=2e-2)
