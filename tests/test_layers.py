@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "outputs",
         "arguments",
         "stages",
+        "tuning",
     ),
     ("frontend",),
     ("hir",),

@@ -82,7 +82,7 @@ REFERENCES = {
 GEMMS = {"gemm", "gemm3", "gemm_async"}
 # The source each kernel above is checked from (its artifact's stem): another file may
 # have a kernel of the same name (seed_vx.vx's `stream` computes nothing to compare).
-SOURCES = {"gemm3": "gemm_3stage"}
+SOURCES = {"gemm3": "gemm_3stage", "rmsnorm": "layernorm"}
 # (m, n, k): 1 instance x 2 K tiles; 1 x 2 instances x 5 K tiles (a 2-slot ring's parity
 # wraps twice); a 3 x 7 grid of instances; then the full size.
 GEMM_LADDER = ((128, 128, 256), (128, 256, 640), (384, 896, 384))
@@ -92,6 +92,9 @@ GEMM_FULL = (4096, 4096, 4096)
 # (m, n): one instance, two column tiles, a row of 1024, then 8192 instances of 8 rows.
 SOFTMAX_LADDER = ((8, 128), (8, 256), (24, 1024))
 SOFTMAX_FULL = (65536, 1024)
+NORM_LADDER = ((8, 128), (16, 512), (24, 4096))
+NORM_FULL = (65536, 1024)
+NORM_TOL = {"rtol": 1e-4, "atol": 1e-4}
 SOFTMAX_TOL = {"rtol": 1e-5, "atol": 1e-7}  # tests/backends/nvidia/test_ptxsim_tiles.py
 # kernels/attention.vx: (h, s, causal), one instance per (head, 128-query tile), K/V
 # tiles of 64 keys (s / 64 per head): one instance and two K/V tiles; two instances and
@@ -252,6 +255,26 @@ def _softmax_close(y: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return np.isclose(y, ref, equal_nan=False, **SOFTMAX_TOL)
 
 
+def norm_inputs(m: int, n: int, rng, bias: bool) -> list:
+    """kernels/layernorm.vx's arguments: (m, n, eps, x, g[, b], y)."""
+    x = (rng.standard_normal((m, n)) * 3 + 2).astype(np.float32)
+    g, b = (rng.standard_normal((1, n)).astype(np.float32) for _ in range(2))
+    return [m, n, np.float32(1e-5), x, g, *([b] if bias else []), np.zeros((m, n), np.float32)]
+
+
+def norm_reference(args: list) -> np.ndarray:
+    """Layer norm (with a bias argument) or RMS norm, in f64."""
+    x, g = args[3].astype(np.float64), args[4]
+    if len(args) == 7:
+        c = x - x.mean(1, keepdims=True)
+        return c / np.sqrt((c * c).mean(1, keepdims=True) + 1e-5) * g + args[5]
+    return x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-5) * g
+
+
+def _norm_close(y: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    return np.isclose(y, ref, equal_nan=False, **NORM_TOL)
+
+
 def attention_inputs(h: int, s: int, causal: bool, rng) -> list:
     """kernels/attention.vx's arguments (h, s, n, causal, scale, q, k, v, mask, o): q, k, v
     normal in bf16; the diagonal block's causal mask (0 on and below the diagonal, -1e30
@@ -326,6 +349,28 @@ TILE_CHECKS = {
         _softmax_close,
         lambda r, _: r // 8,  # 8 rows an instance
         lambda _, a, t: {"tb_s": 3 * a[2].nbytes / t / 1e12},  # two passes read x, one writes y
+    ),
+    "layernorm": TileCheck(
+        NORM_LADDER,
+        (NORM_FULL,),
+        lambda s, rng: norm_inputs(*s, rng, bias=True),
+        lambda s: s[0] // 8,
+        norm_reference,
+        6,
+        _norm_close,
+        lambda r, _: r // 8,
+        lambda _, a, t: {"tb_s": 4 * a[3].nbytes / t / 1e12},  # three passes read x, one writes
+    ),
+    "rmsnorm": TileCheck(
+        NORM_LADDER,
+        (NORM_FULL,),
+        lambda s, rng: norm_inputs(*s, rng, bias=False),
+        lambda s: s[0] // 8,
+        norm_reference,
+        5,
+        _norm_close,
+        lambda r, _: r // 8,
+        lambda _, a, t: {"tb_s": 3 * a[3].nbytes / t / 1e12},  # two passes read x, one writes
     ),
     "attention": TileCheck(
         ATTENTION_LADDER,

@@ -29,8 +29,8 @@ NO_TPU_ARTIFACT = {
     "attention.vx",
 }
 # Two kernels in one file (one Mosaic module each): run in the interpreter by
-# tests/e2e/test_seed_vx.py.
-MULTI_KERNEL = {"seed_vx.vx"}
+# tests/e2e/test_seed_vx.py and tests/e2e/test_layernorm.py.
+MULTI_KERNEL = {"seed_vx.vx", "layernorm.vx"}
 KERNELS = sorted(
     p
     for p in [*ROOT.glob("kernels/*.vx"), *ROOT.glob("examples/**/*.vx")]
