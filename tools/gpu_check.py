@@ -327,6 +327,22 @@ class TileCheck:
     rate: Callable  # (shape, args, seconds) -> {"tflop_s" | "tb_s": x}
 
 
+def _norm_check(bias: bool) -> TileCheck:
+    """layer norm (bias: three passes read x) or RMS norm (two), 8 rows an instance."""
+    passes = 3 if bias else 2
+    return TileCheck(
+        NORM_LADDER,
+        (NORM_FULL,),
+        lambda s, rng: norm_inputs(*s, rng, bias=bias),
+        lambda s: s[0] // 8,
+        norm_reference,
+        6 if bias else 5,
+        _norm_close,
+        lambda r, _: r // 8,
+        lambda _, a, t: {"tb_s": (passes + 1) * a[3].nbytes / t / 1e12},
+    )
+
+
 TILE_CHECKS = {
     "gemm_epilogue": TileCheck(
         GEMM_LADDER,
@@ -350,28 +366,8 @@ TILE_CHECKS = {
         lambda r, _: r // 8,  # 8 rows an instance
         lambda _, a, t: {"tb_s": 3 * a[2].nbytes / t / 1e12},  # two passes read x, one writes y
     ),
-    "layernorm": TileCheck(
-        NORM_LADDER,
-        (NORM_FULL,),
-        lambda s, rng: norm_inputs(*s, rng, bias=True),
-        lambda s: s[0] // 8,
-        norm_reference,
-        6,
-        _norm_close,
-        lambda r, _: r // 8,
-        lambda _, a, t: {"tb_s": 4 * a[3].nbytes / t / 1e12},  # three passes read x, one writes
-    ),
-    "rmsnorm": TileCheck(
-        NORM_LADDER,
-        (NORM_FULL,),
-        lambda s, rng: norm_inputs(*s, rng, bias=False),
-        lambda s: s[0] // 8,
-        norm_reference,
-        5,
-        _norm_close,
-        lambda r, _: r // 8,
-        lambda _, a, t: {"tb_s": 3 * a[3].nbytes / t / 1e12},  # two passes read x, one writes
-    ),
+    "layernorm": _norm_check(bias=True),
+    "rmsnorm": _norm_check(bias=False),
     "attention": TileCheck(
         ATTENTION_LADDER,
         ATTENTION_FULL,
