@@ -228,7 +228,7 @@ def _dtype(m: ir.MemRefType) -> str:
 _REGION_OPS = ("vx.view", "vx.store", "vx.store_async")
 # Ops whose tile operands every thread reads with ld.shared (tiles.py): a TMA load into
 # such a ring waits at a bar.sync until each thread has read the slot's old tile.
-_GENERIC_READERS = ("vx.binary", "vx.unary", "vx.reduce", "vx.cast")
+_GENERIC_READERS = ("vx.binary", "vx.unary", "vx.reduce", "vx.cast", "vx.compare", "vx.select")
 # A tensor map parameter's name: the argument's, then its layout's suffix.
 _TMAP_SUFFIX = {"sw128": "", "sw128MN": "_mn", "rowmajor": "_rm"}
 
@@ -252,6 +252,15 @@ def _tile_type(op: ir.Operation, t: ir.Type) -> ir.MemRefType:
     m = T.placed(t)
     if m is None or len(m.shape) != 2 or not m.has_static_shape:
         raise refuse("E7004", op, f"{op.name}: the NVIDIA backends move 2-D static tiles")
+    if _dtype(m) == "i1" and op.name in (*_GENERIC_READERS, "vx.iota"):
+        return m  # a bool tile computed into shared memory (one byte an element)
+    if _dtype(m) == "i1":
+        raise refuse(
+            "E7004",
+            op,
+            f"{op.name}: bool tiles live in shared memory only on the NVIDIA backends (TMA "
+            f"moves no i1); cast it to i32 or f32 to move it",
+        )
     if _dtype(m) not in TILE_TYPES:
         raise refuse("E7004", op, f"{op.name}: tiles of {_dtype(m)} are not supported")
     return m
@@ -868,13 +877,19 @@ class FunctionLowering(Walk):
             reads.update(lv.reads)
             return lv.node
         if isinstance(lv, Scalar):
-            if lv.reg.cls != "f32":
+            cls = lv.reg.cls
+            if cls == "b64":  # an i64 scalar of an i32 tile: its low word (wrapping)
+                low = self.k.reg("b32")
+                self.k.ins("cvt.u32.u64", low, lv.reg)
+                return tiles.Const(1, 1, "i32", low)
+            if cls not in ("f32", "b32", "pred"):
                 raise refuse("E7011", op, f"{op.name}: a {v.type} scalar in tile arithmetic")
-            return tiles.Const(1, 1, "f32", lv.reg)
+            return tiles.Const(1, 1, {"f32": "f32", "b32": "i32", "pred": "i1"}[cls], lv.reg)
         m = T.placed(v.type)
         rows, cols = (list(m.shape) + [1, 1])[:2] if m is not None else (1, 1)
         if isinstance(lv, Zero):
-            return tiles.Const(rows, cols, _dtype(m), Imm(0.0))
+            zero = Imm(0.0) if tiles.kind(_dtype(m)) == "f" else Imm(0)
+            return tiles.Const(rows, cols, _dtype(m), zero)
         if isinstance(lv, AccVal):
             key = ("acc", id(lv.acc))
             reads[key] = self.versions.get(key, 0)
@@ -909,7 +924,10 @@ class FunctionLowering(Walk):
         and replaced by a load of it."""
         if isinstance(n, tiles.Red):
             x = self.resolve(n.x, op)
-            dst = tiles.Load(n.rows, n.cols, "f32", n.scratch)
+            # The scratch holds f32 (a float result, rounded) or i32 (an integer sum /
+            # max / min, an argmax's indices): 4 bytes an element either way.
+            held = "f32" if tiles.kind(n.dtype) == "f" else "i32"
+            dst = tiles.Load(n.rows, n.cols, held, n.scratch)
             k = self.k
             # Every earlier tile's elements are written and the scratch's readers done.
             k.comment(BARRIER_NOTE)
@@ -929,7 +947,7 @@ class FunctionLowering(Walk):
             except tiles.TileError as e:
                 raise refuse("E7001", op, f"vx.reduce: {e}") from None
             return dst  # read after the next tile barrier (evaluate's)
-        for f in ("x", "y"):
+        for f in tiles.CHILDREN:
             c = getattr(n, f, None)
             if c is not None:
                 r = self.resolve(c, op)
@@ -1600,12 +1618,24 @@ def _dead_after(v: ir.Value, op: ir.Operation) -> bool:
     return True
 
 
+# Tile arithmetic's element types here: floats in f32 registers, i32 in b32, bools (i1)
+# as predicates and one byte in shared memory. i64 / f64 tiles are refused (E7001): no
+# 64-bit tile path (b64 registers through loads, stores, shfl and the reductions).
+_TILE_ELEMS = (*tiles.FLOATS, *tiles.INTS, "i1")
+
+
 def _tile_check(op: ir.Operation) -> None:
     m = T.placed(op.results[0].type)
     if m is None or len(m.shape) != 2 or not m.has_static_shape:
         raise refuse("E7001", op, f"{op.name}: the NVIDIA backends compute on 2-D static tiles")
-    if _dtype(m) not in tiles.FLOATS:
-        raise refuse("E7001", op, f"{op.name} on {_dtype(m)} tiles")
+    for t in [m, *(T.placed(v.type) for v in op.operands)]:
+        if t is not None and _dtype(t) not in _TILE_ELEMS:
+            raise refuse(
+                "E7001",
+                op,
+                f"{op.name} on {_dtype(t)} tiles: the NVIDIA backends compute on f32, bf16, "
+                f"f16, i32 and bool tiles (no 64-bit tile arithmetic)",
+            )
 
 
 @rule("vx.binary")
@@ -1626,6 +1656,26 @@ def _tile_unary(fl: FunctionLowering, op: ir.Operation) -> None:
 def _tile_cast(fl: FunctionLowering, op: ir.Operation) -> None:
     _tile_check(op)
     _tile_value(fl, op, lambda r, c, d, xs: tiles.Cast(r, c, d, xs[0]))
+
+
+@rule("vx.compare")
+def _tile_compare(fl: FunctionLowering, op: ir.Operation) -> None:
+    _tile_check(op)
+    fn = ir.StringAttr(op.attributes["fn"]).value
+    _tile_value(fl, op, lambda r, c, d, xs: tiles.Cmp(r, c, d, fn, xs[0], xs[1]))
+
+
+@rule("vx.select")
+def _tile_select(fl: FunctionLowering, op: ir.Operation) -> None:
+    _tile_check(op)
+    _tile_value(fl, op, lambda r, c, d, xs: tiles.Sel(r, c, d, xs[0], xs[1], xs[2]))
+
+
+@rule("vx.iota")
+def _tile_iota(fl: FunctionLowering, op: ir.Operation) -> None:
+    _tile_check(op)
+    axis = ir.IntegerAttr(op.attributes["axis"]).value
+    _tile_value(fl, op, lambda r, c, d, xs: tiles.Iota(r, c, d, axis))
 
 
 @rule("vx.reduce")
