@@ -2,7 +2,8 @@
 `&mut Tensor` outputs, stores `transfer(t, out[view])` and `transfer_async` to a view
 then `wait(st);`, shape parameters, const arguments, and tile arithmetic (`+ - * /`,
 `exp`, `sqrt`, `tanh`, `log`, `abs`, `rsqrt`, `sigmoid`, `erf`, `max`, `min`, `.sum(a)`,
-`.max(a)`, `.min(a)`, `cast::<E>` of a tile and of a scalar, `transpose`).
+`.max(a)`, `.min(a)`, `cast::<E>` of a tile and of a scalar, `transpose`, comparisons,
+`& | !`, `select`, `.argmax/.argmin(a)`).
 
 `FormsGen` writes kernels from these forms, biased towards ones that check (a row
 tile per instance, bounds that follow from the `where` clause); the mutators change
@@ -59,7 +60,24 @@ class FormsGen:
                 if rng.random() < 0.6
                 else f"{base}.{red}({axis})"
             )
-        return f"cast::<{rng.choice(['f32', 'bf16', 'f16', 'i32'])}>({self.tile_expr(tiles, scalars, depth + 1)})"
+        if r < 0.95:
+            elem = rng.choice(["f32", "bf16", "f16", "i32"])
+            return f"cast::<{elem}>({self.tile_expr(tiles, scalars, depth + 1)})"
+        return self.mask_expr(tiles, scalars, depth + 1)
+
+    def mask_expr(self, tiles: list[str], scalars: list[str], depth: int) -> str:
+        """A select over a comparison (or two, combined), or an argmax / argmin cast back
+        to a float and broadcast (LANGUAGE.md 4.3's masks and indices)."""
+        rng = self.rng
+        a, b = (self.tile_expr(tiles, scalars, depth + 1) for _ in range(2))
+        if rng.random() < 0.3:
+            f, axis = rng.choice(["argmax", "argmin"]), rng.choice([1, 1, 0, 2])
+            return f"({a} - cast::<f32>({b}.{f}({axis})))"
+        cond = f"({a} {rng.choice(['<', '<=', '>', '>=', '==', '!='])} {rng.choice([b, '0.0'])})"
+        if rng.random() < 0.3:
+            cond = f"({cond} {rng.choice(['&', '|'])} !({b} > 0.5))"
+        other = rng.choice(["-1e30", "0.0", *scalars, b])
+        return f"select({cond}, {a}, {other})"
 
     def view(self, name: str, row: str, rows: int, cols: int, col: str = "0") -> str:
         rng = self.rng
@@ -174,8 +192,9 @@ RANGE = re.compile(rb"(\[|,\s*)([^\[\],;]+?)\s*\.\.\s*([^\[\],;]+?)(?=\s*[\],])"
 TILE_WORDS = [
     [*(f.encode() for f in UNARY_CALLS), b"transpose"],
     [b"max", b"min"],
-    [b"sum", b"max", b"min"],
+    [b"sum", b"max", b"min", b"argmax", b"argmin"],
     [b"bf16", b"f16", b"f32", b"i32"],
+    [b"select", b"max", b"min"],
 ]
 OFFSETS = [b" + 1", b" - 1", b" + 128", b" * 2", b" + m", b" - 128", b""]
 

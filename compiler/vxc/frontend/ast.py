@@ -186,6 +186,15 @@ class TensorNew(Expr):
     dims: tuple[Dim, ...]
 
 
+@dataclass(frozen=True)
+class Iota(Expr):
+    """`iota::<E>([dims], axis)`: a new integer tile counting along `axis`."""
+
+    elem: TypeExpr
+    dims: tuple[Dim, ...]
+    axis: int
+
+
 # ---- statements ------------------------------------------------------------------
 @dataclass(frozen=True)
 class Stmt(Node):

@@ -384,12 +384,12 @@ class _ToAst(Transformer):
     def _bin(self, meta, c):
         return A.Binary(self._s(meta), str(c[1]), c[0], c[2])
 
-    binop_cmp = binop_add = binop_mul = _bin
+    binop_cmp = binop_add = binop_mul = binop_logic = _bin
 
     def cmp_op(self, meta, c):
         return str(c[0])
 
-    add_op = mul_op = cmp_op
+    add_op = mul_op = bor_op = band_op = cmp_op
 
     def binop_or(self, meta, c):
         return A.Binary(self._s(meta), "||", c[0], c[1])
@@ -473,6 +473,9 @@ class _ToAst(Transformer):
 
     def tensor_new(self, meta, c):
         return A.TensorNew(self._s(meta), c[0], c[1])
+
+    def iota(self, meta, c):
+        return A.Iota(self._s(meta), c[0], c[1], int(str(c[2]).replace("_", "")))
 
 
 def _too_deep(tree: lark.Tree) -> lark.Tree | None:

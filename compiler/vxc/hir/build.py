@@ -39,6 +39,7 @@ TWINS: dict[type, type] = {
         A.Range,
         A.Wait,
         A.TensorNew,
+        A.Iota,
         A.Block,
         A.Let,
         A.Assign,
@@ -110,7 +111,7 @@ class HirBuilder:
             return H.ConstArg(node.span, value, sub.types[node.name], nid=self._nid())
         nid = self._nid()  # parents before children: ids grow down the tree
         values = {f.name: self._value(getattr(node, f.name), sub) for f in fields(node)}
-        if isinstance(node, A.TensorNew):
+        if isinstance(node, A.TensorNew | A.Iota):
             values["dims"] = list(sub.dims(node.dims))
         return TWINS[type(node)](**values, nid=nid)
 

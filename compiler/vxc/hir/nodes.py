@@ -153,6 +153,13 @@ class TensorNew(Expr):
     dims: list[int | str]
 
 
+@dataclass
+class Iota(Expr):
+    elem: A.TypeExpr
+    dims: list[int | str]
+    axis: int
+
+
 # ---- statements ------------------------------------------------------------------
 @dataclass
 class Stmt(Node):
@@ -308,6 +315,8 @@ PRECEDENCE = {
     "||": 1,
     "&&": 2,
     **dict.fromkeys(("==", "!=", "<", "<=", ">", ">="), 3),
+    "|": 3.3,
+    "&": 3.6,
     "+": 4,
     "-": 4,
     "*": 5,
@@ -345,4 +354,6 @@ def show_expr(e: Expr) -> str:
             return f"{show_expr(e.obj)}[{show_expr(e.index)}]"
         case MethodCall():
             return f"{show_expr(e.obj)}.{e.method}({', '.join(show_expr(a) for a in e.args)})"
+        case Iota():
+            return f"iota::<{e.elem.name}>([{', '.join(map(str, e.dims))}], {e.axis})"
     return type(e).__name__

@@ -44,8 +44,21 @@ TILE_CALLS = {
     "min": 2,
     "cast": 1,
     "transpose": 1,
+    "select": 3,
 }
-TILE_METHODS = ("sum", "max", "min")  # `a.sum(axis)`, `a.max(axis)`, `a.min(axis)`
+# `a.sum(axis)`, ...; argmax/argmin give the i32 index of the first extreme.
+TILE_METHODS = ("sum", "max", "min", "argmax", "argmin")
+TILE_INTS = ("i32", "i64")  # the integer element types of tile arithmetic (`iota`'s)
+NUMBERS = ("float", "int")  # the element classes arithmetic takes (bool tiles take logic)
+
+
+def elem_class(elem: str) -> str | None:
+    """ "float", "int" (i32 / i64) or "bool" for a tile element tile arithmetic takes."""
+    if elem in ("f32", "bf16", "f16", "f64"):
+        return "float"
+    if elem in TILE_INTS:
+        return "int"
+    return "bool" if elem == "bool" else None
 
 
 def tile_form(e: H.Expr, declared: object = ()) -> TileForm | None:
@@ -56,8 +69,14 @@ def tile_form(e: H.Expr, declared: object = ()) -> TileForm | None:
     match e:
         case H.Binary() if e.op in BINARY_OPS:
             return TileForm("vx.binary", BINARY_OPS[e.op])
+        case H.Binary() if e.op in COMPARISONS:
+            return TileForm("vx.compare", COMPARISONS[e.op])
         case H.Unary(op="-"):
             return TileForm("vx.unary", "neg")
+        case H.Unary(op="!"):
+            return TileForm("vx.unary", "not")
+        case H.Iota():
+            return TileForm("vx.iota", "")
         case H.MethodCall() if e.method in TILE_METHODS:
             return TileForm("vx.reduce", e.method)
         case H.Call() if e.callee in TILE_CALLS and e.callee not in declared:
@@ -65,6 +84,8 @@ def tile_form(e: H.Expr, declared: object = ()) -> TileForm | None:
                 return TileForm("vx.unary", e.callee)
             if e.callee in ("max", "min"):
                 return TileForm("vx.binary", e.callee)
+            if e.callee == "select":
+                return TileForm("vx.select", "")
             return TileForm(f"vx.{e.callee}", "")
     return None
 

@@ -23,7 +23,16 @@ from vxc.hir.dims import show as show_dim
 from vxc.hir.extent import extent
 from vxc.hir.literals import literal_types
 from vxc.hir.program import Function, Program, Var
-from vxc.hir.tiles import TILE_CALLS, TILE_METHODS, UNARY_CALLS, broadcast
+from vxc.hir.tiles import (
+    COMPARISONS,
+    NUMBERS,
+    TILE_CALLS,
+    TILE_INTS,
+    TILE_METHODS,
+    UNARY_CALLS,
+    broadcast,
+)
+from vxc.hir.tiles import elem_class as _elem_class
 from vxc.hir.visit import StmtVisitor
 
 PORTABLE_HOME = {"TensorCore": "VMEM"}  # every shipped model declares TensorCore.memory = VMEM
@@ -63,6 +72,11 @@ class _Scope:
 
 class _Error(Exception):
     """Abandons the current expression after its diagnostic was emitted."""
+
+
+# The variable id of a name whose `let` failed to check: a later use is not reported again
+# (its error was), so one mistake gives one diagnostic, not a cascade of E0101s.
+_FAILED = -2
 
 
 class TypeChecker(StmtVisitor):
@@ -266,6 +280,7 @@ class TypeChecker(StmtVisitor):
         params = {v.name: v.ty for v in fn.params}
         self.literal_pins.update(literal_types(hir, params, fn.ret, self.fns))
         self.home = home
+        self.in_assert = False  # `assert(buf == v)` compares a buffer, not elementwise
         for w in hir.where:
             if self._where_calls(w):
                 self.abandoned += 1  # reported; the next clause and the body are checked
@@ -417,6 +432,8 @@ class TypeChecker(StmtVisitor):
                 self._stmt(s, scope)
             except _Error:
                 self.abandoned += 1
+                if isinstance(s, H.Let) and scope.lookup(s.name) is None:
+                    scope.names[s.name] = _FAILED
                 continue
 
     def _stmt(self, s: H.Stmt, scope: _Scope) -> None:
@@ -515,12 +532,15 @@ class TypeChecker(StmtVisitor):
             case H.Unary(op="-"):
                 t = self._expr(e.operand, scope, want)
                 if isinstance(_tile(t), T.TensorT):
-                    return self._tile_unary(_tile(t), e.operand, "negation")
+                    return self._tile_elems(_tile(t), e.operand, "negation", NUMBERS)
                 if not (T.is_int(t) or T.is_float(t)):
                     self._mismatch(T.I32, t, e.operand, "negation")
                 return t
             case H.Unary():
-                self._expect_bool(self._expr(e.operand, scope, T.BOOL), e.operand)
+                t = self._expr(e.operand, scope, T.BOOL)
+                if isinstance(_tile(t), T.TensorT):
+                    return self._tile_elems(_tile(t), e.operand, "`!`", ("bool",))
+                self._expect_bool(t, e.operand)
                 return T.BOOL
             case H.Binary():
                 return self._binary(e, scope, want)
@@ -553,7 +573,7 @@ class TypeChecker(StmtVisitor):
                     f"no method `{e.method}` on `{obj.show()}`",
                     e.span,
                     notes=[
-                        "a tile has `.sum(axis)`, `.max(axis)` and `.min(axis)`"
+                        "a tile has " + ", ".join(f"`.{m}(axis)`" for m in TILE_METHODS)
                         if isinstance(_tile(obj), T.TensorT)
                         else "`Vec` has one method, `len()`"
                     ],
@@ -572,6 +592,8 @@ class TypeChecker(StmtVisitor):
                     help="`wait` takes the result of `transfer_async`",
                 )
                 raise _Error
+            case H.Iota():
+                return self._iota(e, scope)
             case H.TensorNew():
                 self._dims_in_scope(e, scope)
                 e.dims = list(self._dims(e.dims))  # what the plan and the IR read
@@ -642,6 +664,8 @@ class TypeChecker(StmtVisitor):
 
     def _resolve(self, name: str, scope: _Scope, span: Span) -> int:
         vid = scope.lookup(name)
+        if vid == _FAILED:
+            raise _Error  # its `let` was reported
         if vid is None:
             self.sink.emit(
                 "E0101",
@@ -663,10 +687,16 @@ class TypeChecker(StmtVisitor):
         if _is_literal(e.lhs) and not _is_literal(e.rhs, floats=False):
             lt = e.lhs.ty = self._expr(e.lhs, scope, rt)
         tensor_side = next((t for t in (lt, rt) if isinstance(T.deref(_read(t)), T.TensorT)), None)
-        if tensor_side is not None and e.op in ("==", "!="):
-            return T.BOOL  # `buf == v`: the value contract of a seam (all elements equal v)
-        if tensor_side is not None and e.op in "+-*/":
-            return self._tile_binary(e.lhs, e.rhs, e, f"operator `{e.op}`")
+        if tensor_side is not None and e.op in ("==", "!=") and self.in_assert:
+            return T.BOOL  # `assert(buf == v)`: the value contract of a seam (all elements v)
+        if tensor_side is not None and e.op in COMPARISONS:
+            t = self._tile_binary(e.lhs, e.rhs, e, f"operator `{e.op}`", classes=NUMBERS)
+            return replace(t, elem="bool")
+        if tensor_side is not None and e.op in "+-*/&|":
+            classes = {"/": ("float",), "&": ("bool",), "|": ("bool",)}.get(e.op, NUMBERS)
+            return self._tile_binary(e.lhs, e.rhs, e, f"operator `{e.op}`", classes=classes)
+        if e.op in "&|" and lt == rt == T.BOOL:
+            return T.BOOL  # on two bools `&` and `|` are `&&` and `||` without the short cut
         if lt != rt or not (T.is_int(lt) or T.is_float(lt) or (lt == T.BOOL and not arith)):
             self._mismatch(lt, rt, e, f"operator `{e.op}`")
         return lt if arith else T.BOOL
@@ -949,7 +979,11 @@ class TypeChecker(StmtVisitor):
             if len(e.args) != 1:
                 self.sink.emit("E0202", "`assert` takes one condition", e.span)
                 raise _Error
-            self._expect_bool(self._expr(e.args[0], scope, T.BOOL), e.args[0])
+            self.in_assert = True
+            try:
+                self._expect_bool(self._expr(e.args[0], scope, T.BOOL), e.args[0])
+            finally:
+                self.in_assert = False
             return T.VOID
         if len(e.args) != 3:
             self.sink.emit(
@@ -1013,12 +1047,18 @@ class TypeChecker(StmtVisitor):
             )
             raise _Error
         if e.callee in ("max", "min"):
-            return self._tile_binary(e.args[0], e.args[1], e, f"`{e.callee}`", scope)
+            return self._tile_binary(
+                e.args[0], e.args[1], e, f"`{e.callee}`", scope, classes=NUMBERS
+            )
+        if e.callee == "select":
+            return self._select(e, scope)
         if e.callee == "cast":
             x = self._expr(e.args[0], scope, None)
             if isinstance(x, T.Scalar):
                 return self._scalar_cast(e, x)
-            return replace(self._tile_of(x, e.args[0], "`cast`"), elem=self._cast_elem(e))
+            t = self._tile_of(x, e.args[0], "`cast`")
+            self._tile_elems(t, e.args[0], "`cast`", (*NUMBERS, "bool"))
+            return replace(t, elem=self._cast_elem(e))
         t = self._tile_operand(e.args[0], scope, f"`{e.callee}`")
         if e.callee == "transpose":
             if len(t.dims) != 2:
@@ -1052,10 +1092,11 @@ class TypeChecker(StmtVisitor):
 
     def _cast_elem(self, e: H.Call) -> str:
         arg = e.const_args[0] if len(e.const_args) == 1 else None
-        if not (isinstance(arg, H.Name) and arg.name in T.FLOATS):
+        if not (isinstance(arg, H.Name) and arg.name in (*T.FLOATS, *TILE_INTS)):
             self.sink.emit(
                 "E0204",
-                "`cast::<E>` takes one float element type (f32, bf16, f16, f64)",
+                "`cast::<E>` of a tile takes one element type: a float (f32, bf16, f16, "
+                "f64), i32 or i64 (a bool tile comes from a comparison)",
                 arg.span if arg is not None else e.span,
             )
             raise _Error
@@ -1075,6 +1116,91 @@ class TypeChecker(StmtVisitor):
         self._float_tile(t, a, what)
         return t
 
+    def _tile_elems(
+        self, t: T.TensorT, a: H.Expr, what: str, classes: tuple[str, ...]
+    ) -> T.TensorT:
+        """`t`, when its element is of one of `classes` ("float", "int": i32/i64, "bool")."""
+        if _elem_class(t.elem) in classes:
+            return t
+        words = {"float": "float", "int": "i32 / i64", "bool": "bool"}
+        kinds = " or ".join(words[c] for c in classes)
+        self.sink.emit(
+            "E0201",
+            f"{what} computes on {kinds} tiles, found `{t.show()}`",
+            a.span,
+            help=f"cast it first: `cast::<f32>({H.show_expr(a)})`"
+            if "float" in classes and _elem_class(t.elem) is not None
+            else "a bool tile comes from a comparison (`a < b`) and feeds `select`, "
+            "`&`, `|` and `!`"
+            if "bool" in classes
+            else None,
+        )
+        raise _Error
+
+    def _iota(self, e: H.Iota, scope: _Scope) -> T.TensorT:
+        """`iota::<E>([dims], axis)`: an i32 / i64 tile in the home memory, counting along
+        a literal axis of its shape."""
+        self._dims_in_scope(e, scope)
+        e.dims = list(self._dims(e.dims))
+        elem = self._elem(e.elem)
+        if elem not in TILE_INTS:
+            self.sink.emit(
+                "E0204",
+                f"`iota::<E>` counts in i32 or i64, found `{elem}`",
+                e.span,
+                help="write `iota::<i32>(...)` and cast the tile: `cast::<f32>(iota::<i32>(...))`",
+            )
+            raise _Error
+        if not 0 <= e.axis < len(e.dims):
+            self.sink.emit(
+                "E0202",
+                f"`iota` counts along one axis of its {len(e.dims)}-D shape "
+                f"(0 ..= {len(e.dims) - 1}), found {e.axis}",
+                e.span,
+            )
+            raise _Error
+        return self._tensor(T.TensorT(elem, tuple(e.dims), self.home), e.span)
+
+    def _select(self, e: H.Call, scope: _Scope) -> T.TensorT:
+        """`select(c, a, b)`: `c` a bool tile; `a` and `b` tiles of one element type or
+        scalars adapting to it; the three shapes broadcast together."""
+        c, a, b = e.args
+        for x in e.args:
+            self._expr(x, scope, None)
+        cond = self._tile_elems(self._tile_of(c.ty, c, "`select`"), c, "`select`", ("bool",))
+        values = [(x, _tile(x.ty)) for x in (a, b) if isinstance(_tile(x.ty), T.TensorT)]
+        if values:
+            first = values[0][1]
+        else:  # `select(c, 1.0, 0.0)`: the scalars' type, f32 for float literals
+            elem = next((x.ty.name for x in (a, b) if isinstance(x.ty, T.Scalar)), "f32")
+            first = replace(cond, elem=elem)
+        for x, t in values:
+            if t.elem != first.elem:
+                self.sink.emit(
+                    "E0201",
+                    f"mismatched element types in `select`: `{first.show()}` and `{t.show()}`",
+                    e.span,
+                    help=f"cast one side: `cast::<{first.elem}>({H.show_expr(x)})`",
+                )
+                raise _Error
+        for x in (a, b):
+            if not isinstance(_tile(x.ty), T.TensorT):
+                self._tile_scalar(x, first, "`select`")
+        dims = cond.dims
+        for _x, t in values:
+            joined = broadcast(dims, t.dims)
+            if joined is None:
+                self.sink.emit(
+                    "E0201",
+                    f"mismatched shapes in `select`: `{cond.show()}` and `{t.show()}` do not "
+                    "broadcast",
+                    e.span,
+                    help=_broadcast_help(dims, t.dims),
+                )
+                raise _Error
+            dims = joined
+        return replace(first, dims=dims, space=cond.space)
+
     def _float_tile(self, t: T.TensorT, a: H.Expr, what: str) -> None:
         """Tile arithmetic computes on float elements (integer tiles: cast first)."""
         if t.elem not in T.FLOATS:
@@ -1087,7 +1213,13 @@ class TypeChecker(StmtVisitor):
             raise _Error
 
     def _tile_binary(
-        self, lhs: H.Expr, rhs: H.Expr, e: H.Expr, what: str, scope: _Scope | None = None
+        self,
+        lhs: H.Expr,
+        rhs: H.Expr,
+        e: H.Expr,
+        what: str,
+        scope: _Scope | None = None,
+        classes: tuple[str, ...] = ("float",),
     ) -> T.TensorT:
         """`a + b`, `max(a, b)`: one element type; shapes broadcast as numpy does; a scalar
         adapts to the tile's element type. The result lives where the (first) tile
@@ -1101,7 +1233,7 @@ class TypeChecker(StmtVisitor):
             raise _Error
         first = tiles[0][1]
         for side, t in tiles:
-            self._float_tile(t, side, what)
+            self._tile_elems(t, side, what, classes)
         for side in (lhs, rhs):
             if not isinstance(_tile(side.ty), T.TensorT):
                 self._tile_scalar(side, first, what)
@@ -1158,10 +1290,12 @@ class TypeChecker(StmtVisitor):
                 e.span,
             )
             raise _Error
-        self._float_tile(t, e.obj, f"`.{e.method}`")
+        self._tile_elems(t, e.obj, f"`.{e.method}`", NUMBERS)
         for a in e.args:
             a.ty = T.I64
-        return replace(t, dims=tuple(1 if i == axis else d for i, d in enumerate(t.dims)))
+        elem = "i32" if e.method in ("argmax", "argmin") else t.elem
+        dims = tuple(1 if i == axis else d for i, d in enumerate(t.dims))
+        return replace(t, dims=dims, elem=elem)
 
     # ---- helpers --------------------------------------------------------------------------------
     def _coerce(self, want: T.Type, got: T.Type, e: H.Node, what: str) -> None:

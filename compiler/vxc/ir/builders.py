@@ -115,6 +115,9 @@ unary = _helper("vx.unary")
 reduce = _helper("vx.reduce")
 cast = _helper("vx.cast")
 transpose = _helper("vx.transpose")
+compare = _helper("vx.compare")
+select = _helper("vx.select")
+iota = _helper("vx.iota")
 
 
 def view(

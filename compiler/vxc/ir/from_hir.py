@@ -333,6 +333,8 @@ class Lowering:
             attrs = {**attrs, "fn": form.fn}
         if form.op == "vx.reduce":
             attrs["axis"] = _const_int(e.args[0])
+        if form.op == "vx.iota":
+            attrs["axis"] = e.axis
         return B.build(form.op, operands, result_types=[result], **attrs).results[0]
 
     def unary(self, ctx: _Ctx, e: H.Unary) -> ir.Value:
@@ -353,8 +355,8 @@ class Lowering:
         lhs, rhs = self.expr(ctx, e.lhs), self.expr(ctx, e.rhs)
         fl = T.is_float(e.lhs.ty)
         unsigned = isinstance(e.lhs.ty, T.Scalar) and e.lhs.ty.name.startswith("u")
-        if e.op in ("&&", "||"):
-            return (arith.AndIOp if e.op == "&&" else arith.OrIOp)(lhs, rhs).result
+        if e.op in ("&&", "||", "&", "|"):
+            return (arith.AndIOp if e.op in ("&&", "&") else arith.OrIOp)(lhs, rhs).result
         if e.op in ("+", "-", "*", "/", "%"):
             ops = (
                 {
@@ -581,6 +583,7 @@ EXPR_RULES[H.Binary] = Lowering.binary
 EXPR_RULES[H.Transfer] = Lowering.transfer
 EXPR_RULES[H.View] = Lowering.view
 EXPR_RULES[H.TensorNew] = Lowering.zeros
+EXPR_RULES[H.Iota] = Lowering.tile
 EXPR_RULES[H.Call] = Lowering.call
 
 

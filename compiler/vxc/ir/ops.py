@@ -49,9 +49,11 @@ I64 = TypeConstraint(
 )
 TILE_OR_SCALAR = TypeConstraint(
     "placed tensor, or a scalar (float, `i32`, `i64` or `i1`)",
-    lambda t: _placed_tensor(t)
-    or isinstance(t, ir.FloatType)
-    or (isinstance(t, ir.IntegerType) and ir.IntegerType(t).width in (1, 32, 64)),
+    lambda t: (
+        _placed_tensor(t)
+        or isinstance(t, ir.FloatType)
+        or (isinstance(t, ir.IntegerType) and ir.IntegerType(t).width in (1, 32, 64))
+    ),
 )
 I1 = TypeConstraint(
     "`i1`", lambda t: isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1
@@ -457,7 +459,7 @@ FN_ELEMENTS = {
 
 
 def element_class(t: ir.Type) -> str | None:
-    """"float", "int" or "bool" for a tile element type vx tile arithmetic takes."""
+    """ "float", "int" or "bool" for a tile element type vx tile arithmetic takes."""
     name = str(t)
     if name in TILE_FLOATS:
         return "float"
@@ -539,7 +541,7 @@ def _verify_reduce(op: ir.Operation) -> list[str]:
         return [*errs, f"axis {axis} is not a dimension of {src}"]
     want = [1 if i == axis else d for i, d in enumerate(src.shape)]
     index = attr_str(op, "fn") in ("argmax", "argmin")
-    elem = ir.IntegerType.get_signless(32) if index else src.element_type
+    elem = ir.IntegerType.get_signless(32, op.context) if index else src.element_type
     if list(res.shape) != want or res.element_type != elem:
         errs.append(f"result {res} must be {want} of {elem}: dimension {axis} reduced to 1")
     return errs + _check_fn_elements(op, src.element_type)
@@ -845,8 +847,7 @@ OPS: dict[str, OpDef] = {
             _TILE_ATTRS,
             _verify_cast,
             lambda ts, attrs: [],
-            "result shape = operand's; float, i32/i64 or i1 to float or i32/i64; both in "
-            "`space`.",
+            "result shape = operand's; float, i32/i64 or i1 to float or i32/i64; both in `space`.",
         ),
         OpDef(
             "vx.compare",

@@ -38,7 +38,9 @@ from vxc.ir import types as T
 from vxc.ir.loc import inlined_notes, span_of
 from vxc.ir.ops import (
     BinaryOp,
+    CompareOp,
     ElementOp,
+    IotaOp,
     MatmulAccOp,
     ReduceOp,
     RequireOp,
@@ -872,18 +874,23 @@ class FunctionLowering(Walk):
         return ptr, t
 
 
-def _tile_elementwise(lo: FunctionLowering, op: ir.Operation, fn: str) -> None:
+def _tile_elementwise(
+    lo: FunctionLowering, op: ir.Operation, fn: str, values_from: int = 0
+) -> None:
+    """An elementwise tile function of the op's operands. A scalar operand is converted to
+    the compute type of the value tiles (the operands from `values_from` on: `select`'s
+    condition is not one), or of the result where no value is a tile."""
     dst, t = lo.tile_dst(op)
     args, values = [], []
-    tiles = [v.type for v in op.operands if isinstance(v.type, ir.MemRefType)]
-    ctype = tiles_ll.compute(str(tiles[0].element_type))
+    tiles = [v.type for v in op.operands[values_from:] if isinstance(v.type, ir.MemRefType)]
+    ctype = tiles_ll.compute(str((tiles[0] if tiles else t).element_type))
     for v in op.operands:
         if isinstance(v.type, ir.MemRefType):
             shape = (1,) * (t.rank - v.type.rank) + tuple(v.type.shape)
             args.append(tiles_ll.TileArg(str(v.type.element_type), shape))
             values.append(lo.get(v).ptr)
         else:
-            args.append(tiles_ll.TileArg(str(v.type), None))
+            args.append(tiles_ll.TileArg(ctype, None))
             values.append(tiles_ll.scalar_arg(lo.b, lo.get(v), str(v.type), ctype))
     f = tiles_ll.define_elementwise(lo.mod.ll, fn, str(t.element_type), tuple(t.shape), args)
     lo.b.call(f, [dst, *values])
@@ -913,8 +920,23 @@ def _tile_reduce(lo: FunctionLowering, op: ir.Operation) -> None:
     r = ReduceOp(op)
     dst, _t = lo.tile_dst(op)
     src = _memref(r.src.type)
-    f = tiles_ll.define_reduce(lo.mod.ll, r.fn, str(src.element_type), tuple(src.shape), r.axis)
+    define = tiles_ll.define_argreduce if r.fn in ("argmax", "argmin") else tiles_ll.define_reduce
+    f = define(lo.mod.ll, r.fn, str(src.element_type), tuple(src.shape), r.axis)
     lo.b.call(f, [dst, lo.get(r.src).ptr])
+
+
+def _tile_compare(lo: FunctionLowering, op: ir.Operation) -> None:
+    _tile_elementwise(lo, op, CompareOp(op).fn)
+
+
+def _tile_select(lo: FunctionLowering, op: ir.Operation) -> None:
+    _tile_elementwise(lo, op, "select", values_from=1)
+
+
+def _tile_iota(lo: FunctionLowering, op: ir.Operation) -> None:
+    dst, t = lo.tile_dst(op)
+    f = tiles_ll.define_iota(lo.mod.ll, str(t.element_type), tuple(t.shape), IotaOp(op).axis)
+    lo.b.call(f, [dst])
 
 
 def _tile_transpose(lo: FunctionLowering, op: ir.Operation) -> None:
@@ -999,6 +1021,9 @@ RULES: dict[str, Callable[[FunctionLowering, ir.Operation], None]] = {
     "vx.reduce": _tile_reduce,
     "vx.cast": _tile_cast,
     "vx.transpose": _tile_transpose,
+    "vx.compare": _tile_compare,
+    "vx.select": _tile_select,
+    "vx.iota": _tile_iota,
 }
 
 FunctionLowering.rules = RULES

@@ -25,18 +25,35 @@ from vxc.backends.cpu.loops import I64, counted_loop
 
 W = 16  # lanes per vector step: one AVX-512 register of f32
 F32, F64, I16, I32 = ll.FloatType(), ll.DoubleType(), ll.IntType(16), ll.IntType(32)
+I1, I8 = ll.IntType(1), ll.IntType(8)
 PTR = ll.PointerType()
-# Storage of each element type (bf16 travels as its bits) and its size.
-STORAGE = {"f32": (F32, 4), "f64": (F64, 8), "f16": (ll.HalfType(), 2), "bf16": (I16, 2)}
+# Storage of each element type (bf16 travels as its bits; a bool tile is a byte mask, 0 or
+# 1, as TARGETS.md says) and its size.
+STORAGE = {
+    "f32": (F32, 4),
+    "f64": (F64, 8),
+    "f16": (ll.HalfType(), 2),
+    "bf16": (I16, 2),
+    "i32": (I32, 4),
+    "i64": (I64, 8),
+    "i1": (I8, 1),
+}
+# The compute types (the values the loops hold) and their LLVM types.
+COMPUTE = {"f32": F32, "f64": F64, "i32": I32, "i64": I64, "i1": I1}
 
 
 def compute(elem: str) -> str:
-    """The type tile arithmetic on `elem` computes in (section 4.3: bf16/f16 in f32)."""
-    return "f64" if elem == "f64" else "f32"
+    """The type tile arithmetic on `elem` computes in (section 4.3: bf16/f16 in f32;
+    integers in their own type, wrapping; a bool tile as i1 lanes)."""
+    return elem if elem in ("f64", "i32", "i64", "i1") else "f32"
 
 
 def _fty(ctype: str) -> ll.Type:
-    return F64 if ctype == "f64" else F32
+    return COMPUTE[ctype]
+
+
+def _is_int(t: ll.Type) -> bool:
+    return isinstance(_elem_of(t), ll.IntType)
 
 
 def _vec(t: ll.Type, w: int) -> ll.Type:
@@ -84,6 +101,8 @@ def load(b: ll.IRBuilder, ptr: ll.Value, i: ll.Value, elem: str, w: int) -> ll.V
 
 
 def widen(b: ll.IRBuilder, raw: ll.Value, elem: str, w: int) -> ll.Value:
+    if elem == "i1":  # a stored mask byte: any nonzero byte holds
+        return b.icmp_unsigned("!=", raw, const(raw.type, 0))
     if elem == "bf16":  # bf16 is the top half of an f32: exact
         wide = b.shl(b.zext(raw, _vec(I32, w)), const(_vec(I32, w), 16))
         return b.bitcast(wide, _vec(F32, w))
@@ -94,6 +113,8 @@ def widen(b: ll.IRBuilder, raw: ll.Value, elem: str, w: int) -> ll.Value:
 
 def narrow(b: ll.IRBuilder, v: ll.Value, elem: str, w: int) -> ll.Value:
     """A compute value stored as `elem`, rounded to nearest even."""
+    if elem == "i1":
+        return b.zext(v, _vec(I8, w))
     if elem == "bf16":
         if v.type in (F64, _vec(F64, w)):
             v = b.fptrunc(v, _vec(F32, w))
@@ -242,6 +263,14 @@ NO_F64 = ("tanh", "sigmoid", "erf")
 
 def apply(b: ll.IRBuilder, module: ll.Module, fn: str, args: Sequence[ll.Value]) -> ll.Value:
     """One elementwise function on compute values (scalars or vectors)."""
+    if fn == "cast":
+        return args[0]
+    if fn == "select":
+        return b.select(*args)
+    if fn in COMPARE_FNS:
+        return compare(b, fn, *args)
+    if _is_int(args[0].type):
+        return _apply_int(b, fn, args)
     match fn:
         case "add":
             return b.fadd(*args)
@@ -265,9 +294,46 @@ def apply(b: ll.IRBuilder, module: ll.Module, fn: str, args: Sequence[ll.Value])
             return F32_FORMS[fn](b, module, args[0])
         case "exp" | "log":  # f64: LLVM's (libm's) exp and log (f64 tiles are rare)
             return _call(b, module, fn, args[0])
-        case "cast":
-            return args[0]
     raise ValueError(f"unknown tile function {fn}")
+
+
+# vx.compare's `fn` -> LLVM's predicate. Floats compare ordered (a NaN makes it false),
+# except `ne`, unordered (a NaN makes it true): numpy's and IEEE's answers.
+COMPARE_FNS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+def compare(b: ll.IRBuilder, fn: str, x: ll.Value, y: ll.Value) -> ll.Value:
+    op = COMPARE_FNS[fn]
+    if _is_int(x.type):
+        return b.icmp_signed(op, x, y)
+    if fn == "ne":
+        return b.fcmp_unordered(op, x, y)
+    return b.fcmp_ordered(op, x, y)
+
+
+def _apply_int(b: ll.IRBuilder, fn: str, args: Sequence[ll.Value]) -> ll.Value:
+    """The integer and bool forms: two's complement, wrapping (as the hardware does)."""
+    x = args[0]
+    match fn:
+        case "add":
+            return b.add(*args)
+        case "sub":
+            return b.sub(*args)
+        case "mul":
+            return b.mul(*args)
+        case "max" | "min":
+            return b.select(b.icmp_signed(">" if fn == "max" else "<", *args), *args)
+        case "neg":
+            return b.sub(const(x.type, 0), x)
+        case "abs":
+            return b.select(b.icmp_signed("<", x, const(x.type, 0)), b.sub(const(x.type, 0), x), x)
+        case "and":
+            return b.and_(*args)
+        case "or":
+            return b.or_(*args)
+        case "not":
+            return b.xor(x, const(x.type, 1))
+    raise ValueError(f"unknown integer tile function {fn}")
 
 
 def _elem_of(t: ll.Type) -> ll.Type:
@@ -275,11 +341,37 @@ def _elem_of(t: ll.Type) -> ll.Type:
 
 
 def _convert(b: ll.IRBuilder, v: ll.Value, ctype: str, w: int) -> ll.Value:
-    """A compute value in another compute type (a cast between f32 and f64)."""
+    """A compute value in another compute type (vx.cast): floats extend or round to
+    nearest even; an integer or a mask becomes a float exactly rounded (a mask is 0 or 1);
+    a float becomes an integer truncated toward zero, saturating, NaN giving 0 (LLVM's
+    fptosi.sat, the language's scalar-cast rule); integers sign-extend or wrap."""
     target = _vec(_fty(ctype), w)
     if v.type == target:
         return v
-    return b.fpext(v, target) if ctype == "f64" else b.fptrunc(v, target)
+    src = _elem_of(v.type)
+    if not isinstance(target.element if w > 1 else target, ll.IntType):
+        if src == I1:
+            return b.uitofp(v, target)
+        if isinstance(src, ll.IntType):
+            return b.sitofp(v, target)
+        return b.fpext(v, target) if ctype == "f64" else b.fptrunc(v, target)
+    if src == I1:
+        return b.zext(v, target)
+    if isinstance(src, ll.IntType):
+        return b.sext(v, target) if src.width < _fty(ctype).width else b.trunc(v, target)
+    return b.call(_saturating(b.module, v.type, target), [v])
+
+
+def _saturating(module: ll.Module, src: ll.Type, dst: ll.Type) -> ll.Function:
+    def short(t: ll.Type) -> str:
+        e = _elem_of(t)
+        base = f"i{e.width}" if isinstance(e, ll.IntType) else _short(e)
+        return f"v{t.count}{base}" if isinstance(t, ll.VectorType) else base
+
+    name = f"llvm.fptosi.sat.{short(dst)}.{short(src)}"
+    if name in module.globals:
+        return module.globals[name]
+    return ll.Function(module, ll.FunctionType(dst, [src]), name=name)
 
 
 # ---- function definitions ------------------------------------------------------------------
@@ -318,9 +410,9 @@ def _key(*parts: object) -> str:
 def define_elementwise(
     module: ll.Module, fn: str, out_elem: str, out: tuple[int, ...], args: list[TileArg]
 ) -> ll.Function:
-    """void f(ptr dst, <one ptr per tile operand | one compute scalar per scalar operand>)."""
-    ctype = compute(args[0].elem if args[0].shape is not None else args[-1].elem)
-    types = [PTR] + [PTR if a.shape is not None else _fty(ctype) for a in args]
+    """void f(ptr dst, <one ptr per tile operand | one compute scalar per scalar operand>);
+    a scalar's `elem` is its compute type (the caller converted it)."""
+    types = [PTR] + [PTR if a.shape is not None else _fty(compute(a.elem)) for a in args]
     name = _key(fn, out_elem, out, *[(a.elem, a.shape) for a in args])
     f, new = _function(module, name, types)
     if not new:
@@ -387,10 +479,16 @@ def define_reduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ...],
     outer = math.prod(shape[:axis])
     extent, inner = shape[axis], math.prod(shape[axis + 1 :])
     ct = _fty(compute(elem))
-    init = {"sum": 0.0, "max": -math.inf, "min": math.inf}[fn]
+    if isinstance(ct, ll.IntType):  # integer tiles reduce in their type, a sum wrapping
+        top = (1 << (ct.width - 1)) - 1
+        init = {"sum": 0, "max": -top - 1, "min": top}[fn]
+    else:
+        init = {"sum": 0.0, "max": -math.inf, "min": math.inf}[fn]
 
     def combine(x: ll.Value, y: ll.Value) -> ll.Value:
-        return b.fadd(x, y) if fn == "sum" else fmax(b, x, y, larger=fn == "max")
+        if fn == "sum":
+            return b.add(x, y) if isinstance(ct, ll.IntType) else b.fadd(x, y)
+        return apply(b, module, fn, [x, y])
 
     def along(base: ll.Value, stride: int, w: int) -> ll.Value:
         """Reduce `extent` steps of `stride` from `base` in `w` independent lanes."""
@@ -438,6 +536,97 @@ def define_reduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ...],
         return []
 
     counted_loop(b, _c(0), _c(outer), _c(1), row, name="rows")
+    b.ret_void()
+    return f
+
+
+def define_argreduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ...], axis: int):
+    """void f(ptr dst, ptr src): the i32 index of the first extreme along `axis` (numpy's
+    argmax / argmin: a NaN is the extreme, so the first NaN wins). Along the last axis a
+    scalar scan per row; along another, W columns at a time, each lane its own scan."""
+    name = _key(fn, elem, shape, axis)
+    f, new = _function(module, name, [PTR, PTR])
+    if not new:
+        return f
+    b = ll.IRBuilder(f.append_basic_block("entry"))
+    dst, src = f.args
+    outer = math.prod(shape[:axis])
+    extent, inner = shape[axis], math.prod(shape[axis + 1 :])
+    ct = _fty(compute(elem))
+
+    def scan(base: ll.Value, stride: int, w: int) -> ll.Value:
+        first = load(b, src, base, elem, w)
+
+        def body(k: ll.Value, carried: list) -> list:
+            best, at = carried
+            x = load(b, src, b.add(base, b.mul(k, _c(stride))), elem, w)
+            if isinstance(ct, ll.IntType):
+                better = b.icmp_signed(">" if fn == "argmax" else "<", x, best)
+            else:
+                beyond = b.fcmp_ordered(">" if fn == "argmax" else "<", x, best)
+                nan = b.and_(b.fcmp_unordered("uno", x, x), b.fcmp_ordered("ord", best, best))
+                better = b.or_(beyond, nan)
+            k32 = splat(b, b.trunc(k, I32), w)
+            return [b.select(better, x, best), b.select(better, k32, at)]
+
+        zero = const(_vec(I32, w), 0)
+        _best, at = counted_loop(b, _c(1), _c(extent), _c(1), body, [first, zero])
+        return at
+
+    def row(o: ll.Value, _carried: list) -> list:
+        main = inner - inner % W if inner > 1 else 0
+        for lo, hi, w in ((0, main, W), (main, inner, 1)):
+            if lo == hi:
+                continue
+
+            def cols(i: ll.Value, _c2: list, w: int = w) -> list:
+                base = b.add(b.mul(o, _c(extent * inner)), i)
+                at = scan(base, inner, w)
+                out = b.gep(dst, [b.add(b.mul(o, _c(inner)), i)], inbounds=True, source_etype=I32)
+                b.store(at, out, align=4)
+                return []
+
+            counted_loop(b, _c(lo), _c(hi), _c(w), cols, name="cols")
+        return []
+
+    counted_loop(b, _c(0), _c(outer), _c(1), row, name="rows")
+    b.ret_void()
+    return f
+
+
+def define_iota(module: ll.Module, elem: str, shape: tuple[int, ...], axis: int) -> ll.Function:
+    """void f(ptr dst): element k (row-major) is its coordinate along `axis`,
+    (k / inner) % extent, W elements a step (the divisions are by constants)."""
+    name = _key("iota", elem, shape, axis)
+    f, new = _function(module, name, [PTR])
+    if not new:
+        return f
+    b = ll.IRBuilder(f.append_basic_block("entry"))
+    (dst,) = f.args
+    total, extent = math.prod(shape), shape[axis]
+    inner = math.prod(shape[axis + 1 :])
+    ct = _fty(elem)
+    main = total - total % W
+
+    def step(w: int) -> Callable:
+        lanes = (
+            ll.Constant(_vec(I64, w), [ll.Constant(I64, i) for i in range(w)]) if w > 1 else None
+        )
+
+        def body(k: ll.Value, _carried: list) -> list:
+            ks = b.add(splat(b, k, w), lanes) if w > 1 else k
+            coord = b.urem(b.udiv(ks, const(ks.type, inner)), const(ks.type, extent))
+            v = coord if ct == I64 else b.trunc(coord, _vec(ct, w))
+            at = b.gep(dst, [k], inbounds=True, source_etype=ct)
+            b.store(v, at, align=ct.width // 8)
+            return []
+
+        return body
+
+    if main:
+        counted_loop(b, _c(0), _c(main), _c(W), step(W), name="vec")
+    if main < total:
+        counted_loop(b, _c(main), _c(total), _c(1), step(1), name="tail")
     b.ret_void()
     return f
 
