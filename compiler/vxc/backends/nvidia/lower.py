@@ -1443,8 +1443,20 @@ def _transfer(fl: FunctionLowering, op: ir.Operation) -> None:
     src, dst = t.from_, t.space
     acc_space = fl.arch.acc_space
     v = fl.get(op.operands[0])
+    v_type = op.operands[0].type
     if (src, dst) == ("HBM", "VMEM"):
         fl.set(op.results[0], fl.wait(fl.issue_load(op)))
+    elif (src, dst) == ("VMEM", acc_space) and (
+        isinstance(v, Lazy) or (isinstance(v, Smem) and 1 not in T.placed(v_type).shape)
+    ):
+        # A whole tile or an unstored expression moved to the accumulator's space (a
+        # causal mask, `transfer(k_pos <= q_pos, Memory::ACC)`): nothing moves; the
+        # accumulator-space expressions that read it load it (or compute it) in the
+        # accumulator's spread. A later write to its ring slot before such a read is
+        # refused (`check_reads`), never a stale value.
+        reads: dict = {}
+        node = fl.node(op.operands[0], op, reads)
+        fl.set(op.results[0], Lazy(node, dst, reads))
     elif (src, dst) == ("VMEM", acc_space) and not isinstance(v, Zero):
         fl.set(op.results[0], _acc_vector(fl, op, v))
     elif (src, dst) == ("VMEM", acc_space):

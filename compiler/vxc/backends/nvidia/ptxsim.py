@@ -362,6 +362,9 @@ def _split(s: str) -> list[str]:
 
 def parse(ptx: str, kernel: str) -> tuple[list[str], list[Ins], dict[str, int]]:
     body = ptx[ptx.index(f".entry {kernel}(") :]
+    nxt = body.find(".entry ", 1)  # a module of several kernels: this entry's text only
+    if nxt > 0:
+        body = body[: body.rfind("\n", 0, nxt)]
     head, rest = body.split(")", 1)
     params = re.findall(r"\.param [^\n]*?(\w+)(?:\[128\])?\s*$", head, re.M)
     code = rest[rest.index("{") + 1 : rest.rindex("}")]
