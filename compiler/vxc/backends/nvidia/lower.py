@@ -30,6 +30,8 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import ml_dtypes
+import numpy as np
 from jaxlib.mlir import ir
 
 from vxc.backends import RefusalEntry
@@ -1167,9 +1169,18 @@ def _cls(t: ir.Type, op: ir.Operation) -> str:
     return cls
 
 
+_HALF = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
+
+
 @rule("arith.constant")
 def _constant(fl: FunctionLowering, op: ir.Operation) -> None:
     t = op.results[0].type
+    if str(t) in tiles.NARROW:
+        # A bf16/f16 literal (a scalar of a bf16 tile's comparison): its value, exact in
+        # an f32 register, which is how tile arithmetic reads a 16-bit element.
+        x = float(np.array(ir.FloatAttr(op.attributes["value"]).value).astype(_HALF[str(t)]))
+        fl.set(op.results[0], Scalar(fl.k.mov("f32", Imm(x))))
+        return
     cls = _cls(t, op)
     if cls == "f32":  # PTX's exact hex float immediate (ptx.Imm)
         fl.set(
