@@ -60,17 +60,23 @@ CMP = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equa
        "==": np.equal, "!=": np.not_equal}  # fmt: skip
 
 
+CMP_SRC = _src(
+    f"x: &Tensor<bf16, [{R}, {C}]>, " + ", ".join(f"o{i}: &mut {F}" for i in range(6)),
+    "\n".join(
+        ["  let t = transfer(x, Memory::VMEM);",
+         f"  let n = iota::<i32>([{R}, {C}], 1) - iota::<i32>([{R}, {C}], 0) * 3;"]
+        + [f"  transfer(cast::<f32>((t {op} 0.5) | (n {op} -7)), o{i}{OUT});"
+           for i, op in enumerate(CMP)]
+    ),
+)  # fmt: skip
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_every_comparison_of_bf16_and_i32_tiles(target):
     """bf16 compares exactly (widened), NaN false but for `!=`; i32 compares signed."""
-    args = f"x: &Tensor<bf16, [{R}, {C}]>, " + ", ".join(f"o{i}: &mut {F}" for i in range(6))
-    lines = ["  let t = transfer(x, Memory::VMEM);",
-             f"  let n = iota::<i32>([{R}, {C}], 1) - iota::<i32>([{R}, {C}], 0) * 3;"]  # fmt: skip
-    for i, op in enumerate(CMP):
-        lines.append(f"  transfer(cast::<f32>((t {op} 0.5) | (n {op} -7)), o{i}{OUT});")
     x = _data(1).astype(ml_dtypes.bfloat16)
     outs = [np.zeros((R, C), np.float32) for _ in CMP]
-    k = vxc.compile(_src(args, "\n".join(lines)), target=target, interpret=True)
+    k = vxc.compile(CMP_SRC, target=target, interpret=True)
     k.launch(x, *outs, instances=1)
     n = np.arange(C)[None] - np.arange(R)[:, None] * 3
     for o, f in zip(outs, CMP.values(), strict=True):
@@ -78,34 +84,40 @@ def test_every_comparison_of_bf16_and_i32_tiles(target):
         np.testing.assert_array_equal(o, want.astype(np.float32))
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_a_bool_tile_in_shared_memory_and_select_forms(target):
-    """A let-bound mask (one byte an element in shared memory) read twice; `!`; select
-    with a scalar first branch, and with a [R, 1] condition broadcast over the columns."""
-    args = f"x: &{F}, y: &{F}, o: &mut {F}, p: &mut {F}"
-    body = f"""  let t = transfer(x, Memory::VMEM);
+_A = f"x: &{F}, y: &{F}, o: &mut {F}, p: &mut {F}"
+_B = f"""  let t = transfer(x, Memory::VMEM);
   let u = transfer(y, Memory::VMEM);
   let m = t < u;
   transfer(select(!m, 3.0, u) + cast::<f32>(m & (t > 0.0)), o{OUT});
   transfer(select(t.min(1) < -1.0, t, u), p{OUT});"""
+BOOL_SRC = _src(_A, _B)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_bool_tile_in_shared_memory_and_select_forms(target):
+    """A let-bound mask (one byte an element in shared memory) read twice; `!`; select
+    with a scalar first branch, and with a [R, 1] condition broadcast over the columns."""
     x, y = _data(2), _data(3)
     o, p = np.zeros_like(x), np.zeros_like(x)
-    vxc.compile(_src(args, body), target=target, interpret=True).launch(x, y, o, p, instances=1)
+    vxc.compile(BOOL_SRC, target=target, interpret=True).launch(x, y, o, p, instances=1)
     m = x < y
     np.testing.assert_array_equal(o, np.where(~m, np.float32(3.0), y) + (m & (x > 0)))
     low = np.minimum.reduce(x, axis=1, keepdims=True) < -1.0  # NaN rows: NaN < -1 false
     np.testing.assert_array_equal(p, np.where(low, x, y))
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_i32_arithmetic_wraps_and_integer_reductions(target):
-    args = f"r: i64, o: &mut {I}, s: &mut {I}, c: &mut {I}"
-    body = f"""  let q = iota::<i32>([{R}, {C}], 0) * 33554432 + iota::<i32>([{R}, {C}], 1) - cast::<i32>(r);
+_A = f"r: i64, o: &mut {I}, s: &mut {I}, c: &mut {I}"
+_B = f"""  let q = iota::<i32>([{R}, {C}], 0) * 33554432 + iota::<i32>([{R}, {C}], 1) - cast::<i32>(r);
   transfer(max(q * 3, -q) - q - min(q, 5), o{OUT});
   transfer(Tensor<i32>([{R}, {C}]) + q.sum(1), s{OUT});
   transfer(Tensor<i32>([{R}, {C}]) + q.max(0) - q.min(0), c{OUT});"""
+INT_SRC = _src(_A, _B, ", 0 <= r, r < 65536")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_i32_arithmetic_wraps_and_integer_reductions(target):
     o, s, c = (np.zeros((R, C), np.int32) for _ in range(3))
-    k = vxc.compile(_src(args, body, ", 0 <= r, r < 65536"), target=target, interpret=True)
+    k = vxc.compile(INT_SRC, target=target, interpret=True)
     k.launch(7, o, s, c, instances=1)
     with np.errstate(over="ignore"):
         q = (np.arange(R, dtype=np.int32)[:, None] * np.int32(33554432)
@@ -116,20 +128,24 @@ def test_i32_arithmetic_wraps_and_integer_reductions(target):
         np.testing.assert_array_equal(c[0], q.max(0) - q.min(0))
 
 
+_A = f"x: &{F}, r: &mut {I}, c: &mut {I}, n: &mut {I}"
+_B = f"""  let t = transfer(x, Memory::VMEM);
+  transfer(Tensor<i32>([{R}, {C}]) + t.{{fn}}(1), r{OUT});
+  transfer(Tensor<i32>([{R}, {C}]) + t.{{fn}}(0), c{OUT});
+  transfer(Tensor<i32>([{R}, {C}]) + (iota::<i32>([{R}, {C}], 0) - iota::<i32>([{R}, {C}], 1)).{{fn}}(1), n{OUT});"""
+ARG_SRC = _src(_A, _B)
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("fn", ["argmax", "argmin"])
 def test_arg_reductions_first_extreme_first_nan_both_axes(target, fn):
-    args = f"x: &{F}, r: &mut {I}, c: &mut {I}, n: &mut {I}"
-    body = f"""  let t = transfer(x, Memory::VMEM);
-  transfer(Tensor<i32>([{R}, {C}]) + t.{fn}(1), r{OUT});
-  transfer(Tensor<i32>([{R}, {C}]) + t.{fn}(0), c{OUT});
-  transfer(Tensor<i32>([{R}, {C}]) + (iota::<i32>([{R}, {C}], 0) - iota::<i32>([{R}, {C}], 1)).{fn}(1), n{OUT});"""
     x = _data(4)
     x[10, 90], x[10, 20] = np.nan, np.nan  # the first NaN of a row: 20
     x[40:, 60] = np.nan  # a NaN column below row 40
     x[:, 0] = x[:, 127] = 9.0  # ties across lanes and column blocks
     r, c, n = (np.zeros((R, C), np.int32) for _ in range(3))
-    vxc.compile(_src(args, body), target=target, interpret=True).launch(x, r, c, n, instances=1)
+    k = vxc.compile(ARG_SRC.replace("{fn}", fn), target=target, interpret=True)
+    k.launch(x, r, c, n, instances=1)
     f = getattr(np, fn)
     np.testing.assert_array_equal(r[:, 0], f(x, 1))
     np.testing.assert_array_equal(c[0], f(x, 0))
@@ -137,16 +153,19 @@ def test_arg_reductions_first_extreme_first_nan_both_axes(target, fn):
     np.testing.assert_array_equal(n[:, 0], f(ni, 1))
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_casts_bool_to_float_and_float_to_int(target):
-    args = f"x: &{F}, i: &mut {I}, f: &mut {F}"
-    body = f"""  let t = transfer(x, Memory::VMEM);
+_A = f"x: &{F}, i: &mut {I}, f: &mut {F}"
+_B = f"""  let t = transfer(x, Memory::VMEM);
   transfer(cast::<i32>(t * 1e9) + cast::<i32>(t >= 0.0), i{OUT});
   transfer(cast::<f32>(t != t) + cast::<f32>(cast::<i32>(t * 3.0)), f{OUT});"""
+CAST_SRC = _src(_A, _B)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_casts_bool_to_float_and_float_to_int(target):
     x = _data(5)
     x[7, :6] = [3.0, -3.0, 2.5, -2.5, 1e30, -1e30]
     i, f = np.zeros((R, C), np.int32), np.zeros((R, C), np.float32)
-    vxc.compile(_src(args, body), target=target, interpret=True).launch(x, i, f, instances=1)
+    vxc.compile(CAST_SRC, target=target, interpret=True).launch(x, i, f, instances=1)
 
     def to_i32(v):
         v = np.nan_to_num(v.astype(np.float64), nan=0.0)
@@ -197,6 +216,12 @@ def test_the_causal_mask_on_a_matmul_accumulator_where_it_lives(target):
 
 ASSEMBLED = {
     "brief": BRIEF,
+    "compare": CMP_SRC,
+    "bool": BOOL_SRC,
+    "int": INT_SRC,
+    "argmax": ARG_SRC.replace("{fn}", "argmax"),
+    "argmin": ARG_SRC.replace("{fn}", "argmin"),
+    "cast": CAST_SRC,
     "acc": ACC,
 }
 
@@ -237,8 +262,11 @@ def _ptx(target: str, text: str):
     return ptx, kernels[0]
 
 
-NE = _src(f"x: &{F}, o: &mut {F}", f"""  let t = transfer(x, Memory::VMEM);
-  transfer(cast::<f32>(t != 0.5) + cast::<f32>(iota::<i32>([{R}, {C}], 1) - 64 < 0), o{OUT});""")
+NE = _src(
+    f"x: &{F}, o: &mut {F}",
+    f"""  let t = transfer(x, Memory::VMEM);
+  transfer(cast::<f32>(t != 0.5) + cast::<f32>(iota::<i32>([{R}, {C}], 1) - 64 < 0), o{OUT});""",
+)
 
 
 @pytest.mark.parametrize("target", TARGETS)
