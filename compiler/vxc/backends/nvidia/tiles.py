@@ -34,6 +34,19 @@ ln 2 (lg2: absolute 2^-22 on (0.5, 2), relative 2^-22 elsewhere, plus the produc
 rounding); `sigmoid` is (x >= 0 ? 1 : e) / (1 + e) with e = exp(-|x|) range-reduced
 (`_exp_neg`: ex2.approx of a small argument, so within a few ulp at any x);
 `erf` is approx.py's polynomial in mul.rn / add.rn with ex2.approx for its exp.
+
+Masks, bool and integer tiles (vx.compare / select / iota, issue 32): an i32 element is a
+b32 register (add.s32, sub.s32, mul.lo.s32, min/max.s32, neg.s32: wrapping), a bool
+(i1) element a predicate in registers and one byte (0 or 1: `ld/st.shared.u8`) in shared
+memory. Comparisons are `setp` (.f32 ordered, so NaN is false, except `ne` = `setp.neu`,
+true on NaN; bf16/f16 widen exactly first; .s32 signed); `&`, `|`, `!` are and/or/not.pred;
+`select` is `selp`; `iota` is the spread's row or column register plus the element's
+static offset. Casts: to a float `cvt.rn.f32.s32` (an i32 to bf16/f16 through f32: exact
+up to 2^24), float to i32 `cvt.rzi.s32.f32` (toward zero, saturating, NaN 0), a bool by
+`selp` of 1 / 0. `argmax`/`argmin` carry a (value, index) pair per thread and through
+the shfl butterflies (`_pick`: a strictly greater / smaller value, or a NaN where the
+other is not, wins; equal values, two NaNs included, keep the lower index). i64 tiles are
+refused (lower.py, E7001): no 64-bit register path through these forms.
 """
 
 from __future__ import annotations
