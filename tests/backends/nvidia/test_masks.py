@@ -2,7 +2,7 @@
 `select`, `iota`, `& | !`, i32 arithmetic (wrapping), `.argmax/.argmin`, casts between
 float, integer and bool tiles, in the PTX simulator against numpy; the causal mask on a
 matmul accumulator where it lives (h100 registers, b200 TMEM); ptxas for sm_90a and
-sm_100a on each form; the refusals (i64 tiles, a bool tile moved by TMA); and the
+sm_100a on each form; bool tensors through TMA; the i64 refusal; and the
 simulator's models of the new instructions, checked by mutating the emitted PTX.
 tests/e2e/test_tile_masks.py covers the same forms on every target."""
 
@@ -178,6 +178,27 @@ def test_casts_bool_to_float_and_float_to_int(target):
     np.testing.assert_array_equal(f, wf)
 
 
+BOOL_HBM = f"""fn k(x: &{F}, m: &Tensor<bool, [{R}, {C}]>, o: &mut Tensor<bool, [{R}, {C}]>,
+     p: &mut {F}) -> void on Topology::TensorCore where instances() == 1 {{
+  let t = transfer(x, Memory::VMEM);
+  let mm = transfer(m, Memory::VMEM);
+  transfer((t > 0.0) | mm, o{OUT});
+  transfer(select(mm, t, 2.0), p{OUT});
+}}"""
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bool_tensors_in_and_out_by_tma(target):
+    """A bool tensor is one byte (0/1) an element: TMA moves it as UINT8."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((R, C)).astype(np.float32)
+    m = rng.random((R, C)) < 0.3
+    o, p = np.zeros((R, C), bool), np.zeros((R, C), np.float32)
+    vxc.compile(BOOL_HBM, target=target, interpret=True).launch(x, m, o, p, instances=1)
+    np.testing.assert_array_equal(o, (x > 0) | m)
+    np.testing.assert_array_equal(p, np.where(m, x, np.float32(2.0)))
+
+
 ACC = """
 fn k(a: &Tensor<bf16, [128, 64]>, b: &Tensor<bf16, [64, 128]>, r: i64,
      o: &mut Tensor<f32, [128, 128]>, mx: &mut Tensor<i32, [128, 128]>) -> void
@@ -222,6 +243,7 @@ ASSEMBLED = {
     "argmax": ARG_SRC.replace("{fn}", "argmax"),
     "argmin": ARG_SRC.replace("{fn}", "argmin"),
     "cast": CAST_SRC,
+    "bool_hbm": BOOL_HBM,
     "acc": ACC,
 }
 

@@ -100,7 +100,8 @@ class Tile:
 
 
 # Element types of the tiles the backends move (their sizes: the element table).
-TILE_TYPES = frozenset({"f32", "bf16", "f16", "i32"})
+# i1: bool tiles, one byte (0 or 1) an element in shared memory and through TMA (UINT8).
+TILE_TYPES = frozenset({"f32", "bf16", "f16", "i32", "i1"})
 
 
 @dataclass
@@ -254,15 +255,6 @@ def _tile_type(op: ir.Operation, t: ir.Type) -> ir.MemRefType:
     m = T.placed(t)
     if m is None or len(m.shape) != 2 or not m.has_static_shape:
         raise refuse("E7004", op, f"{op.name}: the NVIDIA backends move 2-D static tiles")
-    if _dtype(m) == "i1" and op.name in (*_GENERIC_READERS, "vx.iota"):
-        return m  # a bool tile computed into shared memory (one byte an element)
-    if _dtype(m) == "i1":
-        raise refuse(
-            "E7004",
-            op,
-            f"{op.name}: bool tiles live in shared memory only on the NVIDIA backends (TMA "
-            f"moves no i1); cast it to i32 or f32 to move it",
-        )
     if _dtype(m) not in TILE_TYPES:
         raise refuse("E7004", op, f"{op.name}: tiles of {_dtype(m)} are not supported")
     return m
