@@ -148,7 +148,16 @@ def swizzle128_offset(row: int, byte_in_row: int, rows: int) -> int:
 
 # CUtensorMapDataType / CUtensorMapSwizzle values (cuda.h; the tests compare them with
 # cuda-python's enums).
-TMA_DTYPES = {"f16": 6, "f32": 7, "bf16": 9, "i32": 3, "ui8": 0, "ui16": 1, "i64": 5}
+TMA_DTYPES = {
+    "f16": 6,
+    "f32": 7,
+    "bf16": 9,
+    "i32": 3,
+    "ui8": 0,
+    "ui16": 1,
+    "i64": 5,
+    "i1": 0,
+}  # i1: a bool tile, one byte (0/1) an element as UINT8
 TMA_SWIZZLE = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
 TMA_BOX_MAX = TMA.box_max  # each box dimension, in elements (vxc/targets.py, as E6012 checks)
 TMA_ROW_MULTIPLE = TMA.row_multiple  # bytes: global row strides and the inner box row

@@ -30,6 +30,8 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import ml_dtypes
+import numpy as np
 from jaxlib.mlir import ir
 
 from vxc.backends import RefusalEntry
@@ -98,7 +100,8 @@ class Tile:
 
 
 # Element types of the tiles the backends move (their sizes: the element table).
-TILE_TYPES = frozenset({"f32", "bf16", "f16", "i32"})
+# i1: bool tiles, one byte (0 or 1) an element in shared memory and through TMA (UINT8).
+TILE_TYPES = frozenset({"f32", "bf16", "f16", "i32", "i1"})
 
 
 @dataclass
@@ -228,7 +231,7 @@ def _dtype(m: ir.MemRefType) -> str:
 _REGION_OPS = ("vx.view", "vx.store", "vx.store_async")
 # Ops whose tile operands every thread reads with ld.shared (tiles.py): a TMA load into
 # such a ring waits at a bar.sync until each thread has read the slot's old tile.
-_GENERIC_READERS = ("vx.binary", "vx.unary", "vx.reduce", "vx.cast")
+_GENERIC_READERS = ("vx.binary", "vx.unary", "vx.reduce", "vx.cast", "vx.compare", "vx.select")
 # A tensor map parameter's name: the argument's, then its layout's suffix.
 _TMAP_SUFFIX = {"sw128": "", "sw128MN": "_mn", "rowmajor": "_rm"}
 
@@ -868,13 +871,19 @@ class FunctionLowering(Walk):
             reads.update(lv.reads)
             return lv.node
         if isinstance(lv, Scalar):
-            if lv.reg.cls != "f32":
+            cls = lv.reg.cls
+            if cls == "b64":  # an i64 scalar of an i32 tile: its low word (wrapping)
+                low = self.k.reg("b32")
+                self.k.ins("cvt.u32.u64", low, lv.reg)
+                return tiles.Const(1, 1, "i32", low)
+            if cls not in ("f32", "b32", "pred"):
                 raise refuse("E7011", op, f"{op.name}: a {v.type} scalar in tile arithmetic")
-            return tiles.Const(1, 1, "f32", lv.reg)
+            return tiles.Const(1, 1, {"f32": "f32", "b32": "i32", "pred": "i1"}[cls], lv.reg)
         m = T.placed(v.type)
         rows, cols = (list(m.shape) + [1, 1])[:2] if m is not None else (1, 1)
         if isinstance(lv, Zero):
-            return tiles.Const(rows, cols, _dtype(m), Imm(0.0))
+            zero = Imm(0.0) if tiles.kind(_dtype(m)) == "f" else Imm(0)
+            return tiles.Const(rows, cols, _dtype(m), zero)
         if isinstance(lv, AccVal):
             key = ("acc", id(lv.acc))
             reads[key] = self.versions.get(key, 0)
@@ -909,7 +918,10 @@ class FunctionLowering(Walk):
         and replaced by a load of it."""
         if isinstance(n, tiles.Red):
             x = self.resolve(n.x, op)
-            dst = tiles.Load(n.rows, n.cols, "f32", n.scratch)
+            # The scratch holds f32 (a float result, rounded) or i32 (an integer sum /
+            # max / min, an argmax's indices): 4 bytes an element either way.
+            held = "f32" if tiles.kind(n.dtype) == "f" else "i32"
+            dst = tiles.Load(n.rows, n.cols, held, n.scratch)
             k = self.k
             # Every earlier tile's elements are written and the scratch's readers done.
             k.comment(BARRIER_NOTE)
@@ -929,7 +941,7 @@ class FunctionLowering(Walk):
             except tiles.TileError as e:
                 raise refuse("E7001", op, f"vx.reduce: {e}") from None
             return dst  # read after the next tile barrier (evaluate's)
-        for f in ("x", "y"):
+        for f in tiles.CHILDREN:
             c = getattr(n, f, None)
             if c is not None:
                 r = self.resolve(c, op)
@@ -1149,9 +1161,18 @@ def _cls(t: ir.Type, op: ir.Operation) -> str:
     return cls
 
 
+_HALF = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
+
+
 @rule("arith.constant")
 def _constant(fl: FunctionLowering, op: ir.Operation) -> None:
     t = op.results[0].type
+    if str(t) in tiles.NARROW:
+        # A bf16/f16 literal (a scalar of a bf16 tile's comparison): its value, exact in
+        # an f32 register, which is how tile arithmetic reads a 16-bit element.
+        x = float(np.array(ir.FloatAttr(op.attributes["value"]).value).astype(_HALF[str(t)]))
+        fl.set(op.results[0], Scalar(fl.k.mov("f32", Imm(x))))
+        return
     cls = _cls(t, op)
     if cls == "f32":  # PTX's exact hex float immediate (ptx.Imm)
         fl.set(
@@ -1425,8 +1446,20 @@ def _transfer(fl: FunctionLowering, op: ir.Operation) -> None:
     src, dst = t.from_, t.space
     acc_space = fl.arch.acc_space
     v = fl.get(op.operands[0])
+    v_type = op.operands[0].type
     if (src, dst) == ("HBM", "VMEM"):
         fl.set(op.results[0], fl.wait(fl.issue_load(op)))
+    elif (src, dst) == ("VMEM", acc_space) and (
+        isinstance(v, Lazy) or (isinstance(v, Smem) and 1 not in T.placed(v_type).shape)
+    ):
+        # A whole tile or an unstored expression moved to the accumulator's space (a
+        # causal mask, `transfer(k_pos <= q_pos, Memory::ACC)`): nothing moves; the
+        # accumulator-space expressions that read it load it (or compute it) in the
+        # accumulator's spread. A later write to its ring slot before such a read is
+        # refused (`check_reads`), never a stale value.
+        reads: dict = {}
+        node = fl.node(op.operands[0], op, reads)
+        fl.set(op.results[0], Lazy(node, dst, reads))
     elif (src, dst) == ("VMEM", acc_space) and not isinstance(v, Zero):
         fl.set(op.results[0], _acc_vector(fl, op, v))
     elif (src, dst) == ("VMEM", acc_space):
@@ -1600,12 +1633,24 @@ def _dead_after(v: ir.Value, op: ir.Operation) -> bool:
     return True
 
 
+# Tile arithmetic's element types here: floats in f32 registers, i32 in b32, bools (i1)
+# as predicates and one byte in shared memory. i64 / f64 tiles are refused (E7001): no
+# 64-bit tile path (b64 registers through loads, stores, shfl and the reductions).
+_TILE_ELEMS = (*tiles.FLOATS, *tiles.INTS, "i1")
+
+
 def _tile_check(op: ir.Operation) -> None:
     m = T.placed(op.results[0].type)
     if m is None or len(m.shape) != 2 or not m.has_static_shape:
         raise refuse("E7001", op, f"{op.name}: the NVIDIA backends compute on 2-D static tiles")
-    if _dtype(m) not in tiles.FLOATS:
-        raise refuse("E7001", op, f"{op.name} on {_dtype(m)} tiles")
+    for t in [m, *(T.placed(v.type) for v in op.operands)]:
+        if t is not None and _dtype(t) not in _TILE_ELEMS:
+            raise refuse(
+                "E7001",
+                op,
+                f"{op.name} on {_dtype(t)} tiles: the NVIDIA backends compute on f32, bf16, "
+                f"f16, i32 and bool tiles (no 64-bit tile arithmetic)",
+            )
 
 
 @rule("vx.binary")
@@ -1626,6 +1671,26 @@ def _tile_unary(fl: FunctionLowering, op: ir.Operation) -> None:
 def _tile_cast(fl: FunctionLowering, op: ir.Operation) -> None:
     _tile_check(op)
     _tile_value(fl, op, lambda r, c, d, xs: tiles.Cast(r, c, d, xs[0]))
+
+
+@rule("vx.compare")
+def _tile_compare(fl: FunctionLowering, op: ir.Operation) -> None:
+    _tile_check(op)
+    fn = ir.StringAttr(op.attributes["fn"]).value
+    _tile_value(fl, op, lambda r, c, d, xs: tiles.Cmp(r, c, d, fn, xs[0], xs[1]))
+
+
+@rule("vx.select")
+def _tile_select(fl: FunctionLowering, op: ir.Operation) -> None:
+    _tile_check(op)
+    _tile_value(fl, op, lambda r, c, d, xs: tiles.Sel(r, c, d, xs[0], xs[1], xs[2]))
+
+
+@rule("vx.iota")
+def _tile_iota(fl: FunctionLowering, op: ir.Operation) -> None:
+    _tile_check(op)
+    axis = ir.IntegerAttr(op.attributes["axis"]).value
+    _tile_value(fl, op, lambda r, c, d, xs: tiles.Iota(r, c, d, axis))
 
 
 @rule("vx.reduce")

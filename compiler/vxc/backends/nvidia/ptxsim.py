@@ -208,6 +208,18 @@ def int_f32_convert(op: str, bits: int | float) -> int | float:
     return v & ((1 << w) - 1)
 
 
+def _signed(v: int, bits: int) -> int:
+    """A register's bits read as a `bits`-wide two's complement integer."""
+    v = int(v) & ((1 << bits) - 1)
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def _tdiv(x: int, y: int) -> int:
+    """Integer division truncating toward zero (PTX's div.s / rem.s)."""
+    q = abs(x) // abs(y)
+    return q if (x < 0) == (y < 0) else -q
+
+
 def fminmax(x: float, y: float, base: str) -> float:
     """`max.NaN.f32` / `min.NaN.f32`: NaN if either operand is NaN (numpy's maximum)."""
     if math.isnan(x) or math.isnan(y):
@@ -350,6 +362,9 @@ def _split(s: str) -> list[str]:
 
 def parse(ptx: str, kernel: str) -> tuple[list[str], list[Ins], dict[str, int]]:
     body = ptx[ptx.index(f".entry {kernel}(") :]
+    nxt = body.find(".entry ", 1)  # a module of several kernels: this entry's text only
+    if nxt > 0:
+        body = body[: body.rfind("\n", 0, nxt)]
     head, rest = body.split(")", 1)
     params = re.findall(r"\.param [^\n]*?(\w+)(?:\[128\])?\s*$", head, re.M)
     code = rest[rest.index("{") + 1 : rest.rindex("}")]
@@ -1032,6 +1047,17 @@ class Cta:
             v, _ = self.addr(t, a[1])
             R[a[0]] = self.params[v[1]]
             return None
+        if op in ("and.pred", "or.pred", "xor.pred"):
+            x, y = bool(V(a[1])), bool(V(a[2]))
+            R[a[0]] = {"and": x and y, "or": x or y, "xor": x != y}[base]
+            return None
+        if op == "not.pred":
+            R[a[0]] = not bool(V(a[1]))
+            return None
+        if op in ("neg.s32", "abs.s32"):  # wrapping: -(-2^31) and |-2^31| are -2^31
+            x = _signed(V(a[1]), 32)
+            R[a[0]] = (-x if base == "neg" or x < 0 else x) & 0xFFFFFFFF
+            return None
         if base in (
             "add",
             "sub",
@@ -1053,16 +1079,16 @@ class Cta:
             mask = (1 << bits) - 1
             x, y = V(a[1]), V(a[2])
             signed = ".s" in op
-            if signed and bits == 64:
-                x = x - (1 << 64) if x >> 63 else x
-                y = y - (1 << 64) if y >> 63 else y
+            if signed:  # two's complement operands (min/max/div/rem/shr read the sign)
+                w = 32 if "wide" in op else bits
+                x, y = _signed(x, w), _signed(y, w)
             r = {
                 "add": lambda: x + y,
                 "sub": lambda: x - y,
                 "mul": lambda: x * y,
                 "mad": lambda: x * y + V(a[3]),
-                "div": lambda: int(x / y) if signed else x // y,
-                "rem": lambda: x % y,
+                "div": lambda: _tdiv(x, y) if signed else x // y,
+                "rem": lambda: x - y * _tdiv(x, y) if signed else x % y,
                 "and": lambda: x & (y & mask),
                 "or": lambda: x | (y & mask),
                 "xor": lambda: x ^ y,
@@ -1107,9 +1133,8 @@ class Cta:
         if base == "setp":
             cmp, ty = op.split(".")[1], op.split(".")[2]
             x, y = V(a[1]), V(a[2])
-            if ty.startswith("s") and ty.endswith("64"):
-                x = x - (1 << 64) if x >> 63 else x
-                y = y - (1 << 64) if y >> 63 else y
+            if ty.startswith("s"):
+                x, y = _signed(x, int(ty[1:])), _signed(y, int(ty[1:]))
             R[a[0]] = {
                 "eq": x == y,
                 "ne": x != y,
@@ -1119,7 +1144,7 @@ class Cta:
                 "gt": x > y,
             }[cmp]
             return None
-        if op in ("selp.b64", "selp.b32", "selp.f32"):
+        if op in ("selp.b64", "selp.b32", "selp.f32", "selp.s32", "selp.u32"):
             R[a[0]] = V(a[1]) if R[a[3]] else V(a[2])
             return None
         if base == "st" and ".shared" in op:
@@ -1134,6 +1159,8 @@ class Cta:
                 data = struct.pack("<I", V(a[1]) & 0xFFFFFFFF)
             elif op.endswith("b16"):
                 data = struct.pack("<H", V(a[1]) & 0xFFFF)
+            elif op == "st.shared.u8":  # the register's low byte
+                data = struct.pack("<B", V(a[1]) & 0xFF)
             else:
                 raise SimError(f"no model for {op}")
             self.st(t, p + off, data)
@@ -1145,6 +1172,10 @@ class Cta:
         if op == "ld.shared.f32":
             p, off = self.addr(t, a[1])
             R[a[0]] = struct.unpack("<f", self.ld(t, p + off, 4))[0]
+            return None
+        if op == "ld.shared.u8":  # zero-extended into the register
+            p, off = self.addr(t, a[1])
+            R[a[0]] = self.ld(t, p + off, 1)[0]
             return None
         if op == "ld.shared.b16":
             p, off = self.addr(t, a[1])

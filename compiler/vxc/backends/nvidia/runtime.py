@@ -26,7 +26,7 @@ from vxc.backends.nvidia.manifest import Manifest
 from vxc.errors import NotRunnableHere
 from vxc.targets import NVIDIA_ARCHES
 
-NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32}
+NUMPY = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "i1": np.bool_}
 
 
 class NoGpu(NotRunnableHere):

@@ -34,6 +34,19 @@ ln 2 (lg2: absolute 2^-22 on (0.5, 2), relative 2^-22 elsewhere, plus the produc
 rounding); `sigmoid` is (x >= 0 ? 1 : e) / (1 + e) with e = exp(-|x|) range-reduced
 (`_exp_neg`: ex2.approx of a small argument, so within a few ulp at any x);
 `erf` is approx.py's polynomial in mul.rn / add.rn with ex2.approx for its exp.
+
+Masks, bool and integer tiles (vx.compare / select / iota, issue 32): an i32 element is a
+b32 register (add.s32, sub.s32, mul.lo.s32, min/max.s32, neg.s32: wrapping), a bool
+(i1) element a predicate in registers and one byte (0 or 1: `ld/st.shared.u8`) in shared
+memory. Comparisons are `setp` (.f32 ordered, so NaN is false, except `ne` = `setp.neu`,
+true on NaN; bf16/f16 widen exactly first; .s32 signed); `&`, `|`, `!` are and/or/not.pred;
+`select` is `selp`; `iota` is the spread's row or column register plus the element's
+static offset. Casts: to a float `cvt.rn.f32.s32` (an i32 to bf16/f16 through f32: exact
+up to 2^24), float to i32 `cvt.rzi.s32.f32` (toward zero, saturating, NaN 0), a bool by
+`selp` of 1 / 0. `argmax`/`argmin` carry a (value, index) pair per thread and through
+the shfl butterflies (`_pick`: a strictly greater / smaller value, or a NaN where the
+other is not, wins; equal values, two NaNs included, keep the lower index). i64 tiles are
+refused (lower.py, E7001): no 64-bit register path through these forms.
 """
 
 from __future__ import annotations
@@ -61,6 +74,32 @@ BINARY = {
     "min": "min.NaN.f32",
 }
 REDUCE = {"sum": "add.rn.f32", "max": "max.NaN.f32", "min": "min.NaN.f32"}
+# Integer (i32) and bool (i1) tiles: wrapping two's complement in b32 registers, bools
+# as predicates (one byte, 0 or 1, in shared memory).
+INTS = ("i32",)
+INT_BINARY = {
+    "add": "add.s32",
+    "sub": "sub.s32",
+    "mul": "mul.lo.s32",
+    "max": "max.s32",
+    "min": "min.s32",
+}
+INT_REDUCE = {"sum": "add.s32", "max": "max.s32", "min": "min.s32"}
+BOOL_BINARY = {"and": "and.pred", "or": "or.pred"}
+INT_UNARY = {"neg": "neg.s32", "abs": "abs.s32"}
+# vx.compare's fn -> setp's comparison: ordered for floats (false on NaN) except `ne`,
+# which is `neu` (true on NaN, numpy's `!=`).
+COMPARE_F32 = {"lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "eq": "eq", "ne": "neu"}
+COMPARE_S32 = {"lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "eq": "eq", "ne": "ne"}
+ARG = {"argmax": "gt", "argmin": "lt"}  # the strict comparison that makes a new extreme
+# A value's register class per element kind.
+REG_CLS = {"f": "f32", "i": "b32", "p": "pred"}
+
+
+def kind(dtype: str) -> str:
+    """ "f" (an f32 register: f32, bf16, f16 widened), "i" (i32 in a b32 register) or
+    "p" (i1: a predicate)."""
+    return "p" if dtype == "i1" else "i" if dtype in ("i32", "i64") else "f"
 
 
 # -- the unary functions: each an f32 register computed from one operand -----------------
@@ -147,6 +186,12 @@ def _one(opcode: str) -> Callable[[Kernel, Operand], Reg]:
     return lambda k, x: _f32(k, opcode, x)
 
 
+def _not(k: Kernel, x: Operand) -> Reg:
+    p = k.reg("pred")
+    k.ins("not.pred", p, x)
+    return p
+
+
 # vx.unary's `fn` -> its PTX (errors: the module docstring and docs/LANGUAGE.md section 9).
 UNARY: dict[str, Callable[[Kernel, Operand], Reg]] = {
     "neg": _one("neg.f32"),
@@ -158,6 +203,7 @@ UNARY: dict[str, Callable[[Kernel, Operand], Reg]] = {
     "log": _log,
     "sigmoid": _sigmoid,
     "erf": _erf,
+    "not": _not,  # i1 tiles only (the verifier's FN_ELEMENTS)
 }
 
 
@@ -213,6 +259,31 @@ class Cast(Node):
 
 
 @dataclass(eq=False)
+class Cmp(Node):
+    """`x fn y` into an i1 (predicate) node; x and y of one element type."""
+
+    fn: str = ""
+    x: Node = None
+    y: Node = None
+
+
+@dataclass(eq=False)
+class Sel(Node):
+    """`c ? x : y`, c an i1 node."""
+
+    c: Node = None
+    x: Node = None
+    y: Node = None
+
+
+@dataclass(eq=False)
+class Iota(Node):
+    """Element [i0, i1] = i_axis (i32)."""
+
+    axis: int = 0
+
+
+@dataclass(eq=False)
 class Red(Node):
     """A reduction keeping its axis; computed into `scratch` (a private f32 [rows, cols]
     shared-memory buffer) before any expression reads it."""
@@ -223,8 +294,11 @@ class Red(Node):
     scratch: Reg = None
 
 
+CHILDREN = ("c", "x", "y")
+
+
 def children(n: Node) -> list[Node]:
-    return [c for c in (getattr(n, "x", None), getattr(n, "y", None)) if c is not None]
+    return [c for c in (getattr(n, f, None) for f in CHILDREN) if c is not None]
 
 
 def walk(n: Node) -> list[Node]:
@@ -316,6 +390,14 @@ class Emitter:
     def load(self, leaf: Load, s: Spread, r: int, c: int, memo: dict) -> Reg:
         k = self.k
         a = Addr(self.pointer(leaf, s, memo), self.offset(leaf, r, c))
+        if leaf.dtype == "i32":
+            v = k.reg("b32")
+            k.ins("ld.shared.b32", v, a)
+            return v
+        if leaf.dtype == "i1":  # one byte, 0 or 1
+            b = k.reg("b32")
+            k.ins("ld.shared.u8", b, a)
+            return k.setp("ne", "u32", b, Imm(0))
         f = k.reg("f32")
         if leaf.dtype == "f32":
             k.ins("ld.shared.f32", f, a)
@@ -335,38 +417,124 @@ class Emitter:
         k.ins(f"cvt.f32.{dtype}", g, h)
         return g
 
+    def index(self, n: Node, s: Spread, i: int, axis: int) -> Operand:
+        """Element i's index along `axis` of node `n` (0 on a broadcast dimension): the
+        spread's row / column register plus the element's static offset."""
+        r, c = s.elems[i]
+        reg, off, size = (s.row, r, n.rows) if axis == 0 else (s.col, c, n.cols)
+        if size == 1:
+            return Imm(0)
+        if reg is None:
+            return Imm(off)
+        if off == 0:
+            return reg
+        v = self.k.reg("b32")
+        self.k.ins("add.s32", v, reg, Imm(off))
+        return v
+
     def value(self, n: Node, s: Spread, i: int, memo: dict, elem: dict) -> Operand:
-        """Node `n` at element i of the spread (memoised per element in `elem`)."""
+        """Node `n` at element i of the spread (memoised per element in `elem`): an f32
+        register or immediate for a float node, b32 for i32, a predicate for i1."""
         if id(n) in elem:
             return elem[id(n)]
         k = self.k
         r, c = s.elems[i]
+        kd = kind(n.dtype)
         if isinstance(n, Load):
             v = self.load(n, s, r, c, memo)
         elif isinstance(n, AccLeaf):
             v = s.acc_regs[i]
         elif isinstance(n, Const):
             v = n.value
+            if kd == "p" and isinstance(v, Imm):  # a new (zero) bool tile
+                v = k.setp("ne", "u32", k.mov("b32", Imm(int(v.value))), Imm(0))
+            elif kd == "i" and isinstance(v, Imm):
+                v = Imm(int(v.value))
+        elif isinstance(n, Iota):
+            v = self.index(n, s, i, n.axis)
         elif isinstance(n, Cast):
-            v = self.round(self._reg(self.value(n.x, s, i, memo, elem)), n.dtype)
+            v = self.cast(self.value(n.x, s, i, memo, elem), n.x.dtype, n.dtype)
         elif isinstance(n, Un):
-            if n.fn not in UNARY:
-                raise TileError(f"no lowering for `{n.fn}`")
-            v = self.round(UNARY[n.fn](k, self.value(n.x, s, i, memo, elem)), n.dtype)
+            x = self.value(n.x, s, i, memo, elem)
+            if kd == "i":
+                if n.fn not in INT_UNARY:
+                    raise TileError(f"no lowering for `{n.fn}` on {n.dtype} tiles")
+                v = k.reg("b32")
+                k.ins(INT_UNARY[n.fn], v, self._reg(x, "i"))
+            elif kd == "p":
+                if n.fn != "not":
+                    raise TileError(f"no lowering for `{n.fn}` on bool tiles")
+                v = _not(k, x)
+            else:
+                if n.fn not in UNARY or n.fn == "not":
+                    raise TileError(f"no lowering for `{n.fn}`")
+                v = self.round(UNARY[n.fn](k, x), n.dtype)
         elif isinstance(n, Bin):
             x, y = self.value(n.x, s, i, memo, elem), self.value(n.y, s, i, memo, elem)
-            v = k.reg("f32")
-            k.ins(BINARY[n.fn], v, x, y)
-            v = self.round(v, n.dtype)
+            table = {"f": BINARY, "i": INT_BINARY, "p": BOOL_BINARY}[kd]
+            if n.fn not in table:
+                raise TileError(f"no lowering for `{n.fn}` on {n.dtype} tiles")
+            v = k.reg(REG_CLS[kd])
+            k.ins(table[n.fn], v, x if kd == "f" else self._reg(x, kd), y)
+            v = self.round(v, n.dtype) if kd == "f" else v
+        elif isinstance(n, Cmp):
+            x, y = self.value(n.x, s, i, memo, elem), self.value(n.y, s, i, memo, elem)
+            xk = kind(n.x.dtype)
+            if xk == "f":
+                v = k.setp(COMPARE_F32[n.fn], "f32", self._reg(x, "f"), y)
+            elif xk == "i":
+                v = k.setp(COMPARE_S32[n.fn], "s32", self._reg(x, "i"), y)
+            else:
+                raise TileError("a comparison of bool tiles")
+        elif isinstance(n, Sel):
+            cond = self.value(n.c, s, i, memo, elem)
+            x, y = self.value(n.x, s, i, memo, elem), self.value(n.y, s, i, memo, elem)
+            v = self.select(cond, x, y, kd)
         else:  # a Red is computed before the expression that reads it (`resolve`)
             raise TileError(f"an unresolved {type(n).__name__}")
         elem[id(n)] = v
         return v
 
-    def _reg(self, v: Operand) -> Reg:
+    def select(self, cond: Reg, x: Operand, y: Operand, kd: str) -> Reg:
+        k = self.k
+        if kd == "p":  # (c and x) or (not c and y)
+            a, b, d = k.reg("pred"), k.reg("pred"), k.reg("pred")
+            k.ins("and.pred", a, cond, x)
+            k.ins("and.pred", b, _not(k, cond), y)
+            k.ins("or.pred", d, a, b)
+            return d
+        v = k.reg(REG_CLS[kd])
+        k.ins("selp.f32" if kd == "f" else "selp.b32", v, x, y, cond)
+        return v
+
+    def cast(self, x: Operand, src: str, dst: str) -> Operand:
+        """vx.cast of one element: to a float rounds to nearest even (an i32 through
+        f32, exact up to 2^24), float to i32 truncates toward zero saturating with NaN 0
+        (`cvt.rzi.s32.f32`), a bool gives 0 or 1."""
+        k, sk, dk = self.k, kind(src), kind(dst)
+        if dk == "p":
+            raise TileError(f"a cast to {dst}")
+        if sk == "p":
+            v = k.reg(REG_CLS[dk])
+            one, zero = (Imm(1.0), Imm(0.0)) if dk == "f" else (Imm(1), Imm(0))
+            k.ins("selp.f32" if dk == "f" else "selp.b32", v, one, zero, x)
+            return v
+        if sk == dk:
+            return self.round(self._reg(x, "f"), dst) if dk == "f" else x
+        if sk == "i":  # i32 -> float
+            return self.round(_f32(k, "cvt.rn.f32.s32", self._reg(x, "i")), dst)
+        v = k.reg("b32")
+        k.ins("cvt.rzi.s32.f32", v, self._reg(x, "f"))
+        return v
+
+    def _reg(self, v: Operand, kd: str | None = None) -> Reg:
         if isinstance(v, Reg):
             return v
-        return self.k.mov("f32", v)
+        if kd is None:
+            kd = "f" if isinstance(v.value, float) else "i"
+        if kd == "i":
+            return self.k.mov("b32", Imm(int(v.value)))
+        return self.k.mov("f32", Imm(float(v.value)))
 
     def store(self, dst: Load, s: Spread, i: int, v: Operand, memo: dict) -> None:
         k = self.k
@@ -374,8 +542,16 @@ class Emitter:
         if dst.dtype == "f32":
             k.ins("st.shared.f32", a, v)
             return
+        if dst.dtype == "i32":
+            k.ins("st.shared.b32", a, self._reg(v, "i"))
+            return
+        if dst.dtype == "i1":
+            b = k.reg("b32")
+            k.ins("selp.b32", b, Imm(1), Imm(0), v)
+            k.ins("st.shared.u8", a, b)
+            return
         h = k.reg("b16")
-        k.ins(f"cvt.rn.{dst.dtype}.f32", h, self._reg(v))
+        k.ins(f"cvt.rn.{dst.dtype}.f32", h, self._reg(v, "f"))
         k.ins("st.shared.b16", a, h)
 
     def evaluate_into(self, n: Node, dst: Load, s: Spread) -> None:
@@ -463,6 +639,62 @@ class Emitter:
 
     # Reductions --------------------------------------------------------------------
 
+    def _start(self, n: Red, s: Spread, i: int, memo: dict) -> tuple[Reg, ...]:
+        """A reduction's running state from element i: (value,), or for argmax/argmin
+        (value, index along the axis)."""
+        v = self._reg(self.value(n.x, s, i, memo, {}), kind(n.x.dtype))
+        if n.fn in ARG:
+            return v, self._reg(self.index(n.x, s, i, n.axis), "i")
+        return (v,)
+
+    def _fold(self, n: Red, st: tuple[Reg, ...], s: Spread, i: int, memo: dict):
+        if n.fn in ARG:
+            return self._pick(n, st, self._start(n, s, i, memo))
+        return (self._combine(n, st[0], self.value(n.x, s, i, memo, {})),)
+
+    def _combine(self, n: Red, acc: Reg, v: Operand) -> Reg:
+        kd = kind(n.x.dtype)
+        if n.fn not in (REDUCE if kd == "f" else INT_REDUCE):
+            raise TileError(f"no lowering for `{n.fn}` on {n.x.dtype} tiles")
+        nxt = self.k.reg(REG_CLS[kd])
+        self.k.ins((REDUCE if kd == "f" else INT_REDUCE)[n.fn], nxt, acc, v)
+        return nxt
+
+    def _pick(self, n: Red, a: tuple[Reg, Reg], b: tuple[Reg, Reg]) -> tuple[Reg, Reg]:
+        """The first extreme of two (value, index) pairs: b replaces a when its value is
+        strictly beyond (`gt` for argmax, `lt` for argmin; a NaN is beyond any number,
+        numpy's rule), or the values are equal (both NaN included) and b's index is
+        lower. A strict total order on distinct indices, so a butterfly's two lanes
+        agree."""
+        k, (v1, i1), (v2, i2) = self.k, a, b
+        cmp = ARG[n.fn]
+        if kind(n.x.dtype) == "f":
+            beyond = k.setp(cmp, "f32", v2, v1)
+            nan2, nan1 = k.setp("nan", "f32", v2, v2), k.setp("nan", "f32", v1, v1)
+            only2, both, eq = k.reg("pred"), k.reg("pred"), k.setp("eq", "f32", v2, v1)
+            k.ins("and.pred", only2, nan2, _not(k, nan1))
+            k.ins("or.pred", beyond, beyond, only2)
+            k.ins("and.pred", both, nan2, nan1)
+            k.ins("or.pred", eq, eq, both)
+            vsel = "selp.f32"
+        else:
+            beyond, eq = k.setp(cmp, "s32", v2, v1), k.setp("eq", "s32", v2, v1)
+            vsel = "selp.b32"
+        take = k.reg("pred")
+        k.ins("and.pred", take, eq, k.setp("lt", "s32", i2, i1))
+        k.ins("or.pred", take, take, beyond)
+        v, i = k.reg(v1.cls), k.reg("b32")
+        k.ins(vsel, v, v2, v1, take)
+        k.ins("selp.b32", i, i2, i1, take)
+        return v, i
+
+    def _finish(self, n: Red, st: tuple[Reg, ...]) -> Reg:
+        """The reduction's result: the index of an arg reduction, else the value (a
+        float rounded to the result type)."""
+        if n.fn in ARG:
+            return st[1]
+        return self.round(st[0], n.dtype) if kind(n.dtype) == "f" else st[0]
+
     def reduce_rows(self, n: Red, dst: Load) -> None:
         """`n` over the last axis of a shared-memory expression: warp w rows w + 4 i, lane
         l columns l + 32 j, a 32-lane butterfly, lane 0 writes dst[row]."""
@@ -481,31 +713,33 @@ class Emitter:
             idle = k.label("rows_idle")
             if x.rows % warps:  # warp-uniform: the whole warp skips, shfl stays full
                 k.bra(idle, pred=k.setp("ge", "u32", self.warp, Imm(x.rows - r0)))
-            acc = self._reg(self.value(x, s, g, memo, {}))
+            st = self._start(n, s, g, memo)
             for j in range(1, per_row):
-                v = self.value(x, s, g + j, memo, {})
-                nxt = k.reg("f32")
-                k.ins(REDUCE[n.fn], nxt, acc, v)
-                acc = nxt
-            acc = self.butterfly(acc, n.fn, 16)
-            acc = self.round(acc, n.dtype)
-            self.store_row(dst, s, r0, acc, lane0, memo)
+                st = self._fold(n, st, s, g + j, memo)
+            st = self.butterfly(st, n, 16)
+            self.store_row(dst, s, r0, self._finish(n, st), lane0, memo)
             k.place(idle)
 
-    def butterfly(self, acc: Reg, fn: str, width: int) -> Reg:
-        """Combine `acc` across lanes xor 1 .. width (shfl.sync.bfly, the full warp)."""
+    def butterfly(self, st: tuple[Reg, ...], n: Red, width: int) -> tuple[Reg, ...]:
+        """Combine the state across lanes xor 1 .. width (shfl.sync.bfly, the full warp)."""
         k = self.k
         step = width
         while step >= 1:
-            o, nxt = k.reg("f32"), k.reg("f32")
-            k.ins("shfl.sync.bfly.b32", o, acc, Imm(step), Imm(31), Imm(0xFFFFFFFF))
-            k.ins(REDUCE[fn], nxt, acc, o)
-            acc, step = nxt, step // 2
-        return acc
+            other = []
+            for r in st:
+                o = k.reg(r.cls)
+                k.ins("shfl.sync.bfly.b32", o, r, Imm(step), Imm(31), Imm(0xFFFFFFFF))
+                other.append(o)
+            if n.fn in ARG:
+                st = self._pick(n, st, tuple(other))
+            else:
+                st = (self._combine(n, st[0], other[0]),)
+            step //= 2
+        return st
 
     def store_row(self, dst: Load, s: Spread, r: int, v: Reg, pred: Reg, memo: dict) -> None:
         a = Addr(self.pointer(dst, Spread(s.row, None, []), memo), r * 4)
-        self.k.ins("st.shared.f32", a, v, pred=pred)
+        self.k.ins("st.shared.f32" if v.cls == "f32" else "st.shared.b32", a, v, pred=pred)
 
     def reduce_cols(self, n: Red, dst: Load) -> None:
         """`n` over axis 0: thread t walks column t (+ 128 j) down the rows."""
@@ -516,14 +750,12 @@ class Emitter:
         def body() -> None:
             for c0 in range(len(s.elems)):
                 _, c = s.elems[c0]
-                col = Spread(s.row, s.col, [(r, c) for r in range(x.rows)])
-                acc = self._reg(self.value(x, col, 0, memo, {}))
+                col = Spread(None, s.col, [(r, c) for r in range(x.rows)])
+                st = self._start(n, col, 0, memo)
                 for r in range(1, x.rows):
-                    nxt = self.k.reg("f32")
-                    self.k.ins(REDUCE[n.fn], nxt, acc, self.value(x, col, r, memo, {}))
-                    acc = nxt
+                    st = self._fold(n, st, col, r, memo)
                 out = Spread(s.row, s.col, [(0, c)])
-                self.store(dst, out, 0, self.round(acc, n.dtype), memo)
+                self.store(dst, out, 0, self._finish(n, st), memo)
 
         self.guarded(s, body)
 
@@ -542,12 +774,9 @@ class Emitter:
             k.ins("and.b32", q, self.lane, Imm(lanes_per_row - 1))
             first = k.setp("eq", "u32", q, Imm(0))
         for r, idx in rows.items():
-            acc = self._reg(self.value(n.x, spread, idx[0], memo, {}))
+            st = self._start(n, spread, idx[0], memo)
             for i in idx[1:]:
-                nxt = k.reg("f32")
-                k.ins(REDUCE[n.fn], nxt, acc, self.value(n.x, spread, i, memo, {}))
-                acc = nxt
+                st = self._fold(n, st, spread, i, memo)
             if lanes_per_row > 1:
-                acc = self.butterfly(acc, n.fn, lanes_per_row // 2)
-            acc = self.round(acc, n.dtype)
-            self.store_row(dst, spread, r, acc, first, memo)
+                st = self.butterfly(st, n, lanes_per_row // 2)
+            self.store_row(dst, spread, r, self._finish(n, st), first, memo)
