@@ -851,6 +851,11 @@ class FunctionLowering(Walk):
         if isinstance(v, Zero):
             count = self.next_count(v.tile.ring)
             dst, _ = self.slot_address(v.tile, count)
+            # A writer like evaluate's: the slot's bytes may hold another tile (the
+            # allocator reuses a dead tile's bytes, a ring slot its older value) whose
+            # last readers, other threads, must be done before the fill overwrites it.
+            self.k.comment(BARRIER_NOTE)
+            self.k.ins("bar.sync", Imm(0))
             tma.fill_zero(self.k, self.c.tid, THREADS, dst, v.tile.nbytes)
             return Smem(dst, v.tile)
         if isinstance(v, Lazy):
