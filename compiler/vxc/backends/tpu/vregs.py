@@ -26,7 +26,7 @@ be in VMEM (a DMA's source) its slot is i8 0/1 (`mask_slot`): the one byte per e
 the plan gave the slot, since Mosaic has no i1 memrefs. argmax/argmin reduce to the
 extreme, mark its hits (or NaNs) and take the least hit index (`_arg_extreme`). i64 and
 f64 tiles are refused (E7004), as are bool tensors in HBM (cast them to i32).
-libtpu compiles each of these forms for v5e and v6e (tests/backends/tpu/test_masks*.py).
+libtpu compiles each of these forms for v5e and v6e (tests/backends/tpu/test_tpu_masks.py).
 
 The interpreter (interp.py) models each op the same way: f32 arithmetic in numpy's f32,
 bf16/f16 results rounded to nearest even, i32 wrapping.
