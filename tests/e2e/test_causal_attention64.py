@@ -37,7 +37,9 @@ def inputs(h: int, s: int, seed: int = 0):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("entry", ["causal", "full"])
 def test_attention64_matches_numpy(target, entry):
-    h, s = (1, 256) if target != "cpu" else (2, 384)
+    # the cpu and the tpu interpreter run instances that stop before key tiles they skip;
+    # the PTX simulator (about 10 s an instance) one instance, its two diagonal tiles
+    h, s = {"cpu": (2, 384), "tpu": (1, 256)}.get(target, (1, 128))
     k = vxc.compile(SOURCE.read_text(), target=target, kernel=entry, interpret=target != "cpu")
     q, kk, v = inputs(h, s)
     o = np.zeros((h * s, 64), np.float32)
