@@ -271,15 +271,9 @@ def apply(b: ll.IRBuilder, module: ll.Module, fn: str, args: Sequence[ll.Value])
         return compare(b, fn, *args)
     if _is_int(args[0].type):
         return _apply_int(b, fn, args)
+    if fn in FLOAT_OPS:
+        return getattr(b, FLOAT_OPS[fn])(*args)
     match fn:
-        case "add":
-            return b.fadd(*args)
-        case "sub":
-            return b.fsub(*args)
-        case "mul":
-            return b.fmul(*args)
-        case "div":
-            return b.fdiv(*args)
         case "max" | "min":
             return fmax(b, *args, larger=fn == "max")
         case "neg":
@@ -297,6 +291,9 @@ def apply(b: ll.IRBuilder, module: ll.Module, fn: str, args: Sequence[ll.Value])
     raise ValueError(f"unknown tile function {fn}")
 
 
+# The binary fns that are one LLVM instruction (IRBuilder's method names).
+FLOAT_OPS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
+INT_OPS = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_"}
 # vx.compare's `fn` -> LLVM's predicate. Floats compare ordered (a NaN makes it false),
 # except `ne`, unordered (a NaN makes it true): numpy's and IEEE's answers.
 COMPARE_FNS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
@@ -314,23 +311,15 @@ def compare(b: ll.IRBuilder, fn: str, x: ll.Value, y: ll.Value) -> ll.Value:
 def _apply_int(b: ll.IRBuilder, fn: str, args: Sequence[ll.Value]) -> ll.Value:
     """The integer and bool forms: two's complement, wrapping (as the hardware does)."""
     x = args[0]
+    if fn in INT_OPS:
+        return getattr(b, INT_OPS[fn])(*args)
     match fn:
-        case "add":
-            return b.add(*args)
-        case "sub":
-            return b.sub(*args)
-        case "mul":
-            return b.mul(*args)
         case "max" | "min":
             return b.select(b.icmp_signed(">" if fn == "max" else "<", *args), *args)
         case "neg":
             return b.sub(const(x.type, 0), x)
         case "abs":
             return b.select(b.icmp_signed("<", x, const(x.type, 0)), b.sub(const(x.type, 0), x), x)
-        case "and":
-            return b.and_(*args)
-        case "or":
-            return b.or_(*args)
         case "not":
             return b.xor(x, const(x.type, 1))
     raise ValueError(f"unknown integer tile function {fn}")
