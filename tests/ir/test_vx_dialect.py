@@ -130,7 +130,7 @@ _SIG = (
     '%s: memref<128x128xf32, "SMEM">, %vec: memref<?x128x128xf32, "HBM">, '
     '%h: memref<128x128xf16, "VMEM">, %x: memref<64x32xf32, "VMEM">, '
     '%tok: !vx.token<memref<128x128xf32, "VMEM">>, %i: index, %j: i64, %flag: i1, '
-    '%big: memref<?x?xf32, "HBM">, %f: f32'
+    '%big: memref<?x?xf32, "HBM">, %f: f32, %small: memref<100x128xf32, "HBM">'
 )
 _ALLOC = "offset = 0 : i64, slots = 1 : i64, slot_bytes = 65536 : i64, ring = 0 : i64"
 _XFER = (
@@ -139,7 +139,7 @@ _XFER = (
 )
 _T = 'memref<128x128xf32, "HBM">'
 _BIG = 'memref<?x?xf32, "HBM">'
-_STORE = 'space = "HBM", from = "VMEM", edge_cost = 50 : i64, proved = 1 : i64, disjoint = 1 : i64'
+_STORE = 'space = "HBM", from = "VMEM", edge_cost = 50 : i64, proved = 1 : i64, disjoint = 1 : i64, edge_view = 0 : i64'
 _STORE_SMEM = _STORE.replace('space = "HBM"', 'space = "SMEM"')
 _V = 'memref<128x128xf32, "VMEM">'
 _TILE = "offset = 0 : i64, slots = 1 : i64, slot_bytes = 65536 : i64, ring = -1 : i64"
@@ -195,6 +195,10 @@ BAD = {
     "view-too-big": ("vx.view", f'%r = "vx.view"(%t, %i, %i) {{proved = 1 : i64}} : ({_T}, index, index) -> memref<256x128xf32, "HBM">', "exceeds"),
     "view-space": ("vx.view", f'%r = "vx.view"(%big, %i, %i) {{proved = 1 : i64}} : ({_BIG}, index, index) -> {_V}', "element type and space"),
     "view-proved": ("vx.view", f'%r = "vx.view"(%big, %i, %i) {{proved = 2 : i64}} : ({_BIG}, index, index) -> {_T}', "proved must be 0 or 1"),
+    "edge-view-fill": ("vx.edge_view", f'%r = "vx.edge_view"(%big, %j, %i, %i) {{proved = 1 : i64}} : ({_BIG}, i64, index, index) -> {_T}', "the fill i64 must be the tensor's element type f32"),
+    "edge-view-rank": ("vx.edge_view", f'%r = "vx.edge_view"(%big, %f, %i) {{proved = 1 : i64}} : ({_BIG}, f32, index) -> {_T}', "offset(s)"),
+    "store-edge-view": ("vx.store", f'"vx.store"(%v, %big, %i, %i) {{{_STORE.replace("edge_view = 0", "edge_view = 2")}}} : ({_V}, {_BIG}, index, index) -> ()', "edge_view must be 0 or 1"),
+    "store-past-the-end": ("vx.store", f'"vx.store"(%v, %small, %i, %i) {{{_STORE}}} : ({_V}, memref<100x128xf32, "HBM">, index, index) -> ()', "exceeds"),
     "store-space": ("vx.store", f'"vx.store"(%v, %big, %i, %i) {{{_STORE_SMEM}}} : ({_V}, {_BIG}, index, index) -> ()', "output memory space"),
     "store-from": ("vx.store", f'"vx.store"(%s, %big, %i, %i) {{{_STORE}}} : (memref<128x128xf32, "SMEM">, {_BIG}, index, index) -> ()', 'from "VMEM"'),
     "store-offset-type": ("vx.store", f'"vx.store"(%v, %big, %j, %i) {{{_STORE}}} : ({_V}, {_BIG}, i64, index) -> ()', "operand 'offsets'"),
@@ -249,6 +253,9 @@ def test_good_ops_pass():
             '"vx.require"(%flag) {clause = "instances() <= 4"} : (i1) -> ()',
             f'%w = "vx.view"(%big, %i, %i) {{proved = 1 : i64}} : ({_BIG}, index, index) -> {_T}',
             f'"vx.store"(%v, %big, %i, %i) {{{_STORE}}} : ({_V}, {_BIG}, index, index) -> ()',
+            # an `edge` view and an `edge` store may reach past the tensor's end
+            f'%ev = "vx.edge_view"(%small, %f, %i, %i) {{proved = 1 : i64}} : (memref<100x128xf32, "HBM">, f32, index, index) -> {_T}',
+            f'"vx.store"(%v, %small, %i, %i) {{{_STORE.replace("edge_view = 0", "edge_view = 1")}}} : ({_V}, memref<100x128xf32, "HBM">, index, index) -> ()',
             f'%st = "vx.store_async"(%v, %big, %i, %i) {{{_STORE}}} : ({_V}, {_BIG}, index, index) -> !vx.token<{_T}>',
             f'%t0 = "vx.binary"(%v, %f) {{fn = "max", space = "VMEM", {_TILE}}} : ({_V}, f32) -> {_V}',
             f'%t1 = "vx.reduce"(%t0) {{fn = "sum", axis = 1 : i64, space = "VMEM", {_TILE}}} : ({_V}) -> memref<128x1xf32, "VMEM">',

@@ -868,10 +868,10 @@ class SeamChecker(StmtVisitor):
         dims = T.deref(v.obj.ty).dims
         for r, dim in zip(v.ranges, dims, strict=True):
             lo, hi, size = self._int(r.lo), self._int(r.hi), self._dim(dim)
-            for holds, text, term in (
-                (self._exact(lo) >= 0, f"{_show(r.lo)} >= 0", lo),
-                (self._exact(hi) <= size, f"{_show(r.hi)} <= {dim}", hi),
-            ):
+            bounds = [(self._exact(lo) >= 0, f"{_show(r.lo)} >= 0", lo)]
+            if not v.edge:  # an `edge` view may reach past the end (LANGUAGE.md 4.2)
+                bounds.append((self._exact(hi) <= size, f"{_show(r.hi)} <= {dim}", hi))
+            for holds, text, term in bounds:
                 ops = sorted(self._ops(term))
                 fails = z3.Or(z3.Not(holds), *(z3.Not(self.wraps[j].fits) for j in ops))
                 self.bounds.append((v, r, text, fails, pc, ops))
@@ -1028,6 +1028,10 @@ class SeamChecker(StmtVisitor):
             region = [
                 (self._exact(self._int(r.lo)), self._exact(self._int(r.hi))) for r in e.ranges
             ]
+            if e.edge:  # only the elements inside the output are written (or read)
+                region = [
+                    (lo, z3.If(hi <= d, hi, d)) for (lo, hi), d in zip(region, dims, strict=True)
+                ]
         else:
             region = [(z3.IntVal(0), d) for d in dims]
         inside = z3.And(

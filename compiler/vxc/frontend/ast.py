@@ -165,6 +165,10 @@ class View(Expr):
 
     obj: Expr
     ranges: tuple[Range, ...]
+    # `edge(x[..], fill)` (LANGUAGE.md 4.2): the region may reach past the tensor's end;
+    # read there it is `fill` (None: a store's destination, which writes no element there)
+    edge: bool = False
+    fill: Expr | None = None
 
 
 @dataclass(frozen=True)

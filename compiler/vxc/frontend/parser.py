@@ -8,6 +8,7 @@ import json
 import math
 import re
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 
@@ -415,7 +416,20 @@ class _ToAst(Transformer):
         return target.name
 
     def call(self, meta, c):
-        return A.Call(self._s(meta), self._callee(c[0]), c[1] or ())
+        callee, args = self._callee(c[0]), c[1] or ()
+        if callee == "edge":
+            return self._edge(meta, args)
+        return A.Call(self._s(meta), callee, args)
+
+    def _edge(self, meta, args):
+        """`edge(x[lo .. hi, ...], fill)` (LANGUAGE.md 4.2): a view marked as reaching past
+        the tensor's end; a store's destination may leave out the fill (nothing is read).
+        Any other form stays a call, which the type checker refuses with the right form."""
+        span = self._s(meta)
+        if not args or len(args) > 2 or not isinstance(args[0], A.View) or args[0].edge:
+            return A.Call(span, "edge", args)
+        fill = args[1] if len(args) > 1 else None
+        return replace(args[0], span=span, edge=True, fill=fill)
 
     def generic_call(self, meta, c):
         return A.Call(self._s(meta), self._callee(c[0]), c[2] or (), c[1])

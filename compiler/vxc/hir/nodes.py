@@ -132,6 +132,10 @@ class View(Expr):
 
     obj: Expr
     ranges: list[Range]
+    # `edge(x[..], fill)` (LANGUAGE.md 4.2): the region may reach past the tensor's end;
+    # read there it is `fill` (None: a store's destination, which writes no element there)
+    edge: bool = False
+    fill: Expr | None = None
 
 
 @dataclass
@@ -271,7 +275,8 @@ def expr_children(e: Node) -> list[Expr]:
         case Transfer():
             return [e.src] if e.dest is None else [e.src, e.dest]
         case View():
-            return [e.obj, *(x for r in e.ranges for x in (r.lo, r.hi))]
+            fill = [e.fill] if e.fill is not None else []
+            return [e.obj, *(x for r in e.ranges for x in (r.lo, r.hi)), *fill]
         case Wait():
             return [e.token]
         case Borrow() | Unary():
@@ -349,7 +354,10 @@ def show_expr(e: Expr) -> str:
             return f"{e.callee}({', '.join(show_expr(a) for a in e.args)})"
         case View():
             ranges = ", ".join(f"{show_expr(r.lo)} .. {show_expr(r.hi)}" for r in e.ranges)
-            return f"{show_expr(e.obj)}[{ranges}]"
+            view = f"{show_expr(e.obj)}[{ranges}]"
+            if not e.edge:
+                return view
+            return f"edge({view}" + (f", {show_expr(e.fill)})" if e.fill is not None else ")")
         case Index():
             return f"{show_expr(e.obj)}[{show_expr(e.index)}]"
         case MethodCall():

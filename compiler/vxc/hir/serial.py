@@ -17,7 +17,7 @@ from vxc.hir import program as P
 from vxc.hir import types as T
 from vxc.hir import vxhir_pb2 as pb
 
-FORMAT = 6  # bump when any registered dataclass or the node layout changes shape
+FORMAT = 7  # bump when any registered dataclass or the node layout changes shape
 
 
 class CacheError(Exception):

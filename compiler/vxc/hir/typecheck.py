@@ -758,6 +758,15 @@ class TypeChecker(StmtVisitor):
 
     def _transfer(self, e: H.Transfer, scope: _Scope) -> T.Type:
         src = T.deref(self._operand(e.src, scope))
+        if isinstance(e.src, H.View) and e.src.edge and e.src.fill is None:
+            self.sink.emit(
+                "E0201",
+                "this `edge` view is read, so it needs the value of its elements past the "
+                "tensor's end",
+                e.src.span,
+                help=f"give it a fill value: `{H.show_expr(e.src)[:-1]}, 0.0)`",
+            )
+            raise _Error
         if isinstance(src, T.TokenT) and isinstance(src.inner, T.TensorT):
             src = src.inner  # transferring an in-flight buffer reads it: E6004 in checks
         if not isinstance(src, T.TensorT):
@@ -804,8 +813,18 @@ class TypeChecker(StmtVisitor):
                     self._mismatch(T.I64, t, bound, "a view bound")
                     raise _Error
             dims.append(self._extent(r))
+        if e.edge and e.fill is not None:
+            self._edge_fill(e.fill, base, scope)
         mutable = isinstance(obj, T.RefT) and obj.mutable
         return T.RefT(mutable, replace(base, dims=tuple(dims)))
+
+    def _edge_fill(self, fill: H.Expr, base: T.TensorT, scope: _Scope) -> None:
+        """An `edge` view's fill: a scalar of the tensor's element type (a literal takes it)."""
+        elem = T.Scalar(base.elem)
+        got = self._expr(fill, scope, elem)
+        if got != elem:
+            self._mismatch(elem, got, fill, "an `edge` view's fill")
+            raise _Error
 
     def _extent(self, r: H.Range) -> int | str:
         """`hi - lo`: a positive constant (E0106 otherwise, and the range's text stands in
@@ -877,6 +896,16 @@ class TypeChecker(StmtVisitor):
         decl = self.fns.get(e.callee)
         if decl is None and e.callee in INTRINSICS:
             return self._intrinsic(e, scope)
+        if decl is None and e.callee == "edge":  # not the form the parser makes a view of
+            self.sink.emit(
+                "E0201",
+                "`edge` takes a view of a tensor and a fill value",
+                e.span,
+                notes=["`edge(x[lo .. hi, ...], fill)` is a view that may reach past `x`'s end"],
+                help="write `edge(x[lo .. hi, ...], 0.0)` (a store's destination may leave "
+                "out the fill: `edge(c[lo .. hi, ...])`)",
+            )
+            raise _Error
         if decl is None:
             self.sink.emit(
                 "E0203",

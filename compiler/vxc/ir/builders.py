@@ -129,9 +129,26 @@ def view(
     **kwargs: object,
 ) -> ir.Operation:
     """A region of `sizes` of `src` at `offsets` (its type: the sizes, src's element/space)."""
-    t = src.type
-    result = T.memref_type(list(sizes), str(t.element_type), T.space_of(t))
+    result = _region_type(src, sizes)
     return build("vx.view", [src, *offsets], result_types=[result], loc=loc, **kwargs)
+
+
+def _region_type(src: ir.Value, sizes: Sequence[int]) -> ir.Type:
+    return T.memref_type(list(sizes), str(src.type.element_type), T.space_of(src.type))
+
+
+def edge_view(
+    src: ir.Value,
+    fill: ir.Value,
+    offsets: Sequence[ir.Value],
+    sizes: Sequence[int],
+    *,
+    loc: ir.Location | None = None,
+    **kwargs: object,
+) -> ir.Operation:
+    """An `edge` region of `sizes` of `src` at `offsets`, reading `fill` past its end."""
+    result = _region_type(src, sizes)
+    return build("vx.edge_view", [src, fill, *offsets], result_types=[result], loc=loc, **kwargs)
 
 
 def zeros(

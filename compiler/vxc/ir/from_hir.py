@@ -417,6 +417,7 @@ class Lowering:
             "edge_cost": last.get("edge_cost", 0),
             "proved": int(e.dest.nid in ctx.placement.proved),
             "disjoint": int(e.nid in ctx.placement.proved),
+            "edge_view": int(e.dest.edge),
         }
         build = B.store_async if e.is_async else B.store
         op = build(value, out, *offsets, **attrs)
@@ -429,7 +430,11 @@ class Lowering:
     def view(self, ctx: _Ctx, e: H.View) -> ir.Value:
         src, offsets = self._region(ctx, e)
         sizes = list(T.deref(e.ty).dims)
-        return B.view(src, offsets, sizes, proved=int(e.nid in ctx.placement.proved)).result
+        proved = int(e.nid in ctx.placement.proved)
+        if e.edge:  # a store's destination is no value: only a read's view comes here
+            fill = self.expr(ctx, e.fill)
+            return B.edge_view(src, fill, offsets, sizes, proved=proved).result
+        return B.view(src, offsets, sizes, proved=proved).result
 
     def zeros(self, ctx: _Ctx, e: H.TensorNew) -> ir.Value:
         (attrs,) = self._ops(ctx, e)

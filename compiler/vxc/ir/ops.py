@@ -55,6 +55,13 @@ TILE_OR_SCALAR = TypeConstraint(
         or (isinstance(t, ir.IntegerType) and ir.IntegerType(t).width in (1, 32, 64))
     ),
 )
+SCALAR = TypeConstraint(
+    "scalar (float, `i32`, `i64` or `i1`)",
+    lambda t: (
+        isinstance(t, ir.FloatType)
+        or (isinstance(t, ir.IntegerType) and ir.IntegerType(t).width in (1, 32, 64))
+    ),
+)
 I1 = TypeConstraint(
     "`i1`", lambda t: isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1
 )
@@ -348,11 +355,21 @@ _STORE_ATTRS = (
         "1: the checker proved that two instances never store to overlapping regions (E6042)",
         1,
     ),
+    Attr(
+        "edge_view",
+        "i64",
+        "1: an `edge` view's store (LANGUAGE.md 4.2): the region may reach past the output's "
+        "end and only its elements inside the output are written; 0: the region lies inside",
+        0,
+    ),
 )
 
 
-def _check_region(region: list[int], tensor: ir.MemRefType, offsets: int, what: str) -> list[str]:
-    """A static region of `tensor` at `offsets` dynamic offsets (one per dimension)."""
+def _check_region(
+    region: list[int], tensor: ir.MemRefType, offsets: int, what: str, edge: bool = False
+) -> list[str]:
+    """A static region of `tensor` at `offsets` dynamic offsets (one per dimension); an
+    `edge` region may be larger than the tensor (it reaches past its end)."""
     errs: list[str] = []
     if len(region) != tensor.rank or offsets != tensor.rank:
         errs.append(
@@ -363,7 +380,7 @@ def _check_region(region: list[int], tensor: ir.MemRefType, offsets: int, what: 
     if any(d == T.DYNAMIC or d < 1 for d in region):
         errs.append(f"{what} sizes must be static and positive, got {region}")
     for d, full in zip(region, tensor.shape, strict=True):
-        if full != T.DYNAMIC and d > full:
+        if not edge and full != T.DYNAMIC and d > full:
             errs.append(f"{what} size {d} exceeds the tensor's dimension {full}")
     return errs
 
@@ -382,20 +399,31 @@ def _verify_view(op: ir.Operation) -> list[str]:
     return errs + _check_proof(op, "proved")
 
 
+def _verify_edge_view(op: ir.Operation) -> list[str]:
+    src, fill, res = op.operands[0].type, op.operands[1].type, op.results[0].type
+    errs = _check_region(list(res.shape), src, len(op.operands) - 2, "the edge view", edge=True)
+    if res.element_type != src.element_type or T.space_of(res) != T.space_of(src):
+        errs.append(f"result {res} must have the element type and space of {src}")
+    if fill != src.element_type:
+        errs.append(f"the fill {fill} must be the tensor's element type {src.element_type}")
+    return errs + _check_proof(op, "proved")
+
+
 def _infer_none(ts: list[ir.Type], attrs: dict[str, object]) -> list[ir.Type]:
     return []
 
 
 def _verify_store(op: ir.Operation) -> list[str]:
     src, dst = op.operands[0].type, op.operands[1].type
-    errs = _check_region(list(src.shape), dst, len(op.operands) - 2, "the stored tile")
+    edge = attr_int(op, "edge_view") == 1
+    errs = _check_region(list(src.shape), dst, len(op.operands) - 2, "the stored tile", edge)
     if src.element_type != dst.element_type:
         errs.append(f"the stored tile {src} and the output {dst} differ in element type")
     if T.space_of(dst) != attr_str(op, "space"):
         errs.append(f'output memory space "{T.space_of(dst)}" != space "{attr_str(op, "space")}"')
     if T.space_of(src) != attr_str(op, "from"):
         errs.append(f'tile memory space "{T.space_of(src)}" != from "{attr_str(op, "from")}"')
-    return errs + _check_proof(op, "proved", "disjoint")
+    return errs + _check_proof(op, "proved", "disjoint", "edge_view")
 
 
 def _verify_store_async(op: ir.Operation) -> list[str]:
@@ -731,6 +759,34 @@ OPS: dict[str, OpDef] = {
             "space; proved is 0 or 1.",
         ),
         OpDef(
+            "vx.edge_view",
+            "A region of a tensor that may reach past its end (`edge(x[..], fill)`, "
+            "LANGUAGE.md §4.2): static sizes, dynamic offsets. A transfer from it copies the "
+            "elements inside the tensor and gives every other element the value `fill` "
+            "(cpu: a clamped copy and a fill; tpu: a clamped DMA and a fill; b200/h100: the "
+            "tensor map's out-of-bounds zero fill, and a select for another fill).",
+            (
+                Operand("src", PLACED, "the whole tensor"),
+                Operand("fill", SCALAR, "the value of the elements outside the tensor"),
+                Operand("offsets", INDEX, "the region's first element, per dimension", True),
+            ),
+            (Result("region", PLACED, "the region: static shape, the tensor's element and space"),),
+            (
+                Attr(
+                    "proved",
+                    "i64",
+                    "1: the checker proved `0 <= offset` in every dimension (E6041; the end "
+                    "may pass the tensor's); 0: the backend checks it at run time",
+                    1,
+                ),
+            ),
+            _verify_edge_view,
+            lambda ts, attrs: [],
+            "one offset per dimension; result rank == operand rank; result sizes static and "
+            "positive (they may exceed the operand's); same element type and space; fill of "
+            "the element type; proved is 0 or 1.",
+        ),
+        OpDef(
             "vx.store",
             "Blocking store of a tile into a region of an output (`transfer(t, c[view])`), "
             "one hop from `from` to `space`; the tile is only read.",
@@ -1024,6 +1080,7 @@ InstanceOp = VIEWS["vx.instance"]
 InstancesOp = VIEWS["vx.instances"]
 RequireOp = VIEWS["vx.require"]
 ViewOp = VIEWS["vx.view"]
+EdgeViewOp = VIEWS["vx.edge_view"]
 StoreOp = VIEWS["vx.store"]
 StoreAsyncOp = VIEWS["vx.store_async"]
 BinaryOp = VIEWS["vx.binary"]

@@ -288,6 +288,7 @@ def _copy(dst: str, src: str, t: str, ring: int, nbytes: int, src_t: str | None 
 def _store(v: str, shape: str, e: str, arg: str) -> str:
     return (
         f'    "vx.store"(%{v}, %{arg}, %c0, %c0) {{disjoint = 1 : i64, edge_cost = 50 : i64, '
+        "edge_view = 0 : i64, "
         f'from = "VMEM", proved = 1 : i64, space = "HBM"}} : ({_vmem(shape, e)}, '
         f"{_hbm(shape, e)}, index, index) -> ()\n"
     )

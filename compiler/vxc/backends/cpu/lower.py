@@ -10,6 +10,7 @@ represented by the buffer it will yield.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -39,6 +40,7 @@ from vxc.ir.loc import inlined_notes, span_of
 from vxc.ir.ops import (
     BinaryOp,
     CompareOp,
+    EdgeViewOp,
     ElementOp,
     IotaOp,
     MatmulAccOp,
@@ -91,6 +93,10 @@ class Region:
     base: Mem
     offsets: list[ll.Value]
     sizes: list[int]
+    # An `edge` view's (LANGUAGE.md 4.2): how many of each dimension's `sizes` lie inside
+    # the tensor (0 ..= size, at run time), and the value of the others when read.
+    counts: list[ll.Value] | None = None
+    fill: ll.Value | None = None
 
 
 @dataclass
@@ -370,6 +376,7 @@ class FunctionLowering(Walk):
         {"values", "get", "bind_flat", "region_values", "b", "allocas", "mod", "fn", "sig",
          "plan", "counters", "exit", "instance", "instances", "guard", "nbytes", "memcpy",
          "at", "slot", "_copy_in", "require", "strided", "copy_region", "region_guard", "bf16dot",
+         "clamped_copy_in", "fill_tile", "inside_counts",
          "matmul_bf16dot", "amx", "matmul_amx", "matmul_vector", "variant",
          "op_vx_store", "tile_dst"}
     )  # fmt: skip
@@ -598,12 +605,16 @@ class FunctionLowering(Walk):
         whole = Region(Mem(tile, [_c(d) for d in r.sizes]), [_c(0)] * len(r.sizes), r.sizes)
         self.copy_region(whole, r, elem) if into_tile else self.copy_region(r, whole, elem)
 
-    def copy_region(self, dst: Region, src: Region, elem: ir.Type) -> None:
+    def copy_region(
+        self, dst: Region, src: Region, elem: ir.Type, counts: list[ll.Value] | None = None
+    ) -> None:
         """Copy region `src` into region `dst` (the same sizes; each a region of its own
         contiguous tensor, a whole tile being one at offsets 0): one memcpy per innermost
-        row, loops over the leading dimensions."""
+        row, loops over the leading dimensions. `counts`: copy only the leading `counts[d]`
+        elements of each dimension (an `edge` view's part inside its tensor)."""
         eb = T.element_bytes(elem)
-        row = _c(src.sizes[-1] * eb)
+        extent = counts or [_c(n) for n in src.sizes]
+        row = self.b.mul(extent[-1], _c(eb)) if counts else _c(src.sizes[-1] * eb)
 
         def at(r: Region, lin: ll.Value) -> ll.Value:
             return self.b.gep(r.base.ptr, [self.b.mul(lin, _c(eb))], inbounds=True, source_etype=I8)
@@ -625,13 +636,17 @@ class FunctionLowering(Walk):
                 level(d + 1, step(dst, d, dst_lin, i), step(src, d, src_lin, i))
                 return []
 
-            counted_loop(self.b, _c(0), _c(src.sizes[d]), _c(1), body, [], name=f"rows{d}")
+            counted_loop(self.b, _c(0), extent[d], _c(1), body, [], name=f"rows{d}")
 
         level(0, _c(0), _c(0))
 
     def _copy_in(self, op: ir.Operation) -> Mem:
         src = self.get(op.operands[0])
         t = _memref(op.results[0].type)
+        if isinstance(src, Region) and src.counts is not None:  # an `edge` view
+            dst = self.slot(op, t, _c(_static_bytes(t, "a view")))
+            self.clamped_copy_in(dst, src, t.element_type)
+            return Mem(dst, [_c(d) for d in src.sizes])
         if isinstance(src, Region):  # a view: a strided copy of the region into the slot
             dst = self.slot(op, t, _c(_static_bytes(t, "a view")))
             self.strided(dst, src, t.element_type, into_tile=True)
@@ -640,6 +655,30 @@ class FunctionLowering(Walk):
         dst = self.slot(op, t, n)
         self.memcpy(dst, src.ptr, n)
         return Mem(dst, list(src.dims))
+
+    def clamped_copy_in(self, tile: ll.Value, r: Region, elem: ir.Type) -> None:
+        """An `edge` view into a tile: where the region reaches past the tensor, the whole
+        tile is first set to the fill; then the part inside is copied (a clamped copy)."""
+        partial = ll.Constant(ll.IntType(1), 0)
+        for n, size in zip(r.counts, r.sizes, strict=True):
+            partial = self.b.or_(partial, self.b.icmp_signed("<", n, _c(size)))
+        with self.b.if_then(partial, likely=False):
+            self.fill_tile(tile, r.sizes, elem, r.fill)
+        whole = Region(Mem(tile, [_c(d) for d in r.sizes]), [_c(0)] * len(r.sizes), r.sizes)
+        self.copy_region(whole, r, elem, r.counts)
+
+    def fill_tile(self, tile: ll.Value, sizes: list[int], elem: ir.Type, fill: ll.Value) -> None:
+        """Every element of a contiguous tile set to the scalar `fill` (a loop LLVM vectorises)."""
+        kind = str(elem)
+        stored = self.b.zext(fill, I8) if kind == "i1" else fill  # a bool tile: byte mask
+        eb = T.element_bytes(elem)
+
+        def body(i: ll.Value, carried: list) -> list:
+            at = self.b.gep(tile, [self.b.mul(i, _c(eb))], inbounds=True, source_etype=I8)
+            self.b.store(stored, at)
+            return []
+
+        counted_loop(self.b, _c(0), _c(math.prod(sizes)), _c(1), body, [], name="fill")
 
     def op_vx_transfer(self, op: ir.Operation) -> None:
         self.values[op.results[0]] = self._copy_in(op)
@@ -691,6 +730,39 @@ class FunctionLowering(Walk):
         self.region_guard(v.proved, base, offsets, sizes)
         self.values[v.region] = Region(base, offsets, sizes)
 
+    def op_vx_edge_view(self, op: ir.Operation) -> None:
+        """An `edge` view: its region and, per dimension, how much of it is inside the
+        tensor, `clamp(dim - offset, 0, size)`; only `0 <= offset` is checked (if not proved)."""
+        v = EdgeViewOp(op)
+        for use in v.region.uses:
+            if use.owner.name not in ("vx.transfer", "vx.transfer_async"):
+                raise refuse(
+                    "E7005",
+                    use.owner,
+                    f"cpu backend: `{use.owner.name}` takes an `edge` view that no transfer copied",
+                    "transfer the view into a scratchpad (`Memory::VMEM`) to make it a tile",
+                )
+        base = self.get(v.src)
+        offsets = [self.get(x) for x in v.offsets]
+        sizes = list(_memref(v.region.type).shape)
+        if not v.proved:
+            bad = ll.Constant(ll.IntType(1), 0)
+            for off in offsets:
+                bad = self.b.or_(bad, self.b.icmp_signed("<", off, _c(0)))
+            self.guard(bad, "VX_ERR_INDEX")
+        counts = self.inside_counts(base, offsets, sizes)
+        self.values[v.region] = Region(base, offsets, sizes, counts, self.get(v.fill))
+
+    def inside_counts(self, base: Mem, offsets, sizes) -> list[ll.Value]:
+        """Per dimension, how many of a region's `size` elements from `offset` (>= 0) are
+        inside the tensor: `clamp(dim - offset, 0, size)`."""
+        counts = []
+        for off, size, dim in zip(offsets, sizes, base.dims, strict=True):
+            left = self.b.sub(dim, off)
+            left = self.b.select(self.b.icmp_signed("<", left, _c(0)), _c(0), left)
+            counts.append(self.b.select(self.b.icmp_signed("<", left, _c(size)), left, _c(size)))
+        return counts
+
     def region_guard(self, proved: int, base: Mem, offsets, sizes) -> None:
         """A region the checker did not prove inside its tensor is checked here."""
         if proved:
@@ -707,6 +779,24 @@ class FunctionLowering(Walk):
         offsets = [self.get(v) for v in st.offsets]
         t = _memref(st.src.type)
         region = Region(out, offsets, list(t.shape))
+        if st.edge_view:  # only the elements inside the output are written (a clamped copy)
+            if not st.proved:
+                bad = ll.Constant(ll.IntType(1), 0)
+                for off in offsets:
+                    bad = self.b.or_(bad, self.b.icmp_signed("<", off, _c(0)))
+                self.guard(bad, "VX_ERR_INDEX")
+            counts = self.inside_counts(out, offsets, region.sizes)
+            src = (
+                tile
+                if isinstance(tile, Region)
+                else Region(
+                    Mem(tile.ptr, [_c(d) for d in region.sizes]),
+                    [_c(0)] * len(region.sizes),
+                    region.sizes,
+                )
+            )
+            self.copy_region(region, src, t.element_type, counts)
+            return
         self.region_guard(st.proved, out, offsets, region.sizes)
         if isinstance(tile, Region):  # a view stored as it is (its transfer copied nothing)
             self.copy_region(region, tile, t.element_type)
@@ -1009,6 +1099,7 @@ RULES: dict[str, Callable[[FunctionLowering, ir.Operation], None]] = {
     "vx.zeros": FunctionLowering.op_vx_zeros,
     "vx.element": FunctionLowering.op_vx_element,
     "vx.view": FunctionLowering.op_vx_view,
+    "vx.edge_view": FunctionLowering.op_vx_edge_view,
     "vx.store": FunctionLowering.op_vx_store,
     "vx.store_async": FunctionLowering.op_vx_store_async,
     "vx.len": FunctionLowering.op_vx_len,

@@ -1408,11 +1408,15 @@ def _store_issue(fl: FunctionLowering, op: ir.Operation, wait: str) -> int:
 def _store(fl: FunctionLowering, op: ir.Operation) -> None:
     """`transfer(t, c[view])`: the tile may change after it, so the store's bulk group
     has read it before any thread goes on."""
+    if view(op).edge_view:
+        raise refuse("E7001", op, "a store to an `edge` view is not lowered yet")
     _store_issue(fl, op, "read")
 
 
 @rule("vx.store_async")
 def _store_async(fl: FunctionLowering, op: ir.Operation) -> None:
+    if view(op).edge_view:
+        raise refuse("E7001", op, "a store to an `edge` view is not lowered yet")
     fl.set(op.results[0], StoreToken(_store_issue(fl, op, "none")))
 
 
@@ -1836,5 +1840,9 @@ FunctionLowering.no_rule = "the NVIDIA backends have no lowering for `{name}`"
 # Views and stores are TMA boxes at the view's coordinates and TMA stores; tile
 # arithmetic is tiles.py's expressions and a transpose folds into matmul_acc's B operand
 # (what a rule cannot lower it refuses itself, coded, at the op).
-REFUSALS: dict[str, RefusalEntry] = {}
+REFUSALS: dict[str, RefusalEntry] = {
+    "vx.edge_view": RefusalEntry(
+        "E7001", "a read of an `edge` view (the tensor map's out-of-bounds fill) is not lowered yet"
+    ),
+}
 FunctionLowering.refusals = REFUSALS

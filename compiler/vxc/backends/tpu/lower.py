@@ -248,6 +248,10 @@ REFUSALS: dict[str, RefusalEntry] = {
         "tpu backend: a tensor is reinterpreted in another memory space "
         "(`memref.memory_space_cast`), which Mosaic cannot express",
     ),
+    "vx.edge_view": RefusalEntry(
+        "E7001",
+        "tpu backend: a read of an `edge` view (a clamped DMA and a fill) is not lowered yet",
+    ),
 }
 
 
@@ -1128,6 +1132,8 @@ def _store(lo: FunctionLowering, op: ir.Operation) -> None:
     """A DMA of the tile into the output's region (`&mut` tensors are output operands);
     blocking: waited at once on the blocking semaphore; async: on the store semaphore
     when its token is waited."""
+    if view(op).edge_view:
+        raise fail("E7001", op, "tpu backend: a store to an `edge` view is not lowered yet")
     tile = lo.hbm(op.operands[0], op)
     out = lo.hbm(op.operands[1], op)
     offs = tuple(lo.aligned(v) for v in list(op.operands)[2:])
