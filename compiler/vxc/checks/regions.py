@@ -63,7 +63,9 @@ class Store:
 
     out_vid: int
     out: str
-    region: list[tuple[z3.ArithRef, z3.ArithRef]]
+    # per dimension `(lo, hi, cap)`: the elements `lo <= e < hi`, and `e < cap` where the
+    # region is an `edge` view's (its elements past the output's end are not written)
+    region: list[tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef | None]]
     pc: z3.BoolRef
     span: object
     mentions_instance: bool
@@ -84,6 +86,15 @@ class Proofs:
 
     def all(self) -> set[int]:
         return self.index | self.views | self.disjoint
+
+
+def holds(region: list[tuple], elems: list[z3.ArithRef]) -> list[z3.BoolRef]:
+    """That element `elems` is one a region touches: `lo <= e < hi` in every dimension,
+    and `e < cap` where the region is an `edge` view's (LANGUAGE.md 4.2)."""
+    facts = []
+    for (lo, hi, cap), e in zip(region, elems, strict=True):
+        facts += [lo <= e, e < hi] + ([e < cap] if cap is not None else [])
+    return facts
 
 
 def trunc_div(a: z3.ArithRef, b: z3.ArithRef, ty: str, facts: list, fresh) -> tuple:

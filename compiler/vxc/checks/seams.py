@@ -25,6 +25,7 @@ from vxc.checks.regions import (
     Proofs,
     Store,
     constants,
+    holds,
     machine_div,
     named_values,
     trunc_div,
@@ -1028,15 +1029,17 @@ class SeamChecker(StmtVisitor):
             region = [
                 (self._exact(self._int(r.lo)), self._exact(self._int(r.hi))) for r in e.ranges
             ]
-            if e.edge:  # only the elements inside the output are written (or read)
-                region = [
-                    (lo, z3.If(hi <= d, hi, d)) for (lo, hi), d in zip(region, dims, strict=True)
-                ]
+            edge = e.edge
         else:
-            region = [(z3.IntVal(0), d) for d in dims]
-        inside = z3.And(
-            *(z3.And(lo >= 0, hi <= d) for (lo, hi), d in zip(region, dims, strict=True))
-        )
+            region, edge = [(z3.IntVal(0), d) for d in dims], False
+        if edge:  # only its elements inside the output are written (or read): `e < dim` too
+            region = [(lo, hi, d) for (lo, hi), d in zip(region, dims, strict=True)]
+            inside = z3.And(*(lo >= 0 for lo, _, _ in region))
+        else:
+            region = [(lo, hi, None) for lo, hi in region]
+            inside = z3.And(
+                *(z3.And(lo >= 0, hi <= d) for (lo, hi, _), d in zip(region, dims, strict=True))
+            )
         return root.vid, root.name, region, inside
 
     def _store(self, t: H.Transfer, place: tuple, pc, e: H.Expr, writes: bool) -> Store:
@@ -1059,11 +1062,7 @@ class SeamChecker(StmtVisitor):
                 continue
             (_, _, theirs, their_inside), line = known
             elems = [z3.Int(self.solver.fresh_name(f"%e{d}")) for d in range(len(region))]
-            both = [
-                x
-                for (lo, hi), (lo2, hi2), el in zip(region, theirs, elems, strict=True)
-                for x in (lo <= el, el < hi, lo2 <= el, el < hi2)
-            ]
+            both = [*holds(region, elems), *holds(theirs, elems)]
             query = [*self.assume, pc, flying, inside, their_inside, *both]
             verdict, model = self._decide(query, [*self._program_values(), *elems])
             if verdict == "unsat":
@@ -1112,22 +1111,18 @@ class SeamChecker(StmtVisitor):
 
     def _race_query(self, a: Store, b: Store) -> bool:
         elems = [z3.Int(self.solver.fresh_name(f"%e{d}")) for d in range(len(a.region))]
-        inside_b = [
-            x for d, (lo, hi) in enumerate(b.region) for x in (lo <= elems[d], elems[d] < hi)
-        ]
+        inside_b = holds(b.region, elems)
         # The second instance: b's facts, path and region with every owned constant renamed,
         # in one substitution (the element is shared: both instances write it).
         pairs = [(c, z3.Const(c.decl().name() + "'", c.sort())) for c in self.owned]
         q = pairs[0][1]
-        overlap = [
-            x for d, (lo, hi) in enumerate(a.region) for x in (lo <= elems[d], elems[d] < hi)
-        ]
+        overlap = holds(a.region, elems)
         # First without the `where` clauses that wrap (fewer facts: a proof there holds
         # with all of them, and z3's nonlinear core is lost in a wrapped product that a
         # race rarely depends on; the regions' proved bounds stand in for what they said,
         # `n >= 128` in gemm.vx), then with every fact, for the proof or the counterexample.
         weak = [x for x in self.assume if not any(x is c for c in self.wrapping_clauses)]
-        weak = _cone(weak, [a.pc, a.inside, b.pc, b.inside, *(t for r in a.region for t in r)])
+        weak = _cone(weak, [a.pc, a.inside, b.pc, b.inside, *(t for r in a.region for t in r if t is not None)])
         # The weak query is a proof attempt only (equations eliminated first, which z3's
         # nonlinear core needs here); the full one also finds the counterexample. The forms
         # of the one obligation spend one budget (solver.py, `shared_budget`).
