@@ -872,9 +872,9 @@ class SeamChecker(StmtVisitor):
             bounds = [(self._exact(lo) >= 0, f"{_show(r.lo)} >= 0", lo)]
             if not v.edge:  # an `edge` view may reach past the end (LANGUAGE.md 4.2)
                 bounds.append((self._exact(hi) <= size, f"{_show(r.hi)} <= {dim}", hi))
-            for holds, text, term in bounds:
+            for within, text, term in bounds:
                 ops = sorted(self._ops(term))
-                fails = z3.Or(z3.Not(holds), *(z3.Not(self.wraps[j].fits) for j in ops))
+                fails = z3.Or(z3.Not(within), *(z3.Not(self.wraps[j].fits) for j in ops))
                 self.bounds.append((v, r, text, fails, pc, ops))
         self.proofs.views.add(v.nid)
 
@@ -1122,7 +1122,10 @@ class SeamChecker(StmtVisitor):
         # race rarely depends on; the regions' proved bounds stand in for what they said,
         # `n >= 128` in gemm.vx), then with every fact, for the proof or the counterexample.
         weak = [x for x in self.assume if not any(x is c for c in self.wrapping_clauses)]
-        weak = _cone(weak, [a.pc, a.inside, b.pc, b.inside, *(t for r in a.region for t in r if t is not None)])
+        weak = _cone(
+            weak,
+            [a.pc, a.inside, b.pc, b.inside, *(t for r in a.region for t in r if t is not None)],
+        )
         # The weak query is a proof attempt only (equations eliminated first, which z3's
         # nonlinear core needs here); the full one also finds the counterexample. The forms
         # of the one obligation spend one budget (solver.py, `shared_budget`).
