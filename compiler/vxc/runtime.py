@@ -273,6 +273,8 @@ class Kernel:
             info = np.iinfo(want)
             if not info.min <= int(value) <= info.max:
                 raise ArgumentError(f"{who} = {value} does not fit {p['dtype']}")
+        if p["dtype"] in ("bf16", "f16"):  # passed as its bits (the C header's uint16_t)
+            return _CTYPES[p["dtype"]](int(np.array(value, want).view(np.uint16)))
         return _CTYPES[p["dtype"]](int(value) if kind in "biu" else float(value))
 
     def _args(self, args: tuple, kwargs: dict) -> tuple[list[Any], list[np.ndarray]]:
