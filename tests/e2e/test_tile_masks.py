@@ -85,7 +85,8 @@ def test_select_logic_and_a_broadcast_condition(target):
 @pytest.mark.parametrize("target", TARGETS)
 def test_iota_and_integer_arithmetic(target):
     args = f"r: i64, o: &mut Tensor<f32, [{ROWS}, {COLS}]>, p: &mut Tensor<f32, [{ROWS}, {COLS}]>"
-    body = f"""  let q = iota::<i32>([{ROWS}, {COLS}], 0) + cast::<i32>(r);
+    # `+ r`: the i64 scalar adapts to the i32 tile (its bounds keep it inside i32)
+    body = f"""  let q = iota::<i32>([{ROWS}, {COLS}], 0) + r;
   let c = iota::<i32>([{ROWS}, {COLS}], 1);
   transfer(cast::<f32>(max(q * 3 - c, -c) + min(c, 7)), o{OUT});
   transfer(select(c <= q, Tensor<f32>([{ROWS}, {COLS}]) + 1.0, 0.0), p{OUT});"""

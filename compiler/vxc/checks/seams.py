@@ -656,9 +656,18 @@ class SeamChecker(StmtVisitor):
         values = named_values(model, [*self._program_values(), pc], self._order())
         shown = _show(call.args[0])
         value = model.eval(x, model_completion=True)
+        # An integer scalar adapted to an integer tile (hir/typecheck.py `_tile_scalar`)
+        # is a cast the checker wrote: it shares its operand's span.
+        implicit = call.span == call.args[0].span
+        where = (
+            f"`{call.ty.name}`, the element type of the tile it is combined with"
+            if implicit
+            else "in this conversion"
+        )
         self.sink.emit(
             "E6045",
-            f"`{shown}` may lie outside `{call.ty.name}` ({lo} ..= {hi}) in this conversion",
+            f"`{shown}` may lie outside `{call.ty.name}` ({lo} ..= {hi})"
+            + (f": it adapts to {where}" if implicit else f" {where}"),
             call.span,
             notes=[
                 f"z3 counterexample: {values}"

@@ -105,6 +105,11 @@ class HirBuilder:
         self._next_nid += 1
         return self._next_nid - 1
 
+    def fresh_nid(self) -> int:
+        """An id for a node the type checker adds (an implicit cast), numbered in the same
+        sequence, so ids stay unique and the same on every run."""
+        return self._nid()
+
     def _node(self, node: A.Node, sub: _Consts) -> H.Node:
         if isinstance(node, A.Name) and node.name in sub.values:
             value = sub.values[node.name]

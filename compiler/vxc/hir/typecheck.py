@@ -1251,9 +1251,9 @@ class TypeChecker(StmtVisitor):
                     help=f"cast one side: `cast::<{first.elem}>({H.show_expr(x)})`",
                 )
                 raise _Error
-        for x in (a, b):
+        for k, x in enumerate(e.args[1:], 1):
             if not isinstance(_tile(x.ty), T.TensorT):
-                self._tile_scalar(x, first, "`select`")
+                e.args[k] = self._tile_scalar(x, first, "`select`")
         dims = cond.dims
         for _x, t in values:
             joined = broadcast(dims, t.dims)
@@ -1304,7 +1304,7 @@ class TypeChecker(StmtVisitor):
             self._tile_elems(t, side, what, classes)
         for side in (lhs, rhs):
             if not isinstance(_tile(side.ty), T.TensorT):
-                self._tile_scalar(side, first, what)
+                _replace_operand(e, side, self._tile_scalar(side, first, what))
         if len(tiles) == 1:
             return first
         (ls, lt), (rs, rt) = tiles
@@ -1332,18 +1332,27 @@ class TypeChecker(StmtVisitor):
             raise _Error
         return replace(lt, dims=dims)
 
-    def _tile_scalar(self, side: H.Expr, tile: T.TensorT, what: str) -> None:
-        """A scalar operand: a literal takes the tile's element type; a variable must be a
-        float of the tile's element type, or `f32` (bf16/f16 compute in f32)."""
+    def _tile_scalar(self, side: H.Expr, tile: T.TensorT, what: str) -> H.Expr:
+        """A scalar operand, as the tile arithmetic reads it: a literal takes the tile's
+        element type; a float variable must be of the tile's element type, or `f32`
+        (bf16/f16 compute in f32); an integer of another integer type adapts to an integer
+        tile's (LANGUAGE.md 4.3, `iota::<i32>([128, 64], 0) + r`) as `cast::<E>(r)` with
+        the cast's obligation: a value the clauses allow outside `E` is E6045."""
         elem = T.Scalar(tile.elem)
         if isinstance(side, H.IntLit | H.FloatLit) and not isinstance(side, H.ConstArg):
             side.ty = elem
-            return
+            return side
         if isinstance(side, H.Unary) and side.op == "-" and _is_literal(side.operand):
             side.ty = side.operand.ty = elem
-            return
+            return side
         if side.ty == elem or side.ty == T.F32:
-            return
+            return side
+        if tile.elem in TILE_INTS and T.is_int(side.ty):
+            # The implicit cast shares its operand's span, which E6045's message reads.
+            kind = H.Name(side.span, tile.elem, nid=self.hir.fresh_nid())
+            cast = H.Call(side.span, "cast", [side], [kind], nid=self.hir.fresh_nid())
+            cast.ty = elem
+            return cast
         self._mismatch(elem, side.ty, side, f"the scalar operand of {what}")
         raise _Error
 
@@ -1446,6 +1455,19 @@ def _rename_dims(t: A.TypeExpr, names: Mapping[str, int | str]) -> A.TypeExpr:
         case A.VecType():
             return replace(t, elem=_rename_dims(t.elem, names))
     return t
+
+
+def _replace_operand(parent: H.Expr, old: H.Expr, new: H.Expr) -> None:
+    """Put `new` where `parent` reads `old` (a binary operator's side, a call's argument)."""
+    if new is old:
+        return
+    if isinstance(parent, H.Binary):
+        if parent.lhs is old:
+            parent.lhs = new
+        else:
+            parent.rhs = new
+    elif isinstance(parent, H.Call):
+        parent.args = [new if a is old else a for a in parent.args]
 
 
 def _view_root(e: H.Expr) -> H.Name | None:
