@@ -4,7 +4,7 @@
 
     vx_library(name, srcs, deps = [], machine = None)
         Vx sources shared by kernels (their `deps`).
-    vx_kernel(name, srcs, deps = [], machine = None, consts = {}, emit = "artifact", targets = TARGETS)
+    vx_kernel(name, srcs, deps = [], machine = None, consts = {}, tune = "auto", emit = "artifact", targets = TARGETS)
         One artifact directory, <name>.<target>/, for the configured target
         (//vx_rules:target, set with --config=cpu|tpu|b200|h100); every file in it
         is named <stem>.<target>.<ext>. Its checked HIR (<name>.vxhir) is built
@@ -12,6 +12,9 @@
         "target-ir" produces that IR instead of the artifact, "report" the cost
         report (<stem>.<target>.report.txt and .roofline.svg, as `vxc report`).
         `consts = {"N": "1024"}` instantiates generic entries (`vxc build --const`).
+        `tune`: a tuning table (LANGUAGE.md 3) whose entry for the configured target
+        gives const values after `consts`; by default KERNEL.tune.json beside the
+        first source when the package has one, None for none.
         `targets` lists the targets the kernel builds for (default all): under
         another --config it is incompatible (target_compatible_with), so
         `bazel build //...` skips it and its dependents instead of failing.
@@ -58,7 +61,15 @@ def vx_targets_only(targets):
     cases["//conditions:default"] = []  # the HIR configuration (never a kernel's own)
     return select(cases)
 
-def vx_kernel(name, srcs, deps = [], machine = None, consts = {}, visibility = None, tags = [], targets = _TARGETS, target_compatible_with = [], **kwargs):
+def _table_beside(srcs):
+    """`KERNEL.tune.json` beside the first source, when this package has one (or None)."""
+    first = srcs[0] if srcs else None
+    if not first or type(first) != "string" or not first.endswith(".vx") or ":" in first:
+        return None
+    found = native.glob([first[:-len(".vx")] + ".tune.json"], allow_empty = True)
+    return found[0] if found else None
+
+def vx_kernel(name, srcs, deps = [], machine = None, consts = {}, tune = "auto", visibility = None, tags = [], targets = _TARGETS, target_compatible_with = [], **kwargs):
     _vx_hir(
         name = name + "_hir",
         kernel_name = name,
@@ -76,6 +87,7 @@ def vx_kernel(name, srcs, deps = [], machine = None, consts = {}, visibility = N
         deps = deps,
         machine = machine,
         consts = consts,
+        tune = _table_beside(srcs) if tune == "auto" else tune,
         visibility = visibility,
         tags = tags,
         target_compatible_with = vx_targets_only(targets) + target_compatible_with,

@@ -8,6 +8,8 @@ the workspace's files are rewritten at the start of each session.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -50,7 +52,28 @@ vx_kernel(name = "stream_report", srcs = ["stream.vx"], emit = "report")
 py_test(name = "which_python", size = "small", srcs = ["which_python.py"])
 
 vx_kernel(name = "uses_helpers", srcs = ["uses_helpers.vx"], deps = [":helpers"])
+
+# rows.tune.json beside rows.vx: its cpu entry gives BK = 128 (LANGUAGE.md 3).
+vx_kernel(name = "rows_tuned", srcs = ["rows.vx"], emit = "vx-mlir")
+
+vx_kernel(name = "rows_untuned", srcs = ["rows.vx"], emit = "vx-mlir", tune = None)
 """
+
+ROWS_VX = """\
+fn rows<const BK: i64 = 64>(x: &Tensor<f32, [8, 2 * BK]>, o: &mut Tensor<f32, [8, 2 * BK]>)
+    -> void on Topology::TensorCore where instances() == 1 {
+  let t = transfer(x, Memory::VMEM);
+  transfer(t - t.sum(1), o[0 .. 8, 0 .. 2 * BK]);
+}
+"""
+
+
+def rows_table() -> str:
+    """The tuning table of ROWS_VX: BK = 128 on the cpu, no entry for the other targets."""
+    digest = hashlib.sha256(ROWS_VX.encode()).hexdigest()
+    doc = {"format": 1, "source_sha256": digest, "targets": {"cpu": {"consts": {"BK": 128}}}}
+    return json.dumps(doc)
+
 
 HELPERS_VX = """\
 fn acc_into(acc: &mut Tensor<f32, [128, 128]>, x: &Tensor<f32, [128, 128]>, w: &Tensor<f32, [128, 128]>) on Topology::TensorCore {
@@ -128,6 +151,8 @@ class Workspace:
         (self.pkg / "which_python.py").write_text(WHICH_PYTHON_PY)
         (self.pkg / "helpers.vx").write_text(HELPERS_VX)
         (self.pkg / "uses_helpers.vx").write_text(USES_HELPERS_VX)
+        (self.pkg / "rows.vx").write_text(ROWS_VX)
+        (self.pkg / "rows.tune.json").write_text(rows_table())
 
     def run(
         self, *args: str, check: bool = True, timeout: int = 900

@@ -294,3 +294,17 @@ def test_the_shared_library_is_linked_by_the_cpp_toolchain(ws):
     ws.run("build", "//k:stream", "--config=cpu")
     params = list((ws.dir / "bazel-bin" / "k" / "_stream.cpu").glob("*.params"))
     assert params and "--link\nnone" in params[0].read_text()
+
+
+def test_vx_kernel_reads_the_tuning_table_beside_its_source(ws):
+    """LANGUAGE.md 3: the table's entry for the configured target gives the const values
+    (BK = 128 on the cpu: [8, 256] tiles); a target without an entry takes the default
+    (BK = 64); `tune = None` reads no table."""
+
+    def mlir(name: str, target: str) -> str:
+        ws.run("build", f"//k:{name}", f"--config={target}")
+        return (ws.dir / "bazel-bin" / "k" / f"{name}.{target}" / f"rows.{target}.mlir").read_text()
+
+    assert "8x256xf32" in mlir("rows_tuned", "cpu")
+    assert "8x128xf32" in mlir("rows_tuned", "tpu")
+    assert "8x128xf32" in mlir("rows_untuned", "cpu")

@@ -267,3 +267,54 @@ def test_const_instantiates_a_generic_entry_in_both_requests(worker, execroot):
     assert "@scale__32" in (execroot / "out" / "scale.cpu" / "scale.cpu.mlir").read_text()
     r = worker.call([*build, "--const", "N"])
     assert r.exit_code == 2 and "--const takes NAME=INTEGER, found `N`" in r.output
+
+
+ROWS = """\
+fn rows<const BK: i64 = 64>(x: &Tensor<f32, [8, 2 * BK]>, o: &mut Tensor<f32, [8, 2 * BK]>)
+    -> void on Topology::TensorCore where instances() == 1 {
+  let t = transfer(x, Memory::VMEM);
+  transfer(t - t.sum(1), o[0 .. 8, 0 .. 2 * BK]);
+}
+"""
+
+
+def _table(source: bytes, targets: dict) -> str:
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(source).hexdigest()
+    return json.dumps({"format": 1, "source_sha256": digest, "targets": targets})
+
+
+def test_a_tuning_table_gives_its_target_the_values(worker, execroot):
+    """`--tune` (vx_kernel passes the table beside the source): the table's entry for the
+    build's target comes after `--const` and before the default; a target without an entry
+    builds from the shared HIR; a stale table warns (W1041) and is read as written; a
+    malformed one is exit 2 naming it, and the worker keeps serving."""
+    (execroot / "k" / "rows.vx").write_text(ROWS)
+    table = execroot / "k" / "rows.tune.json"
+    table.write_text(_table(ROWS.encode(), {"cpu": {"consts": {"BK": 128}}}))
+    assert worker.call(_hir("out/rows.vxhir", "k/rows.vx")).exit_code == 0
+    tune = ["--tune", "k/rows.tune.json"]
+
+    def build(target: str, *extra: str):
+        args = _build(target, f"out/rows.{target}", "out/rows.vxhir", "k/rows.vx", "vx-mlir")
+        r = worker.call([*args, *tune, *extra], verbosity=10)
+        mlir = execroot / "out" / f"rows.{target}" / f"rows.{target}.mlir"
+        return r, mlir.read_text() if r.exit_code == 0 else ""
+
+    r, text = build("cpu")
+    assert r.exit_code == 0 and _stats(r.output)["hir"] == "tuned", r.output
+    assert "8x256xf32" in text and "8x128xf32" not in text  # BK = 128 from the table
+    r, text = build("tpu")  # no tpu entry: the default, from the shared HIR
+    assert r.exit_code == 0 and _stats(r.output)["hir"] == "memory", r.output
+    assert "8x128xf32" in text and "8x256xf32" not in text
+    r, text = build("cpu", "--const", "BK=32")  # --const comes first
+    assert r.exit_code == 0 and "8x64xf32" in text, r.output
+    table.write_text(_table(b"other bytes", {"cpu": {"consts": {"BK": 128}}}))
+    r, text = build("cpu")
+    assert r.exit_code == 0 and "W1041" in r.output and "8x256xf32" in text, r.output
+    table.write_text("{not json")
+    r, _ = build("cpu")
+    assert r.exit_code == 2 and "rows.tune.json" in r.output, r.output
+    assert worker.call(_hir("out/rows2.vxhir", "k/rows.vx")).exit_code == 0

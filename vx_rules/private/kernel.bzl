@@ -166,6 +166,11 @@ def _vx_kernel_impl(ctx):
     else:
         args.add_all([out_dir], before_each = "--out-dir", expand_directories = False)
     inputs = [hir.hir] + srcs.to_list() + ([machine] if machine else [])
+    if ctx.file.tune:
+        # LANGUAGE.md 3: the table's entry for this target gives const values after `consts`
+        # (read as data, never measured: a stale table is a warning, W1041).
+        args.add("--tune", ctx.file.tune)
+        inputs.append(ctx.file.tune)
     _run_vxcompile(ctx, tc, args, inputs, outputs, "VxCompile %s for %s (%s)" % (ctx.label, target, ctx.attr.emit))
     return [
         # The artifact directory is the one file, so $(rootpath) names it (py_test).
@@ -188,6 +193,11 @@ vx_kernel_rule = rule(
     attrs = dict(
         _COMMON_ATTRS.items() + _CONSTS_ATTR.items() + CC_ATTRS.items(),
         hir = attr.label(mandatory = True, providers = [VxHirInfo]),
+        tune = attr.label(
+            allow_single_file = [".tune.json"],
+            doc = "a tuning table (KERNEL.tune.json, LANGUAGE.md 3); vx_kernel passes the " +
+                  "one beside the first source when there is one",
+        ),
         emit = attr.string(
             default = "artifact",
             values = ["artifact", "vx-mlir", "target-ir", "report"],

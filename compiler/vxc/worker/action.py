@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import time
 from collections import OrderedDict
 from types import ModuleType
@@ -67,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out-dir", required=True)
     b.add_argument("--emit", default="artifact", choices=EMITS)
     add_analysis_flags(b)  # the HIR's key includes them
+    # A tuning table (LANGUAGE.md 3), a declared input: its entry for --target gives const
+    # values after --const. vx_kernel passes KERNEL.tune.json beside the source, if any.
+    b.add_argument("--tune")
     add_option_flags(b)  # the build options of vxc/targets.py, as the CLI has them
     return p
 
@@ -203,8 +207,35 @@ class VxCompile:
             raise UsageError(excerpt(e, 400)) from None
         return 0, self._warnings(analysis.diagnostics, srcs, machine)
 
-    def _build(self, opts, ctx, srcs, machine, consts) -> tuple[int, str]:
-        out_dir = _output(ctx, opts.out_dir, folder=True)  # refused before any work
+    def _tuned(self, ctx, opts, srcs):
+        """The tuning table's entry for the build's target (`--tune`), or None."""
+        if not opts.tune:
+            return None
+        from vxc import tuning
+
+        raw = _read(ctx, opts.tune, "tuning table")
+        try:
+            return tuning.parse(raw, opts.tune, opts.target, srcs[0].data)
+        except tuning.TuneError as e:
+            raise UsageError(excerpt(e, 400)) from None
+
+    def _analysis(self, ctx, opts, srcs, machine, consts):
+        """The checked analysis a build lowers: the shared HIR's (`--hir`, target-free),
+        or, where a tuning table gives this target values or warns, the sources checked
+        again with them (the HIR was checked without the table)."""
+        tuned = self._tuned(ctx, opts, srcs)
+        if tuned is not None and (tuned.values or tuned.stale):
+            key = "tuned:" + json.dumps([opts.target, tuned.values, tuned.stale], sort_keys=True)
+            key += ":" + self._keys(srcs, machine, consts)
+            analysis = self.cache.get(key)
+            ctx.stats["hir"] = "memory" if analysis is not None else "tuned"
+            if analysis is None:
+                t0 = time.perf_counter()
+                analysis = self.api.analyze(srcs, machine=machine, consts=consts, tuned=tuned)
+                ctx.stats["check_ms"] = _ms(t0)
+                ctx.stats["checked_sources"] = len(srcs)
+                self.cache.put(key, analysis)
+            return analysis
         data = _read(ctx, opts.hir, "HIR cache")
         hkey = self._keys(srcs, machine, consts, data)
         analysis = self.cache.get(hkey)
@@ -220,6 +251,11 @@ class VxCompile:
                 analysis = self._analyze(ctx, srcs, machine, consts)
             # Either way an analysis of these very sources: the key says which.
             self.cache.put(hkey, analysis)
+        return analysis
+
+    def _build(self, opts, ctx, srcs, machine, consts) -> tuple[int, str]:
+        out_dir = _output(ctx, opts.out_dir, folder=True)  # refused before any work
+        analysis = self._analysis(ctx, opts, srcs, machine, consts)
         if not analysis.ok:
             return self._fail(analysis.diagnostics, srcs, machine)
         ctx.check_cancelled()
