@@ -116,14 +116,24 @@ class FormsGen:
             where += [
                 rng.choice([f"instances() == {rows} / {t}", "instances() == 1", "instances() <= 4"])
             ]
+        # `edge` views (LANGUAGE.md 4.2): a ragged `m` over a cdiv grid, fills of the
+        # element type or not, a store's destination with or without a fill
+        ragged = shape_param and rng.random() < 0.25
+        if ragged:
+            where = [rng.choice(["m >= 1", "m >= 0", f"m % {t} == 1"])]
+            where += [f"instances() == (m + {t - 1}) / {t}"]
         row = rng.choice([f"instance() * {t}", f"instance() * {t}", "0", "instance()"])
         space = rng.choice(["VMEM", "VMEM", "VMEM", "ACC", "SMEM", "HBM"])
         body = [f"  let r = {row};"]
+        src = self.view("x", "r", t, cols)
+        if ragged or rng.random() < 0.05:
+            fill = rng.choice(["0.0", "0.0", "alpha", "-1e30", "true", "1"])
+            src = f"edge({src}, {fill})" if rng.random() < 0.9 else f"edge({src})"
         if rng.random() < 0.5:
-            body.append(f"  let t = transfer({self.view('x', 'r', t, cols)}, Memory::{space});")
+            body.append(f"  let t = transfer({src}, Memory::{space});")
         else:
             body += [
-                f"  let tk = transfer_async({self.view('x', 'r', t, cols)}, Memory::{space});",
+                f"  let tk = transfer_async({src}, Memory::{space});",
                 "  let t = wait(tk);",
             ]
         tiles = ["t"]
@@ -149,6 +159,8 @@ class FormsGen:
             res = f"cast::<{out_elem}>({res})"
         body.append(f"  let res = {res};")
         dest = self.view("y", "r", t, cols)
+        if ragged and rng.random() < 0.9:
+            dest = f"edge({dest})" if rng.random() < 0.8 else f"edge({dest}, 0.0)"
         if rng.random() < 0.5:
             body.append(f"  transfer(res, {dest});")
         else:
@@ -397,4 +409,30 @@ def inflight_read(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes
 
 # The forms' mutators, in the order the fuzzer draws them (vxfuzz.MUTATORS) and the
 # suite checks each one changes the seeds (test_fuzz.py).
-MUTATORS = (view_bounds, tile_word, store_form, loop_counter, output_read, inflight_read)
+def edge_form(rng: random.Random, data: bytes, corpus: list[bytes]) -> bytes:
+    """A view made an `edge` view (a read's with a fill of some type, a store's with or
+    without one), or an `edge` view made a plain one again (LANGUAGE.md 4.2)."""
+    edges = list(EDGE.finditer(data))
+    if edges and rng.random() < 0.3:
+        m = rng.choice(edges)
+        return data[: m.start()] + m.group(1) + data[m.end() :]
+    views = list(WHOLE_VIEW.finditer(data))
+    if not views:
+        return data
+    m = rng.choice(views)
+    fill = rng.choice([b"", b", 0.0", b", 0.0", b", alpha", b", true", b", 3"])
+    return data[: m.start()] + b"edge(" + m.group(0) + fill + b")" + data[m.end() :]
+
+
+EDGE = re.compile(rb"edge\((\w+\[[^\[\];()]*\])(?:, [^();]*)?\)")
+WHOLE_VIEW = re.compile(rb"\b(?<!edge\()\w+\[[^\[\];]*\.\.[^\[\];]*\]")
+
+MUTATORS = (
+    view_bounds,
+    tile_word,
+    store_form,
+    loop_counter,
+    output_read,
+    inflight_read,
+    edge_form,
+)
