@@ -232,6 +232,39 @@ def gemm_kernel(tmp: str, vector_path: bool, elem: str = "bf16"):
             os.environ["VX_CPU_VARIANT"] = before
 
 
+def gemm_any_kernel(tmp: str):
+    """kernels/gemm_any.vx (edge views: any shape) built for this host."""
+    path = ROOT / "kernels" / "gemm_any.vx"
+    result = api.build(api.analyze([api.Source("kernels/gemm_any.vx", path.read_bytes())]), "cpu")
+    assert result.ok, result.diagnostics
+    return runtime.load_outputs(result.outputs, tmp).gemm_any
+
+
+def ragged_size(size: int, kernel, dot, repeat: int) -> None:
+    """gemm_any at a prime size (no whole tile at the edges) against numpy and XLA:CPU."""
+    import jax
+    import ml_dtypes
+
+    m = n = k = size
+    rng = np.random.default_rng(size)
+    a = rng.standard_normal((m, k), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((k, n), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    ja, jb = jax.device_put(a), jax.device_put(b)
+    c = np.zeros((m, n), np.float32)
+    grid = ((m + 127) // 128) * ((n + 127) // 128)
+    fns = {
+        "vx bf16, gemm_any": lambda: kernel.launch(m, n, k, a, b, c, threads=2, instances=grid),
+        "numpy f32 (widened)": lambda: a32 @ b32,
+        "XLA:CPU bf16 -> f32": lambda: dot(ja, jb).block_until_ready(),
+    }
+    times = dict(zip(fns, interleaved(list(fns.values()), repeat), strict=True))
+    np.testing.assert_allclose(c, a32 @ b32, rtol=1e-3, atol=1e-3 * np.sqrt(k))
+    print(f"{size}^3 (ragged):")
+    for name, t in times.items():
+        print(f"  {name:<24} {t * 1e3:9.2f} ms  {2.0 * m * n * k / t / 1e9:8.1f} GFLOP/s")
+
+
 def widening_gemm_kernel(tmp: str):
     """kernels/gemm.vx for this host without AVX512_BF16 and AMX: bf16 widened to f32 into
     the FMA micro-kernel (which bf16 path wins depends on the microarchitecture, issue 34)."""
@@ -269,6 +302,8 @@ def gemm_child(sizes: list[int], repeat: int) -> None:
         kernels["vx bf16, vector path"] = gemm_kernel(tmp + "/vector", vector_path=True)
     kernels["vx bf16, widening + FMA"] = widening_gemm_kernel(tmp + "/widening")
     kernels["vx f32 (widened data)"] = gemm_kernel(tmp + "/f32", vector_path=False, elem="f32")
+    # kernels/gemm_any.vx: every tile an `edge` view (any m, n, k >= 1), here at whole tiles
+    kernels["vx bf16, gemm_any"] = gemm_any_kernel(tmp + "/any")
     dot = jax.jit(lambda x, y: jnp.dot(x, y, preferred_element_type=jnp.float32))
     print(f"\nbf16 gemm, f32 out; host {cpu_model()}, {len(os.sched_getaffinity(0))} cores used")
     print(f"numpy {np.__version__}, jax {jax.__version__}; min of {repeat} interleaved runs")
@@ -276,7 +311,10 @@ def gemm_child(sizes: list[int], repeat: int) -> None:
         print(f"  {name}: variants {list(k.variants)}, runs {_variant(k)}")
     print(f"load average before: {os.getloadavg()[0]:.2f} (1 min)")
     for size in sizes:
-        gemm_size(size, kernels, dot, repeat)
+        if size % 128:  # only gemm_any takes it
+            ragged_size(size, kernels["vx bf16, gemm_any"], dot, repeat)
+        else:
+            gemm_size(size, kernels, dot, repeat)
     print(f"load average after: {os.getloadavg()[0]:.2f} (1 min)")
 
 
