@@ -28,7 +28,6 @@ Only rank-2 regions of whole tiles ((8k, 128j)) whose offsets are provably multi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import arith, scf, vector
@@ -36,9 +35,6 @@ from jaxlib.mosaic.python import tpu
 
 from vxc.backends.tpu.base import Ref, placed
 from vxc.backends.tpu.errors import fail
-
-if TYPE_CHECKING:
-    from vxc.backends.tpu.lower import FunctionLowering
 
 ROWS, LANES = 8, 128  # an HBM tile of a 32- or 16-bit tensor, (sublanes, lanes)
 # Element types an edge view lowers for: 32- and 16-bit, whose small-tensor row tiling is
@@ -160,7 +156,14 @@ def store_edge(lo, op: ir.Operation, out: Ref, offs: tuple[ir.Value, ...]) -> Ed
     elem = str(ir.MemRefType(out.base.type).element_type)
     if out.index is not None or out.starts is not None:
         raise fail("E7004", op, "a store to an `edge` view of a Vec element is not lowered")
-    _check(lo, op, sizes, list(op.operands)[2:], elem, int(ir.IntegerAttr(op.attributes["proved"]).value))
+    _check(
+        lo,
+        op,
+        sizes,
+        list(op.operands)[2:],
+        elem,
+        int(ir.IntegerAttr(op.attributes["proved"]).value),
+    )
     return edge_of(lo, op, out, offs, sizes, None)
 
 
@@ -273,48 +276,41 @@ def _memref(base: ir.Value, shape: list[int]) -> ir.MemRefType:
     return ir.MemRefType.get(shape, t.element_type, memory_space=t.memory_space)
 
 
-def start(lo, src: Ref, dst: Ref, edge: Edge, sem: ir.Value, reading: bool) -> None:
-    """Start an edge transfer (`src` -> `dst`, one of them the HBM region with `starts`,
-    the other a VMEM tile): the whole region when it is inside, else its chunks."""
+def _tree(lo, src: Ref, dst: Ref, edge: Edge, reading: bool, move, after=None) -> None:
+    """`move(source, target)` of the whole region when it is inside the tensor, else of
+    each chunk (`chunked`), then `after()` in that branch. One of `src`, `dst` is the HBM
+    region (with `starts`), the other the VMEM tile; `reading`: HBM -> VMEM."""
     hbm, tile = (src, dst) if reading else (dst, src)
     sizes = list(hbm.vx_type.shape)
     full = scf.IfOp(_full(lo, edge, sizes), [], has_else=True)
     with ir.InsertionPoint(full.then_block):
-        tpu.EnqueueDMAOp(lo.view(src), lo.view(dst), target_semaphore=sem)
+        move(lo.view(src), lo.view(dst))
         scf.YieldOp([])
     with ir.InsertionPoint(full.else_block):
 
         def each(hbm_starts, tile_starts, shape):
             h = _slice(lo, hbm.base, None, hbm_starts, shape)
             v = _slice(lo, tile.base, tile.index, tile_starts, shape)
-            s, d = (h, v) if reading else (v, h)
-            tpu.EnqueueDMAOp(s, d, target_semaphore=sem)
+            move(*((h, v) if reading else (v, h)))
 
         chunked(lo, edge, hbm.starts, sizes, each)
+        if after is not None:
+            after(tile, sizes)
         scf.YieldOp([])
+
+
+def start(lo, src: Ref, dst: Ref, edge: Edge, sem: ir.Value, reading: bool) -> None:
+    """Start an edge transfer `src` -> `dst`: the whole region when it is inside, else
+    its chunks, all on semaphore `sem`."""
+    _tree(lo, src, dst, edge, reading, lambda s, d: tpu.EnqueueDMAOp(s, d, target_semaphore=sem))
 
 
 def finish(lo, src: Ref, dst: Ref, edge: Edge, sem_of, reading: bool) -> None:
     """Wait for an edge transfer started by `start` (the same tree of waits, each the size
-    of its DMA); a read then gives every element of the tile outside the tensor the fill."""
-    hbm, tile = (src, dst) if reading else (dst, src)
-    sizes = list(hbm.vx_type.shape)
-    full = scf.IfOp(_full(lo, edge, sizes), [], has_else=True)
-    with ir.InsertionPoint(full.then_block):
-        tpu.WaitDMA2Op(sem_of(), lo.view(src), lo.view(dst))
-        scf.YieldOp([])
-    with ir.InsertionPoint(full.else_block):
-
-        def each(hbm_starts, tile_starts, shape):
-            h = _slice(lo, hbm.base, None, hbm_starts, shape)
-            v = _slice(lo, tile.base, tile.index, tile_starts, shape)
-            s, d = (h, v) if reading else (v, h)
-            tpu.WaitDMA2Op(sem_of(), s, d)
-
-        chunked(lo, edge, hbm.starts, sizes, each)
-        if reading:
-            _fill(lo, tile, edge, sizes)
-        scf.YieldOp([])
+    of its DMA, on `sem_of()`); a read then gives every element of the tile outside the
+    tensor the fill."""
+    fill = (lambda tile, sizes: _fill(lo, tile, edge, sizes)) if reading else None
+    _tree(lo, src, dst, edge, reading, lambda s, d: tpu.WaitDMA2Op(sem_of(), s, d), fill)
 
 
 def _fill(lo, tile: Ref, edge: Edge, sizes: list[int]) -> None:

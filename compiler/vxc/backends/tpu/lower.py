@@ -1146,10 +1146,9 @@ def _transfer_async(lo: FunctionLowering, op: ir.Operation) -> None:
 def _wait(lo: FunctionLowering, op: ir.Operation) -> None:
     tok = lo.env[op.operands[0]]
     assert isinstance(tok, Token)
+
     def sem() -> ir.Value:
-        return (
-            lo.sem(None, None, lo.store_sems) if tok.ring is None else lo.sem(tok.ring, tok.slot)
-        )
+        return lo.sem(None, None, lo.store_sems) if tok.ring is None else lo.sem(tok.ring, tok.slot)
 
     if tok.edge is not None:  # a ragged transfer: the waits of its chunks (and the fill)
         edges.finish(lo, tok.src, tok.dst, tok.edge, sem, reading=tok.ring is not None)
