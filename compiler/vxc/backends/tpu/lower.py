@@ -29,6 +29,8 @@ One Mosaic module per kernel function, shaped the way Mosaic (and Pallas) expect
   parameter (a scalar naming a dimension: gemm's m, n, k) is no operand: it is its
   dimension's placeholder, and every dynamic dimension is a dimension variable of the
   export (its `vx.dims` name, or `NAME_len` for a Vec).
+- `edge` views (LANGUAGE.md 4.2): a ragged region is moved in whole (8, 128) tiles, the
+  part inside the tensor rounded up into its tile padding, and filled in vregs (edge.py).
 - The grid: a `where` clause `instances() == E`, E a function of the shapes (gemm:
   `(m / 128) * (n / 128)`), gives `iteration_bounds = [placeholder of E]` and the custom
   call a leading i32 operand with E's value (Pallas's dynamic grid); otherwise a launch
