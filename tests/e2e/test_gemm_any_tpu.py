@@ -101,3 +101,40 @@ def test_the_fill_is_every_element_outside_the_tensor(m):
     want = np.full((128, 128), 5.5, np.float32)
     want[:m, :100] = x
     np.testing.assert_array_equal(y, want)
+
+
+COPY = """
+fn copy(m: i64, n: i64, x: &Tensor<f32, [m, n]>, y: &mut Tensor<f32, [m, n]>) -> void on Topology::TensorCore
+    where m >= 1, n >= 1, n <= 128, instances() == (m + 127) / 128 {
+  let r = instance() * 128;
+  let t = transfer(edge(x[r .. r + 128, 0 .. 128], 0.0), Memory::VMEM);
+  let st = transfer_async(t, edge(y[r .. r + 128, 0 .. 128]));
+  wait(st);
+}
+"""
+
+
+def test_an_async_edge_store_writes_only_the_tensor():
+    """A blocking edge read and an async edge store (its chunks waited at the token's
+    wait): libtpu compiles it for v5e and v6e, and y, a view of a larger buffer, becomes x
+    with nothing around it written."""
+    from vxc.backends.tpu import mosaic_kernels
+    from vxc.backends.tpu.aot import compile_export
+
+    src = api.Source("copy.vx", COPY.encode())
+    r = api.build(api.analyze([src]), "tpu")
+    assert r.ok, api.render(r.diagnostics, [src])
+    (k,) = mosaic_kernels(api.backend_module(api.check_target(api.analyze([src]), "tpu")))
+    for topo in ("v5e", "v6e"):
+        for m, n in ((3, 7), (300, 128)):
+            compile_export(r.outputs["copy.tpu.jax_export"], k, topo, {"m": m, "n": n})
+    copy = vxc.compile(COPY, target="tpu", interpret=True, filename="copy.vx")
+    for m, n in ((1, 1), (3, 7), (129, 100), (300, 128)):
+        x = np.arange(m * n, dtype=np.float32).reshape(m, n)
+        big = np.full((m + 5, 140), -1.0, np.float32)
+        y = big[2 : 2 + m, 3 : 3 + n]
+        copy.launch(x, y, instances=(m + 127) // 128)
+        np.testing.assert_array_equal(y, x)
+        untouched = np.ones(big.shape, bool)
+        untouched[2 : 2 + m, 3 : 3 + n] = False
+        assert (big[untouched] == -1.0).all()

@@ -27,9 +27,12 @@ def gemm_any(built) -> Built:
 
 
 def test_vxc_build_for_tpu_succeeds_and_the_mosaic_handles_the_edges(tmp_path, capsys):
+    """`vxc build --target tpu` (with libtpu's AOT check for v5e and v6e) writes the
+    artifact; the Mosaic has the edge handling."""
     from vxc import cli
 
-    rc = cli.main(["build", str(GEMM_ANY), "--target", "tpu", "-o", str(tmp_path)])
+    argv = ["build", str(GEMM_ANY), "--target", "tpu", "--tpu-aot", "v5e,v6e"]
+    rc = cli.main([*argv, "-o", str(tmp_path)])
     assert rc == 0, capsys.readouterr().err
     mosaic = (tmp_path / "gemm_any.tpu.mosaic.mlir").read_text()
     # Four ragged reads (a and b, before and in the K loop) and one ragged store: each a
