@@ -38,7 +38,7 @@ from vxc.backends.tpu.errors import fail
 
 ROWS, LANES = 8, 128  # an HBM tile of a 32- or 16-bit tensor, (sublanes, lanes)
 # Element types an edge view lowers for: 32- and 16-bit, whose small-tensor row tiling is
-# known (1, 2 or 4 rows; wider types pack differently).
+# known (1, 2 or 4 rows; 8-bit types pack 4 rows to a word and tile differently).
 PACKING = {"f32": 1, "i32": 1, "bf16": 2, "f16": 2}
 
 
