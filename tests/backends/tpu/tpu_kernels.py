@@ -16,7 +16,8 @@ os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 ROOT = Path(__file__).resolve().parents[3]
 # The Vec kernels of the repository, tested for every Vec length here (seed.vx calls an
 # extern fn: tested for its diagnostic instead; the gemm kernels are sized by shape
-# parameters, not a Vec length: tests/backends/tpu/test_tpu_views.py; the tile-arithmetic
+# parameters, not a Vec length: tests/backends/tpu/test_tpu_views.py, gemm_any's edge views
+# tests/backends/tpu/test_tpu_edges.py and tests/e2e/test_gemm_any_tpu.py; the tile-arithmetic
 # kernels use tile ops the tpu backend refuses: tests/e2e/test_tile_kernels.py and the
 # E7001 goldens).
 NO_TPU_ARTIFACT = {
@@ -24,6 +25,7 @@ NO_TPU_ARTIFACT = {
     "gemm.vx",
     "gemm_3stage.vx",
     "gemm_async.vx",
+    "gemm_any.vx",
     "gemm_epilogue.vx",
     "softmax.vx",
     "attention.vx",

@@ -72,6 +72,37 @@ class Buffer:
     name: str
     array: np.ndarray
     labels: dict = field(default_factory=dict)  # leading index -> provenance label
+    logical: tuple[int, ...] | None = None  # an HBM tensor's shape inside its tile padding
+
+    def value(self) -> np.ndarray:
+        """The tensor without its tile padding."""
+        if self.logical is None:
+            return self.array
+        return self.array[tuple(slice(0, n) for n in self.logical)]
+
+
+def tile_padded(shape: tuple[int, ...], dtype) -> tuple[int, ...]:
+    """The shape an HBM tensor occupies on a TPU: its two minor dimensions padded to whole
+    tiles, as Mosaic lays out a kernel argument (`infer-memref-layout`'s tiling factor,
+    and the layouts libtpu gives the custom call's operands, docs/TPU.md "Edge views"):
+    128 lanes; 8 rows, or for a tensor of at most 4 rows the power of two >= its rows
+    (at least 2 for 16-bit, 4 for 8-bit elements: their packing). 1-D tensors as they are."""
+    if len(shape) < 2:
+        return tuple(shape)
+    rows, lanes = shape[-2], shape[-1]
+    packing = max(1, 4 // np.dtype(dtype).itemsize)
+    if rows <= 4:
+        rows = max(packing, 1 << (rows - 1).bit_length()) if rows else 0
+    else:
+        rows = -(-rows // 8) * 8
+    return (*shape[:-2], rows, -(-lanes // 128) * 128 if lanes else 0)
+
+
+def _padded(array: np.ndarray) -> np.ndarray:
+    """`array` in a buffer of its tile-padded shape, the padding uninitialised (NaN)."""
+    out = _uninit(tile_padded(array.shape, array.dtype), array.dtype)
+    out[tuple(slice(0, n) for n in array.shape)] = array
+    return out
 
 
 @dataclass(frozen=True)
@@ -79,6 +110,9 @@ class View:
     buf: Buffer
     region: tuple[tuple[int, int], ...]  # (start, size) per buffer dim
     shape: tuple[int, ...]  # logical shape (squeezed)
+    # An HBM operand: how far a slice may reach per dimension (its tile padding, which a
+    # DMA of whole tiles moves, docs/TPU.md "Edge views"); else the region's sizes.
+    bounds: tuple[int, ...] | None = None
 
     def slices(self) -> tuple[slice, ...]:
         return tuple(slice(s, s + n) for s, n in self.region)
@@ -217,19 +251,22 @@ class Interp:
         for i, a in enumerate(args[1:]):
             t = ir.MemRefType(a.type)
             shape, elem, space = self._memref_parts(t)
+            # HBM tensors (inputs and outputs) lie in their tile padding (`tile_padded`).
             if i < n_in:
                 arr = np.array(self.inputs[i], dtype=DTYPES.get(elem, np.float32), copy=True)
                 want = [self.placeholders.get(d, d) for d in shape]
                 if list(arr.shape) != want:
                     raise InterpError(f"input {i} has shape {arr.shape}, the kernel takes {want}")
-                buf = Buffer(self.names[i], arr)
+                buf = Buffer(self.names[i], _padded(arr), logical=arr.shape)
             elif i - n_in in self.aliases:  # a `&mut` input's buffer, written in place
                 src = self.aliases[i - n_in]
-                buf = Buffer(self.names[src], np.array(self.inputs[src], copy=True))
+                arr = np.array(self.inputs[src], copy=True)
+                buf = Buffer(self.names[src], _padded(arr), logical=arr.shape)
                 outputs.append(buf)
             elif i < n_in + n_out:
                 want = [self.placeholders.get(d, d) for d in shape]
-                buf = Buffer(f"result{i - n_in}", _uninit(want, DTYPES.get(elem, np.float32)))
+                arr = _uninit(want, DTYPES.get(elem, np.float32))
+                buf = Buffer(f"result{i - n_in}", _padded(arr), logical=arr.shape)
                 outputs.append(buf)
             elif "dma_semaphore" in elem:
                 buf = Buffer(f"%arg{i + 1}", np.zeros(shape or [1], np.int64))
@@ -237,7 +274,9 @@ class Interp:
                 buf = Buffer(f"%arg{i + 1}", np.zeros(shape, DTYPES[elem]))
             else:  # VMEM scratch: named as in the Mosaic text
                 buf = Buffer(f"%arg{i + 1}", _uninit(shape, DTYPES.get(elem, np.float32)))
-            self.env[a] = View(buf, tuple((0, d) for d in buf.array.shape), tuple(buf.array.shape))
+            dims = buf.logical or buf.array.shape
+            bounds = buf.array.shape if buf.logical is not None else None
+            self.env[a] = View(buf, tuple((0, d) for d in dims), tuple(dims), bounds)
         # The grid, one instance after another as one TensorCore runs it (scratch persists
         # across instances; each instance must leave no DMA in flight).
         grid = [
@@ -264,7 +303,7 @@ class Interp:
                     f"semaphore left signalled: the DMA {d.label} started by {d.op_text} is "
                     f"never waited (its semaphore is still signalled when instance {pid} returns)"
                 )
-        return Run([b.array for b in outputs], self.trace)
+        return Run([b.value() for b in outputs], self.trace)
 
     def block(self, block: ir.Block) -> list:
         for op in block.operations:
@@ -346,7 +385,15 @@ _BIN = {
     "arith.xori": np.bitwise_xor, "arith.minsi": np.minimum, "arith.maxsi": np.maximum,
     "arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply,
     "arith.divf": np.divide, "arith.maximumf": np.maximum, "arith.minimumf": np.minimum,
+    "arith.shli": np.left_shift, "arith.shrui": lambda a, b: _unsigned(np.right_shift, a, b),
 }  # fmt: skip
+
+
+def _unsigned(fn, a, b):
+    """`fn` on the bits of a and b as unsigned integers of their width (arith's `ui` ops)."""
+    a, b = np.asarray(a), np.asarray(b)
+    u = np.dtype(f"uint{a.dtype.itemsize * 8}")
+    return fn(a.astype(u), b.astype(u)).astype(a.dtype)[()]
 
 
 @rule(*_BIN)
@@ -541,11 +588,13 @@ def _slice(it: Interp, op: ir.Operation) -> None:
     if len(view.shape) != len(view.region):
         raise InterpError(f"the interpreter slices only unsqueezed memrefs: {_describe(op)}")
     region = []
-    for (s, n), start, size in zip(view.region, starts, shape, strict=True):
-        if start < 0 or start + size > n:
+    bounds = view.bounds or tuple(n for _, n in view.region)
+    for (s, n), start, size, bound in zip(view.region, starts, shape, bounds, strict=True):
+        if start < 0 or start + size > bound:
+            padded = f" ({n} in its tile padding of {bound})" if bound != n else ""
             raise InterpError(
                 f"out of bounds: {_describe(op)} slices [{start}, {start + size}) of a "
-                f"dimension of {n}"
+                f"dimension of {n}{padded}"
             )
         region.append((s + start, size))
     it.env[op.results[0]] = View(view.buf, tuple(region), tuple(shape))
@@ -578,8 +627,18 @@ def _enqueue(it: Interp, op: ir.Operation) -> None:
 def _wait(it: Interp, op: ir.Operation) -> None:
     sem, src, dst = (it.env[v] for v in op.operands[:3])
     key = _sem_key(sem)
-    for d in it.inflight:
-        if d.sem == key and d.dst.overlaps(dst):
+    # A DMA semaphore counts bytes: a wait completes the DMA its descriptor describes, so
+    # the one on its semaphore into the same place of the same size (a ragged transfer's
+    # chunks are waited chunk by chunk, edge.py).
+    sized = [d for d in it.inflight if d.sem == key and d.dst.overlaps(dst)]
+    if sized and not any(d.data.size == math.prod(dst.shape) for d in sized):
+        raise InterpError(
+            f"wait of another size: {_describe(op)} waits for {math.prod(dst.shape)} elements "
+            f"into {dst.label()}, but the DMA in flight there on its semaphore moves "
+            f"{sized[0].data.size} (started by {sized[0].op_text})"
+        )
+    for d in sized:
+        if d.data.size == math.prod(dst.shape):
             it.inflight.remove(d)
             d.dst.write(d.data)
             if d.dst.region and d.dst.buf.array.ndim > len(d.dst.shape):

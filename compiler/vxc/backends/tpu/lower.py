@@ -29,6 +29,8 @@ One Mosaic module per kernel function, shaped the way Mosaic (and Pallas) expect
   parameter (a scalar naming a dimension: gemm's m, n, k) is no operand: it is its
   dimension's placeholder, and every dynamic dimension is a dimension variable of the
   export (its `vx.dims` name, or `NAME_len` for a Vec).
+- `edge` views (LANGUAGE.md 4.2): a ragged region is moved in whole (8, 128) tiles, the
+  part inside the tensor rounded up into its tile padding, and filled in vregs (edge.py).
 - The grid: a `where` clause `instances() == E`, E a function of the shapes (gemm:
   `(m / 128) * (n / 128)`), gives `iteration_bounds = [placeholder of E]` and the custom
   call a leading i32 operand with E's value (Pallas's dynamic grid); otherwise a launch
@@ -55,7 +57,9 @@ from jaxlib.mlir.dialects import arith, func, memref, scf, vector
 from jaxlib.mosaic.python import tpu
 
 from vxc.backends import RefusalEntry
+from vxc.backends.tpu import edge as edges
 from vxc.backends.tpu.base import RULES, Ref, placed, rule
+from vxc.backends.tpu.edge import Edge, EdgeRef
 from vxc.backends.tpu.errors import fail
 from vxc.backends.tpu.tiling import check_footprint, mosaic_element, slot_element
 from vxc.backends.walk import Walk
@@ -135,6 +139,7 @@ class Token:
     ring: Ring | None  # None: a store's token (the store semaphore)
     slot: ir.Value | None
     op: ir.Operation
+    edge: Edge | None = None  # an `edge` view's transfer: its waits and fill (edge.py)
 
 
 @dataclass
@@ -248,10 +253,6 @@ REFUSALS: dict[str, RefusalEntry] = {
         "tpu backend: a tensor is reinterpreted in another memory space "
         "(`memref.memory_space_cast`), which Mosaic cannot express",
     ),
-    "vx.edge_view": RefusalEntry(
-        "E7001",
-        "tpu backend: a read of an `edge` view (a clamped DMA and a fill) is not lowered yet",
-    ),
 }
 
 
@@ -266,7 +267,7 @@ class FunctionLowering(Walk):
          "store", "sem", "flatten", "unflatten", "same_shape", "pid", "instances",
          "inputs", "constraints", "preconditions", "precision", "grid_value", "grid_tree",
          "store_sems", "shape_params", "tensor_index", "unchecked", "in_memory",
-         "carried_types", "aligned", "promoted", "in_registers"}
+         "carried_types", "aligned", "promoted", "in_registers", "multiple_of"}
     )  # fmt: skip
 
     def __init__(
@@ -834,6 +835,10 @@ class FunctionLowering(Walk):
         k = _multiple(self, v)
         return tpu.AssumeMultipleOp(x, k).result if k > 1 else x
 
+    def multiple_of(self, v: ir.Value) -> int:
+        """A number known to divide vx integer `v` (`_multiple`)."""
+        return _multiple(self, v)
+
     def view(self, ref: Ref) -> ir.Value:
         """The memref a DMA reads or writes: the base, its `index`-th leading slice, or
         the region at `starts` of that (a `tpu.memref_slice` with dynamic offsets)."""
@@ -953,9 +958,11 @@ class FunctionLowering(Walk):
                     "a store's token carried by a loop has no Mosaic form yet; wait on it "
                     "in the iteration that starts the store",
                 )
+            edge = [*v.edge.values(), *v.src.starts] if v.edge is not None else []
             return [
                 v.slot if v.slot is not None else self.i32(0),
                 v.src.index if v.src.index is not None else self.i32(0),
+                *edge,  # a ragged read's counts, fill and offsets: its wait needs them
             ]
         from vxc.backends.tpu.vregs import mask_to_i32, tile_of
 
@@ -992,6 +999,17 @@ class FunctionLowering(Walk):
             # dominate the loop) has that size. A carried offset would cost scalar
             # registers and lose the tile alignment Mosaic must see in a slice's offsets.
             starts = proto.src.starts
+            edge, n = proto.edge, n_of(proto)
+            if edge is not None:  # its counts, fill and offsets crossed with it
+                k = len(edge.values())
+                rest = vals[2 + k : n]
+                starts = tuple(
+                    tpu.AssumeMultipleOp(x, m).result
+                    for x, m in zip(rest, (edges.ROWS, edges.LANES), strict=True)
+                )
+                counts = tuple(vals[2 : 2 + len(edge.counts)])
+                fill = vals[2 + len(counts)] if edge.fill is not None else None
+                edge = Edge(edge.dims, counts, fill, edge.packing)
             src = Ref(
                 proto.src.base,
                 vals[1] if proto.src.index is not None else None,
@@ -1000,7 +1018,7 @@ class FunctionLowering(Walk):
                 starts,
             )
             dst = Ref(proto.ring.buf, slot, proto.dst.vx_type, proto.dst.name)
-            return Token(src, dst, proto.ring, slot, proto.op), 2
+            return Token(src, dst, proto.ring, slot, proto.op, edge), n
         if _is_mask(proto) or (isinstance(proto, Ref) and str(proto.vx_type.element_type) == "i1"):
             from vxc.backends.tpu.vregs import i32_to_mask
 
@@ -1015,6 +1033,7 @@ class FunctionLowering(Walk):
             or a.src.base != b.src.base
             or (a.src.index is None) != (b.src.index is None)
             or (a.src.starts is None) != (b.src.starts is None)
+            or (a.edge is None) != (b.edge is None)
         ):
             raise fail(
                 "E7006",
@@ -1067,8 +1086,21 @@ def _zero(elem: ir.Type) -> ir.Attribute:
     return ir.FloatAttr.get(elem, 0.0)
 
 
+@rule("vx.edge_view")
+def _edge_view(lo: FunctionLowering, op: ir.Operation) -> None:
+    """An `edge` view: its region and what a ragged transfer of it needs (edge.py)."""
+    edges.edge_view(lo, op)
+
+
 @rule("vx.transfer")
 def _transfer(lo: FunctionLowering, op: ir.Operation) -> None:
+    if isinstance(lo.env[op.operands[0]], EdgeRef):  # a ragged read, waited and filled at once
+        e = lo.env[op.operands[0]]
+        dst, _, _ = lo.dst(op)
+        edges.start(lo, e.ref, dst, e.edge, lo.sem(None, None), reading=True)
+        edges.finish(lo, e.ref, dst, e.edge, lambda: lo.sem(None, None), reading=True)
+        lo.env[op.results[0]] = dst
+        return
     src = lo.hbm(op.operands[0], op)
     dst, _, _ = lo.dst(op)
     s, d = lo.view(src), lo.view(dst)
@@ -1097,12 +1129,17 @@ def _early_wait(lo: FunctionLowering, e: Early) -> None:
 
 @rule("vx.transfer_async")
 def _transfer_async(lo: FunctionLowering, op: ir.Operation) -> None:
-    src = lo.hbm(op.operands[0], op)
+    e = lo.env[op.operands[0]]
+    src = e.ref if isinstance(e, EdgeRef) else lo.hbm(op.operands[0], op)
     dst, ring, slot = lo.dst(op)
     if ring is None:
         raise fail(
             "E7005", op, "an async transfer into HBM has no Mosaic form here; use `transfer`"
         )
+    if isinstance(e, EdgeRef):  # a ragged read: its waits and fill are at the wait
+        edges.start(lo, src, dst, e.edge, lo.sem(ring, slot), reading=True)
+        lo.env[op.results[0]] = Token(src, dst, ring, slot, op, e.edge)
+        return
     tpu.EnqueueDMAOp(lo.view(src), lo.view(dst), target_semaphore=lo.sem(ring, slot))
     lo.env[op.results[0]] = Token(src, dst, ring, slot, op)
 
@@ -1111,8 +1148,14 @@ def _transfer_async(lo: FunctionLowering, op: ir.Operation) -> None:
 def _wait(lo: FunctionLowering, op: ir.Operation) -> None:
     tok = lo.env[op.operands[0]]
     assert isinstance(tok, Token)
-    sem = lo.sem(None, None, lo.store_sems) if tok.ring is None else lo.sem(tok.ring, tok.slot)
-    tpu.WaitDMA2Op(sem, lo.view(tok.src), lo.view(tok.dst))
+
+    def sem() -> ir.Value:
+        return lo.sem(None, None, lo.store_sems) if tok.ring is None else lo.sem(tok.ring, tok.slot)
+
+    if tok.edge is not None:  # a ragged transfer: the waits of its chunks (and the fill)
+        edges.finish(lo, tok.src, tok.dst, tok.edge, sem, reading=tok.ring is not None)
+    else:
+        tpu.WaitDMA2Op(sem(), lo.view(tok.src), lo.view(tok.dst))
     lo.env[op.results[0]] = tok.dst
 
 
@@ -1132,12 +1175,19 @@ def _store(lo: FunctionLowering, op: ir.Operation) -> None:
     """A DMA of the tile into the output's region (`&mut` tensors are output operands);
     blocking: waited at once on the blocking semaphore; async: on the store semaphore
     when its token is waited."""
-    if view(op).edge_view:
-        raise fail("E7001", op, "tpu backend: a store to an `edge` view is not lowered yet")
     tile = lo.hbm(op.operands[0], op)
     out = lo.hbm(op.operands[1], op)
     offs = tuple(lo.aligned(v) for v in list(op.operands)[2:])
     dst = Ref(out.base, out.index, placed(op.operands[0].type), f"{out.name}[view]", offs)
+    if view(op).edge_view:  # only the part inside the output, in whole tiles (edge.py)
+        e = edges.store_edge(lo, op, out, offs)
+        if op.name == "vx.store":
+            edges.start(lo, tile, dst, e, lo.sem(None, None), reading=False)
+            edges.finish(lo, tile, dst, e, lambda: lo.sem(None, None), reading=False)
+            return
+        edges.start(lo, tile, dst, e, lo.sem(None, None, lo.store_sems), reading=False)
+        lo.env[op.results[0]] = Token(tile, dst, None, None, op, e)
+        return
     s, d = lo.view(tile), lo.view(dst)
     if op.name == "vx.store":
         tpu.EnqueueDMAOp(s, d, target_semaphore=lo.sem(None, None))
@@ -1194,6 +1244,13 @@ def _if(lo: FunctionLowering, op: ir.Operation) -> None:
         with ir.InsertionPoint(into):
             yielded = [lo.env[v] for v in lo.lower_block(block)]
             y = list(block.operations)[-1].operation
+            if any(isinstance(v, Token) and v.edge is not None for v in yielded):
+                raise fail(
+                    "E7006",
+                    y,
+                    "the token of an `edge` view's transfer crossing a branch has no Mosaic "
+                    "form yet; wait on it in the branch that starts it",
+                )
             if protos is None:
                 protos = yielded
             for a, b in zip(protos, yielded, strict=True):
@@ -1219,7 +1276,11 @@ def _is_mask(v: object) -> bool:
 def n_of(proto: object) -> int:
     """How many i32s carry `proto` across an iteration: a token's slot and its source's
     Vec index; any other value is itself."""
-    return 2 if isinstance(proto, Token) else 1
+    if not isinstance(proto, Token):
+        return 1
+    if proto.edge is None:
+        return 2
+    return 2 + len(proto.edge.values()) + len(proto.src.starts)  # and a ragged read's state
 
 
 @rule("vx.instance")
