@@ -88,7 +88,7 @@ def test_iota_and_integer_arithmetic(target):
     # `+ r`: the i64 scalar adapts to the i32 tile (its bounds keep it inside i32)
     body = f"""  let q = iota::<i32>([{ROWS}, {COLS}], 0) + r;
   let c = iota::<i32>([{ROWS}, {COLS}], 1);
-  transfer(cast::<f32>(max(q * 3 - c, -c) + min(c, 7)), o{OUT});
+  transfer(cast::<f32>(max(q * 3 - c, -c) + min(c, 7) + abs(c - q)), o{OUT});
   transfer(select(c <= q, Tensor<f32>([{ROWS}, {COLS}]) + 1.0, 0.0), p{OUT});"""
     o, p = np.zeros((ROWS, COLS), np.float32), np.zeros((ROWS, COLS), np.float32)
     _kernel(target, args.replace("r: i64", "r: i64, j: i64"), body, BOUNDS).launch(
@@ -97,7 +97,7 @@ def test_iota_and_integer_arithmetic(target):
     q = np.arange(ROWS)[:, None] + 40
     c = np.arange(COLS)[None, :]
     np.testing.assert_array_equal(
-        o, (np.maximum(q * 3 - c, -c) + np.minimum(c, 7)).astype(np.float32)
+        o, (np.maximum(q * 3 - c, -c) + np.minimum(c, 7) + np.abs(c - q)).astype(np.float32)
     )
     np.testing.assert_array_equal(p, (c <= q).astype(np.float32))
 

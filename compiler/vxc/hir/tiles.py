@@ -50,6 +50,15 @@ TILE_CALLS = {
 TILE_METHODS = ("sum", "max", "min", "argmax", "argmin")
 TILE_INTS = ("i32", "i64")  # the integer element types of tile arithmetic (`iota`'s)
 NUMBERS = ("float", "int")  # the element classes arithmetic takes (bool tiles take logic)
+# Which vx fns take which element classes, for the type checker and the vx verifier
+# (ir/ops.py): every other fn (exp, tanh, ..., div) takes floats only.
+FN_ELEMENTS = {
+    **dict.fromkeys(("add", "sub", "mul", "max", "min", "neg", "abs"), NUMBERS),
+    **dict.fromkeys(("and", "or", "not"), ("bool",)),
+    "sum": NUMBERS,
+    "argmax": NUMBERS,
+    "argmin": NUMBERS,
+}
 
 
 def elem_class(elem: str) -> str | None:

@@ -25,6 +25,7 @@ from vxc.hir.literals import literal_types
 from vxc.hir.program import Function, Program, Var
 from vxc.hir.tiles import (
     COMPARISONS,
+    FN_ELEMENTS,
     NUMBERS,
     TILE_CALLS,
     TILE_INTS,
@@ -1137,7 +1138,7 @@ class TypeChecker(StmtVisitor):
                 )
                 raise _Error
             return replace(t, dims=(t.dims[1], t.dims[0]))
-        return self._tile_unary(t, e.args[0], f"`{e.callee}`")
+        return self._tile_unary(t, e.args[0], e.callee)
 
     def _scalar_cast(self, e: H.Call, x: T.Scalar) -> T.Scalar:
         """`cast::<E>(n)` of a number (LANGUAGE.md 4.3): between the integer and float
@@ -1180,8 +1181,12 @@ class TypeChecker(StmtVisitor):
             raise _Error
         return t
 
-    def _tile_unary(self, t: T.TensorT, a: H.Expr, what: str) -> T.TensorT:
-        self._float_tile(t, a, what)
+    def _tile_unary(self, t: T.TensorT, a: H.Expr, fn: str) -> T.TensorT:
+        """`exp(t)` ... on float tiles; `abs` also on integer tiles (the op table's
+        FN_ELEMENTS, wrapping as two's complement: `abs` of the minimum is itself)."""
+        if "int" in FN_ELEMENTS.get(fn, ()):
+            return self._tile_elems(t, a, f"`{fn}`", ("float", "int"))
+        self._float_tile(t, a, f"`{fn}`")
         return t
 
     def _tile_elems(

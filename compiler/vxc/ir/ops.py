@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
-from vxc.hir.tiles import COMPARISONS, UNARY_CALLS
+from vxc.hir.tiles import COMPARISONS, FN_ELEMENTS, UNARY_CALLS
 from vxc.ir import types as T
 
 # ---------------------------------------------------------------------------
@@ -476,14 +476,8 @@ TILE_FNS = {
 # `iota`, and `i1` (bool tiles: comparisons' results, `select`'s condition).
 TILE_FLOATS = ("f32", "bf16", "f16", "f64")
 TILE_INTS = ("i32", "i64")
-# Which fns take which elements: "float" = TILE_FLOATS, "int" = TILE_INTS, "bool" = i1.
-FN_ELEMENTS = {
-    **dict.fromkeys(("add", "sub", "mul", "max", "min", "neg", "abs"), ("float", "int")),
-    **dict.fromkeys(("and", "or", "not"), ("bool",)),
-    "sum": ("float", "int"),
-    "argmax": ("float", "int"),
-    "argmin": ("float", "int"),
-}
+# Which fns take which elements (hir/tiles.py, read by the type checker too): "float" =
+# TILE_FLOATS, "int" = TILE_INTS, "bool" = i1.
 
 
 def element_class(t: ir.Type) -> str | None:
