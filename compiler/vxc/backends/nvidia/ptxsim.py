@@ -1398,6 +1398,8 @@ class Cta:
             if n <= 0:
                 continue
             o = y * tm.stride + c0 * tm.elem
+            if o + n * tm.elem > tm.buf.size:
+                raise SimError("a TMA store past the end of device memory (the map's dims)")
             tm.buf[o : o + n * tm.elem] = np.frombuffer(data, np.uint8)[: n * tm.elem]
 
     # -- wgmma ------------------------------------------------------------------------------
@@ -1565,7 +1567,7 @@ def run_kernel(
         raw[:] = buf[: raw.size]
         if (buf[raw.size :] != GUARD_BYTE).any():
             at = int(np.flatnonzero(buf[raw.size :] != GUARD_BYTE)[0])
-            raise SimError(f"a TMA store wrote {at} bytes past the end of {name}'s tensor")
+            raise SimError(f"a TMA store wrote past the end of {name}'s tensor (at +{at} bytes)")
     if status is not None and status.any():
         raise StatusError(int(status[0]))
     return outs
