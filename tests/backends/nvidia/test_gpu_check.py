@@ -179,6 +179,25 @@ def test_a_gemm_writes_its_output_argument_in_place(artifacts, fake):
         art.gemm.run(2, m, n, k, a, b, np.zeros((256, 128), np.float32).T)
 
 
+def test_gemm_any_runs_through_the_runtime_on_the_arrays_real_dims(artifacts, fake):
+    # kernels/gemm_any.vx (edge views): the maps are encoded from the arrays' own shapes,
+    # never rounded to the 128 x 128 tiles, so the TMA unit fills and clips the edges; a
+    # shape whose row pitch TMA cannot encode is refused before anything is uploaded.
+    import numpy as np
+
+    d = fake(capability=(9, 0))
+    art = runtime.load(artifacts / "h100" / "gemm_any.h100.json")
+    m, n, k, a, b, c = _gemm_args(130, 8, 8)
+    assert art.gemm_any.run(2, m, n, k, a, b, c, poison=True) == []
+    np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))
+    dims = [(call["dims"], call["strides"]) for call in d.tensor_map_calls]
+    assert dims == [([8, 130], [16]), ([8, 8], [16]), ([8, 130], [32])]
+    m, n, k, a, b, c = _gemm_args(130, 13, 8)
+    with pytest.raises(runtime.TensorMapRefused, match="E7008: b has shape"):
+        art.gemm_any.run(2, m, n, k, a, b, c)
+    assert len(d.tensor_map_calls) == 3 and len(d.launches) == 1
+
+
 @pytest.mark.slow
 def test_the_device_check_runs_the_gemm_ladder_on_the_fake_layer(artifacts, fake, tmp_path):
     fake(capability=(10, 0))
