@@ -56,6 +56,45 @@ def test_a_non_zero_fill_is_selected_past_the_tensors_end(target, m, n):
     np.testing.assert_array_equal(y, 2 * want)
 
 
+# Edge views in a double-buffered loop: the token carried around it carries the fill's
+# register and the box's coordinates too, each load selecting against its own rows.
+LOOP = """
+fn rows_fill(m: i64, n: i64, p: i64, f: f32, x: &Tensor<f32, [m, n]>,
+             y: &mut Tensor<f32, [p, 128]>) -> void on Topology::TensorCore
+    where m >= 1, m <= 1048576, n >= 1, n <= 1073741824, p == ((m + 7) / 8) * 8,
+          instances() == 1 {
+  let mut tk = transfer_async(edge(x[0 .. 8, 0 .. 128], f), Memory::VMEM);
+  for i in 1 .. (m + 7) / 8 {
+    let nx = transfer_async(edge(x[i * 8 .. i * 8 + 8, 0 .. 128], f), Memory::VMEM);
+    let t = wait(tk);
+    transfer(t, y[(i - 1) * 8 .. (i - 1) * 8 + 8, 0 .. 128]);
+    tk = nx;
+  }
+  let t = wait(tk);
+  transfer(t, y[p - 8 .. p, 0 .. 128]);
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["h100", "b200"])
+def test_a_fill_through_a_loop_carried_token(target):
+    ptx, kern = _ptx(target, LOOP)
+    m, n, p = 21, 20, 24  # three tiles of 8 rows, the last one 5 rows in; 20 of 128 columns
+    x = np.arange(m * n, dtype=np.float32).reshape(m, n) + 1
+    y = np.full((p, 128), np.nan, np.float32)
+    assert ptxsim.run_kernel(ptx, kern, [m, n, p, np.float32(7.25), x, y], 1) == []
+    want = np.full_like(y, 7.25)
+    want[:m, :n] = x
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("target", ["h100", "b200"])
+@pytest.mark.parametrize("text", [FILL.replace("FILL", "f"), LOOP], ids=["fill", "loop"])
+def test_ptxas_accepts_the_fill_kernels(target, text):
+    result = api.build(_analysis(text), target)
+    assert result.ok, [d.message for d in result.diagnostics]
+
+
 def _params(target: str, fill: str) -> list[str]:
     _, kern = _ptx(target, FILL.replace("FILL", fill))
     return [p["name"] for p in kern["params"]]
