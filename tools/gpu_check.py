@@ -79,7 +79,7 @@ REFERENCES = {
 
 # The GEMM kernels: C[m, n] = A[m, k] @ B[k, n], one instance per 128 x 128 tile of C
 # (gemm_async: gemm with the result tile's store a token, LANGUAGE.md 4.2).
-GEMMS = {"gemm", "gemm3", "gemm_async"}
+GEMMS = {"gemm", "gemm3", "gemm_async", "gemm_any"}
 # The source each kernel above is checked from (its artifact's stem): another file may
 # have a kernel of the same name (seed_vx.vx's `stream` computes nothing to compare).
 SOURCES = {"gemm3": "gemm_3stage", "rmsnorm": "layernorm"}
@@ -87,6 +87,9 @@ SOURCES = {"gemm3": "gemm_3stage", "rmsnorm": "layernorm"}
 # wraps twice); a 3 x 7 grid of instances; then the full size.
 GEMM_LADDER = ((128, 128, 256), (128, 256, 640), (384, 896, 384))
 GEMM_FULL = (4096, 4096, 4096)
+# gemm_any (edge views, LANGUAGE.md 4.2): ragged shapes whose row pitches TMA can encode
+# (n, k multiples of 8: docs/NVIDIA.md), one instance of one row, then edges on every side.
+GEMM_ANY_LADDER = ((1, 8, 8), (300, 200, 136), (1031, 520, 1000))
 
 # The tile-arithmetic kernels' shapes: gemm_epilogue's are the GEMMs'; softmax's are
 # (m, n): one instance, two column tiles, a row of 1024, then 8192 instances of 8 rows.
@@ -206,7 +209,7 @@ def gemm_first_bad(c: np.ndarray, ref: np.ndarray, close=None, instance_of=None)
         return None
     r, col = (int(x) for x in bad[0])
     if instance_of is None:
-        instance = (r // 128) * (c.shape[1] // 128) + col // 128
+        instance = (r // 128) * -(-c.shape[1] // 128) + col // 128
     else:
         instance = instance_of(r, col)
     return {"instance": instance, "row": r, "col": col, "got": float(c[r, col]),
@@ -218,7 +221,7 @@ def check_gemm(kernel, shapes, rng, timeout: float, log: list) -> bool:
     name = kernel.meta["name"]
     for m, n, k in shapes:
         args = gemm_inputs(m, n, k, rng)
-        instances = (m // 128) * (n // 128)
+        instances = -(-m // 128) * -(-n // 128)  # gemm_any's edge tiles included
         entry = {"kernel": name, "instances": instances, "m": m, "n": n, "k": k}
         ref = args[3].astype(np.float32) @ args[4].astype(np.float32)  # exact: see gemm_inputs
         judge = lambda _, c=args[5], ref=ref: gemm_first_bad(c, ref)  # noqa: E731 - C in place
@@ -647,7 +650,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             try:
                 if kind == "gemm":
-                    ladder = GEMM_LADDER if args.small else (*GEMM_LADDER, GEMM_FULL)
+                    rungs = GEMM_ANY_LADDER if name == "gemm_any" else GEMM_LADDER
+                    ladder = rungs if args.small else (*rungs, GEMM_FULL)
                     good = check_gemm(kernel, ladder, rng, args.timeout, log["runs"])
                 elif kind == "tile":
                     tc = TILE_CHECKS[name]

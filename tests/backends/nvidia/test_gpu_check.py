@@ -155,6 +155,16 @@ def _gemm_args(m: int, n: int, k: int):
     return gpu_check.gemm_inputs(m, n, k, np.random.default_rng(1))
 
 
+def _gemm_in_place(art, name: str, shape: tuple[int, int, int], instances: int):
+    """Run GEMM kernel `name` of `art` on poisoned output; C must be numpy's A @ B."""
+    import numpy as np
+
+    m, n, k, a, b, c = _gemm_args(*shape)
+    assert getattr(art, name).run(instances, m, n, k, a, b, c, poison=True) == []
+    np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))
+    return m, n, k, a, b
+
+
 def test_a_gemm_writes_its_output_argument_in_place(artifacts, fake):
     # The runtime's CUDA path: whole-tensor maps encoded from the arrays (A and B under the
     # 128-byte swizzle in 64-column boxes, C unswizzled), the scalars, and C copied back
@@ -163,9 +173,7 @@ def test_a_gemm_writes_its_output_argument_in_place(artifacts, fake):
 
     d = fake(capability=(10, 0))
     art = runtime.load(artifacts / "b200" / "gemm.b200.json")
-    m, n, k, a, b, c = _gemm_args(128, 256, 256)
-    assert art.gemm.run(2, m, n, k, a, b, c, poison=True) == []
-    np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))
+    m, n, k, a, b = _gemm_in_place(art, "gemm", (128, 256, 256), 2)
     maps = [{x: call[x] for x in ("dtype", "dims", "strides", "box", "swizzle")}
             for call in d.tensor_map_calls]  # fmt: skip
     assert maps == [
@@ -177,6 +185,21 @@ def test_a_gemm_writes_its_output_argument_in_place(artifacts, fake):
     assert (params["m"], params["n"], params["k"]) == (128, 256, 256)
     with pytest.raises(ValueError, match="c is an output: pass a writable, C-contiguous array"):
         art.gemm.run(2, m, n, k, a, b, np.zeros((256, 128), np.float32).T)
+
+
+def test_gemm_any_runs_through_the_runtime_on_the_arrays_real_dims(artifacts, fake):
+    # kernels/gemm_any.vx (edge views): the maps are encoded from the arrays' own shapes,
+    # never rounded to the 128 x 128 tiles, so the TMA unit fills and clips the edges; a
+    # shape whose row pitch TMA cannot encode is refused before anything is uploaded.
+    d = fake(capability=(9, 0))
+    art = runtime.load(artifacts / "h100" / "gemm_any.h100.json")
+    _gemm_in_place(art, "gemm_any", (130, 8, 8), 2)
+    dims = [(call["dims"], call["strides"]) for call in d.tensor_map_calls]
+    assert dims == [([8, 130], [16]), ([8, 8], [16]), ([8, 130], [32])]
+    m, n, k, a, b, c = _gemm_args(130, 13, 8)
+    with pytest.raises(runtime.TensorMapRefused, match="E7008: b has shape"):
+        art.gemm_any.run(2, m, n, k, a, b, c)
+    assert len(d.tensor_map_calls) == 3 and len(d.launches) == 1
 
 
 @pytest.mark.slow

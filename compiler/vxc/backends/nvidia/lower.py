@@ -39,6 +39,7 @@ from vxc.backends.nvidia import tiles, tma
 from vxc.backends.nvidia.encoders import (
     MMA_TYPES,
     SWIZZLE_BYTES,
+    TMA_ROW_MULTIPLE,
     TmaLimit,
     check_box,
     elem_bytes,
@@ -116,13 +117,28 @@ class Global:
 
 
 @dataclass
-class View:
-    """A region of a tensor argument (`vx.view`): its first row and column (32-bit, the
-    TMA coordinates), no copy."""
+class EdgeFill:
+    """What a load of an `edge` view with a fill other than zero does once it landed
+    (LANGUAGE.md 4.2): the tensor map zero-fills the box past the tensor's end, so every
+    element whose global coordinate is past it is set to `value` (a tiles.Const) by a
+    select. `row`/`col`: the box's first element; the tensor's dims are kernel parameters."""
 
     arg: int
     row: Reg
     col: Reg
+    value: tiles.Const
+
+
+@dataclass
+class View:
+    """A region of a tensor argument (`vx.view`, or `vx.edge_view`, which may reach past
+    the tensor's end: TMA zero-fills and clips there): its first row and column (32-bit,
+    the TMA coordinates), no copy. `fill`: an edge view's fill other than zero."""
+
+    arg: int
+    row: Reg
+    col: Reg
+    fill: EdgeFill | None = None
 
 
 @dataclass
@@ -154,6 +170,7 @@ class Smem:
 class Token:
     count: Reg
     tile: Tile
+    fill: EdgeFill | None = None  # applied at the wait (an edge view's non-zero fill)
 
 
 @dataclass(frozen=True)
@@ -228,7 +245,8 @@ def _dtype(m: ir.MemRefType) -> str:
     return str(m.element_type)
 
 
-_REGION_OPS = ("vx.view", "vx.store", "vx.store_async")
+_REGION_OPS = ("vx.view", "vx.edge_view", "vx.store", "vx.store_async")
+_VIEW_OPS = ("vx.view", "vx.edge_view")
 # Ops whose tile operands every thread reads with ld.shared (tiles.py): a TMA load into
 # such a ring waits at a bar.sync until each thread has read the slot's old tile.
 _GENERIC_READERS = ("vx.binary", "vx.unary", "vx.reduce", "vx.cast", "vx.compare", "vx.select")
@@ -237,7 +255,19 @@ _TMAP_SUFFIX = {"sw128": "", "sw128MN": "_mn", "rowmajor": "_rm"}
 
 
 def _is_view(v: ir.Value) -> bool:
-    return isinstance(v, ir.OpResult) and v.owner.name == "vx.view"
+    return isinstance(v, ir.OpResult) and v.owner.name in ("vx.view", "vx.edge_view")
+
+
+def _zero_fill(op: ir.Operation) -> bool:
+    """An `edge` view whose fill is the constant zero (+0.0: its bits, which is what the
+    tensor map's out-of-bounds fill writes; -0.0 is another value), or false."""
+    fill = op.operands[1]
+    if not (isinstance(fill, ir.OpResult) and fill.owner.name == "arith.constant"):
+        return False
+    value = fill.owner.attributes["value"]
+    if isinstance(fill.type, ir.FloatType):
+        return np.float64(ir.FloatAttr(value).value).tobytes() == bytes(8)
+    return ir.IntegerAttr(value).value == 0
 
 
 def _is_acc_vector(op: ir.Operation, arch: NvidiaArch) -> bool:
@@ -284,6 +314,9 @@ class FunctionLowering(Walk):
         self.ptr_params: dict[int, Sym] = {}
         self.len_params: dict[int, Sym] = {}
         self.scalar_params: dict[int, Sym] = {}
+        # Tensors an `edge` view with a non-zero fill reads: their dims are parameters
+        # (the select compares each element's global coordinate with them).
+        self.dim_params: dict[int, tuple[Sym, Sym] | None] = {}
         self.results: dict[ir.Value, int] = {}
         self.tmem_end = 0
         self.requires: list[str] = []  # the entry's `where` clauses (vx.require)
@@ -354,6 +387,16 @@ class FunctionLowering(Walk):
                 op.name == "vx.transfer" and _is_acc_vector(op, self.arch)
             ):
                 self.generic_read.update(self.origin[v] for v in op.operands if v in self.origin)
+            if op.name == "vx.edge_view" and not _zero_fill(op):
+                # Every thread rewrites the landed tile's elements past the tensor's end:
+                # the ring's next TMA load waits for them as for any generic reader.
+                arg = self._root_arg(op.operands[0])
+                if arg is not None:
+                    self.dim_params[arg] = None
+                for use in op.results[0].uses:
+                    self.generic_read.update(
+                        self.origin[r] for r in use.owner.results if r in self.origin
+                    )
             if op.name == "vx.transfer" and op.operands[0] in self.origin:
                 dst = view(op).space
                 role = "store" if dst == "HBM" else "acc" if dst == self.arch.acc_space else "other"
@@ -432,7 +475,7 @@ class FunctionLowering(Walk):
         )  # fmt: skip
 
     def _root_arg(self, v: ir.Value) -> int | None:
-        while isinstance(v, ir.OpResult) and v.owner.name in ("vx.element", "vx.view"):
+        while isinstance(v, ir.OpResult) and v.owner.name in ("vx.element", *_VIEW_OPS):
             v = v.owner.operands[0]
         if isinstance(v, ir.BlockArgument) and v.owner == self.entry:
             return v.arg_number
@@ -495,6 +538,18 @@ class FunctionLowering(Walk):
         whole: bool = False,
         mut: bool = False,
     ) -> TmaParam:
+        if whole and source == "arg":
+            cols = ir.MemRefType(self.entry.arguments[index].type).shape[-1]
+            if cols != T.DYNAMIC and (cols * tile.elem) % TMA_ROW_MULTIPLE:
+                # The launcher refuses it for a runtime shape (runtime.TensorMapRefused).
+                raise refuse(
+                    "E7008",
+                    op,
+                    f"{self.arg_names[index]}'s rows are {cols} x {tile.dtype} = "
+                    f"{cols * tile.elem} bytes, not a multiple of {TMA_ROW_MULTIPLE}: a TMA "
+                    f"tensor map's row pitch must be (cuTensorMapEncodeTiled's globalStrides); "
+                    f"make the last dimension a multiple of {TMA_ROW_MULTIPLE // tile.elem}",
+                )
         key = (source, index, tile.layout)
         if key in self.tmaps:
             p = self.tmaps[key]
@@ -569,6 +624,20 @@ class FunctionLowering(Walk):
                         "value": "len",
                     }
                 )
+            if i in self.dim_params:
+                syms = []
+                for axis in ("rows", "cols"):
+                    syms.append(k.param(f"{name}_{axis}", "u64"))
+                    entries.append(
+                        {
+                            "name": f"{name}_{axis}",
+                            "kind": "u64",
+                            "arg": name,
+                            "arg_index": i,
+                            "value": axis,
+                        }
+                    )
+                self.dim_params[i] = (syms[0], syms[1])
             if i in self.scalar_params:
                 # Every scalar travels in a u64 slot; an f32 as its bits in the low word.
                 is_f32 = str(self.entry.arguments[i].type) == "f32"
@@ -657,6 +726,15 @@ class FunctionLowering(Walk):
             k.ins("ld.param.u64", r, Addr(sym))
             k.ins("cvta.to.global.u64", r, r)
             self.ptrs[i] = r
+        self.dims: dict[int, tuple[Reg, Reg]] = {}
+        for i, syms in self.dim_params.items():
+            regs = []
+            for sym in syms:
+                wide, r = k.reg("b64"), k.reg("b32")
+                k.ins("ld.param.u64", wide, Addr(sym))
+                k.ins("cvt.u32.u64", r, wide)  # < 2^31: the launcher checks (TMA's s32)
+                regs.append(r)
+            self.dims[i] = (regs[0], regs[1])
         self.scalars: dict[int, Reg] = {}
         for i, sym in self.scalar_params.items():
             r = k.reg("b64")
@@ -823,7 +901,16 @@ class FunctionLowering(Walk):
         tma.tma_load(
             self.k, self.c.leader, bar, dst, self.tmap_addr[p.name], boxes, row, tile.nbytes, col
         )
-        return Token(count, tile)
+        fill = src.fill if isinstance(src, View) else None
+        if fill is not None and tile.layout != "rowmajor":
+            raise refuse(
+                "E7001",
+                op,
+                f"an `edge` view with a fill other than zero loaded as a matmul_acc operand "
+                f"(its shared-memory layout is swizzled for the MMA): on {self.target} the "
+                f"tensor map fills with zeros only; use the fill 0, or copy the tile first",
+            )
+        return Token(count, tile, fill)
 
     def wait(self, tok: Token | StoreToken) -> Smem | Stored:
         k = self.k
@@ -840,7 +927,35 @@ class FunctionLowering(Walk):
         k.ins("div.u32", parity, tok.count, Imm(tok.tile.slots))
         k.ins("and.b32", parity, parity, Imm(1))
         tma.mbarrier_wait(k, bar, parity)
+        if tok.fill is not None:
+            self.edge_fill(tok.fill, Smem(dst, tok.tile))
         return Smem(dst, tok.tile)
+
+    def edge_fill(self, f: EdgeFill, smem: Smem) -> None:
+        """The landed tile's elements past the tensor's end (zeros: the tensor map's
+        out-of-bounds fill) set to the fill, in place: element [i, j] becomes
+        `row + i < rows && col + j < cols ? x : fill`, tile arithmetic's select over
+        `iota`, every thread reading and writing its own elements. Then every thread's
+        writes are fenced for the async proxy (a TMA store, the ring's next load) and
+        synchronised (other threads read them)."""
+        t, em = smem.tile, self.em
+        rows, cols = self.dims[f.arg]
+
+        def inside(axis: int, start: Reg, dim: Reg) -> tiles.Node:
+            i32 = lambda v: tiles.Const(1, 1, "i32", v)  # noqa: E731
+            at = tiles.Bin(t.rows, t.cols, "i32", "add", tiles.Iota(t.rows, t.cols, "i32", axis),
+                           i32(start))  # fmt: skip
+            return tiles.Cmp(t.rows, t.cols, "i1", "lt", at, i32(dim))
+
+        ok = tiles.Bin(t.rows, t.cols, "i1", "and", inside(0, f.row, rows), inside(1, f.col, cols))
+        here = tiles.Load(t.rows, t.cols, t.dtype, smem.addr)
+        node = tiles.Sel(t.rows, t.cols, t.dtype, ok, here, f.value)
+        try:
+            s = em.tile_spread(t.rows, t.cols)
+            em.guarded(s, lambda: em.evaluate_into(node, here, s))
+        except tiles.TileError as e:
+            raise refuse("E7001", self.func, f"an `edge` view's fill: {e}") from None
+        tma.generic_writes_done(self.k)
 
     def bump(self, key: tuple[str, int]) -> None:
         self.versions[key] = self.versions.get(key, 0) + 1
@@ -1081,14 +1196,25 @@ class FunctionLowering(Walk):
             k.ins(f"mov.{_movty(r)}", r, v.reg)
             return Scalar(r)
         if isinstance(v, Token):
-            return Token(k.mov("b32", v.count), v.tile)
+            return Token(k.mov("b32", v.count), v.tile, self.carry_fill(v.fill))
         if isinstance(v, Smem):
             return Smem(k.mov("b32", v.addr), v.tile)
         if isinstance(v, Global) and v.row is not None:
             return Global(v.arg, k.mov("b32", v.row))
         if isinstance(v, View):
-            return View(v.arg, k.mov("b32", v.row), k.mov("b32", v.col))
+            return View(v.arg, k.mov("b32", v.row), k.mov("b32", v.col), self.carry_fill(v.fill))
         return v
+
+    def carry_fill(self, f: EdgeFill | None) -> EdgeFill | None:
+        if f is None:
+            return None
+        value = f.value.value
+        if isinstance(value, Reg):
+            value = self.k.mov(value.cls, value)
+        return EdgeFill(
+            f.arg, self.k.mov("b32", f.row), self.k.mov("b32", f.col),
+            dataclasses.replace(f.value, value=value),
+        )  # fmt: skip
 
     def assign(self, dst: object, src: object, op: ir.Operation) -> None:
         k = self.k
@@ -1121,20 +1247,37 @@ def _regs(v: object) -> list[Reg]:
     if isinstance(v, Scalar):
         return [v.reg]
     if isinstance(v, Token):
-        return [v.count]
+        return [v.count, *_fill_regs(v.fill)]
     if isinstance(v, Smem):
         return [v.addr]
     if isinstance(v, Global) and v.row is not None:
         return [v.row]
     if isinstance(v, View):
-        return [v.row, v.col]
+        return [v.row, v.col, *_fill_regs(v.fill)]
     return []
 
 
+def _fill_regs(f: EdgeFill | None) -> list[Reg]:
+    if f is None:
+        return []
+    return [f.row, f.col, *([f.value.value] if isinstance(f.value.value, Reg) else [])]
+
+
+def _fill_static(f: EdgeFill | None) -> object:
+    if f is None:
+        return None
+    value = f.value.value
+    return (f.arg, f.value.dtype, value.cls if isinstance(value, Reg) else value)
+
+
 def _static(v: object) -> object:
-    if isinstance(v, Token | Smem):
+    if isinstance(v, Token):
+        return (v.tile, _fill_static(v.fill))
+    if isinstance(v, Smem):
         return v.tile
-    if isinstance(v, Global | View):
+    if isinstance(v, View):
+        return ("View", v.arg, False, _fill_static(v.fill))
+    if isinstance(v, Global):
         return (type(v).__name__, v.arg, v.row is None)
     if isinstance(v, AccVal):
         return id(v.acc)
@@ -1379,6 +1522,24 @@ def _view(fl: FunctionLowering, op: ir.Operation) -> None:
     fl.set(op.results[0], View(src.arg, row, col))
 
 
+@rule("vx.edge_view")
+def _edge_view(fl: FunctionLowering, op: ir.Operation) -> None:
+    """An `edge` view (LANGUAGE.md 4.2): a view whose box may reach past the tensor's
+    end. The tensor map has the tensor's real dims (the launcher's), so TMA zero-fills
+    the box's elements past them on a load (the mbarrier still counts the whole box's
+    bytes) and a TMA store writes only those inside; a fill other than zero is a select
+    after the load lands (`FunctionLowering.edge_fill`). `0 <= lo` is proved (plan)."""
+    src = fl.get(op.operands[0])
+    if not isinstance(src, Global) or src.row is not None:
+        raise refuse("E7005", op, "an `edge` view of something other than a 2-D tensor argument")
+    row, col = (_coord(fl, fl.get(v)) for v in list(op.operands)[2:])
+    fill = None
+    if not _zero_fill(op):
+        value = fl.node(op.operands[1], op, {})
+        fill = EdgeFill(src.arg, row, col, value)
+    fl.set(op.results[0], View(src.arg, row, col, fill))
+
+
 def _coord(fl: FunctionLowering, v: Scalar) -> Reg:
     """A TMA coordinate (32-bit) from an index value."""
     if v.reg.cls == "b32":
@@ -1408,15 +1569,11 @@ def _store_issue(fl: FunctionLowering, op: ir.Operation, wait: str) -> int:
 def _store(fl: FunctionLowering, op: ir.Operation) -> None:
     """`transfer(t, c[view])`: the tile may change after it, so the store's bulk group
     has read it before any thread goes on."""
-    if view(op).edge_view:
-        raise refuse("E7001", op, "a store to an `edge` view is not lowered yet")
     _store_issue(fl, op, "read")
 
 
 @rule("vx.store_async")
 def _store_async(fl: FunctionLowering, op: ir.Operation) -> None:
-    if view(op).edge_view:
-        raise refuse("E7001", op, "a store to an `edge` view is not lowered yet")
     fl.set(op.results[0], StoreToken(_store_issue(fl, op, "none")))
 
 
@@ -1840,9 +1997,5 @@ FunctionLowering.no_rule = "the NVIDIA backends have no lowering for `{name}`"
 # Views and stores are TMA boxes at the view's coordinates and TMA stores; tile
 # arithmetic is tiles.py's expressions and a transpose folds into matmul_acc's B operand
 # (what a rule cannot lower it refuses itself, coded, at the op).
-REFUSALS: dict[str, RefusalEntry] = {
-    "vx.edge_view": RefusalEntry(
-        "E7001", "a read of an `edge` view (the tensor map's out-of-bounds fill) is not lowered yet"
-    ),
-}
+REFUSALS: dict[str, RefusalEntry] = {}
 FunctionLowering.refusals = REFUSALS

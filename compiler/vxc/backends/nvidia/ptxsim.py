@@ -25,6 +25,14 @@ backend's encoders:
 - TMEM allocation (power-of-two column blocks, the highest free block so that a
   kernel assuming column 0 fails, relinquish, dealloc before exit) and lane quadrants
   (warp w reaches lanes 32 (w % 4) .. + 31);
+- TMA in tiled mode: the coordinates are signed 32-bit; a box may reach past the
+  tensor's dims (the tensor map's, as cuTensorMapEncodeTiled was given them) on any
+  side: a load writes zeros for its elements outside (and still counts the whole box's
+  bytes on the mbarrier), a store writes only its elements inside. A tensor map the
+  driver would not encode (a row pitch not a multiple of 16 bytes, a dim outside
+  1 .. 2^32, a base address not 16-byte aligned) is an error at launch, and so is a
+  negative coordinate: real hardware would zero-fill it silently, but the backends'
+  coordinates are proved >= 0 (E6041), so one is a coordinate wrapped to 32 bits;
 - mbarrier phases, `expect_tx` byte counts and `try_wait.parity` follow the PTX ISA;
   wgmma's D fragment layout (warp w, lane l: rows 16w + l/4 (+8), columns 8j + 2(l%4))
   as the ISA describes it.
@@ -46,6 +54,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 THREADS = 128
+GUARD, GUARD_BYTE = 1 << 16, 0xA5  # device memory after each tensor (run_kernel)
 SMEM_BASE = 16  # deliberately not 1024-aligned: the kernel aligns its own base
 
 
@@ -235,6 +244,37 @@ class TensorMap:
     box: tuple[int, int]
     swizzle: str
     elem: int
+    address: int = 0  # the global address it was encoded with (0: not known here)
+
+    def __post_init__(self) -> None:
+        # cuTensorMapEncodeTiled's own rules, written down apart from the encoder's.
+        if self.stride % 16:
+            raise SimError(f"a tensor map with a row pitch of {self.stride} bytes (not 16 x n)")
+        if not all(1 <= d <= 2**32 for d in self.dims):
+            raise SimError(f"a tensor map with dims {self.dims} (each must be 1 .. 2^32)")
+        if self.address % 16:
+            raise SimError(f"a tensor map over address {self.address:#x} (not 16-byte aligned)")
+        if self.dims[1] > 1 and self.dims[0] * self.elem > self.stride:
+            raise SimError(f"a tensor map whose rows ({self.dims[0]} elements) overlap")
+
+    def inside(self, x: int, y: int) -> bool:
+        return 0 <= x < self.dims[0] and 0 <= y < self.dims[1]
+
+
+def tma_coords(cs: list) -> list[int]:
+    """TMA coordinates as the unit reads them: signed 32-bit. A negative one is refused
+    (see the module docstring): the backends never mean one."""
+    out = []
+    for c in cs:
+        v = int(c) & 0xFFFFFFFF
+        v = v - (1 << 32) if v >> 31 else v
+        if v < 0:
+            raise SimError(
+                f"a TMA coordinate of {v} (as s32): the backends' coordinates are proved >= 0, "
+                f"so this one wrapped; hardware would fill or clip it without a word"
+            )
+        out.append(v)
+    return out
 
 
 class Global:
@@ -731,7 +771,7 @@ class Cta:
         for r in range(tmap.box[1]):
             y = c1 + r
             for x in range(c0, c0 + tmap.box[0]):
-                if 0 <= y < tmap.dims[1] and 0 <= x < tmap.dims[0]:
+                if tmap.inside(x, y):
                     src = tmap.buf[y * tmap.stride + x * e : y * tmap.stride + x * e + e].tobytes()
                 else:
                     src = bytes(e)
@@ -1231,7 +1271,8 @@ class Cta:
             # epoch read before the copy lands.
             self._race(t, lo, self.r_tid[lo:hi], self.r_epoch[lo:hi], "TMA-loads over")
             self.tma_tid[lo:hi], self.tma_epoch[lo:hi] = t.tid, self.epoch
-            self.pending.append((lo, tm, cs[0], cs[1], bar + boff))
+            c0, c1 = tma_coords(cs)
+            self.pending.append((lo, tm, c0, c1, bar + boff))
             return None
         if op.startswith("cp.async.bulk.tensor.2d.global.shared"):
             (_, name), cs = self.coords(t, a[0])
@@ -1239,9 +1280,9 @@ class Cta:
             tm = self.params[name]
             n = tm.box[0] * tm.elem
             reads = [(src + soff + r * n, src + soff + (r + 1) * n) for r in range(tm.box[1])]
-            t.bulk_open.append(
-                {"tm": tm, "cs": cs, "reads": reads, "snapshot": self._snapshot(reads), "pc": t.pc}
-            )
+            at = tma_coords(cs)
+            snap = self._snapshot(reads)
+            t.bulk_open.append({"tm": tm, "cs": at, "reads": reads, "snapshot": snap, "pc": t.pc})
             return None
         if op.startswith("tcgen05.alloc"):
             self.tmem_alloc(t, a)
@@ -1346,10 +1387,20 @@ class Cta:
             t.bulk_groups = [g for g in t.bulk_groups if g["stores"]]
 
     def bulk_write(self, s: dict) -> None:
-        tm, cs = s["tm"], s["cs"]
+        """The box's rows into global memory, clipped to the tensor map's dims: the
+        elements of a box reaching past the tensor are not written."""
+        tm, (c0, c1) = s["tm"], s["cs"]
         for r, data in enumerate(s["snapshot"]):
-            o = (cs[1] + r) * tm.stride + cs[0] * tm.elem
-            tm.buf[o : o + len(data)] = np.frombuffer(data, np.uint8)
+            y = c1 + r
+            if not 0 <= y < tm.dims[1]:
+                continue
+            n = min(tm.box[0], tm.dims[0] - c0)  # elements of the row inside (c0 >= 0)
+            if n <= 0:
+                continue
+            o = y * tm.stride + c0 * tm.elem
+            if o + n * tm.elem > tm.buf.size:
+                raise SimError("a TMA store past the end of device memory (the map's dims)")
+            tm.buf[o : o + n * tm.elem] = np.frombuffer(data, np.uint8)[: n * tm.elem]
 
     # -- wgmma ------------------------------------------------------------------------------
     def wgmma(self, threads: list[Thread], ins: Ins) -> None:
@@ -1475,13 +1526,19 @@ def run_kernel(
     ptx: str, manifest_kernel: dict, args: list[np.ndarray], instances: int
 ) -> list[np.ndarray]:
     """Run `instances` CTAs one after another, with the parameters the runtime would
-    pass (`vxc.backends.nvidia.runtime.plan_launch`); returns the stacked results."""
+    pass (`vxc.backends.nvidia.runtime.plan_launch`); returns the stacked results.
+
+    A tensor a tensor map describes lies in device memory with `GUARD` bytes of
+    `GUARD_BYTE` after it (what an allocator's neighbour would be): the TMA unit reaches
+    them only through a tensor map whose dims pass the tensor's end, or a store past the
+    dims that is not clipped, and a run that changes them is an error naming the tensor."""
     from vxc.backends.nvidia.runtime import plan_launch
 
     k = manifest_kernel
     memory = Global()
     params: dict = {}
     outs, status, ptrs = [], None, {}
+    guarded: dict = {}  # (arg or result param) -> (the tensor's bytes, its guarded copy)
     for p in plan_launch(k, args, instances):
         if p.kind in ("tensormap", "pointer"):
             raw = p.array.reshape(-1).view(np.uint8)
@@ -1490,9 +1547,14 @@ def run_kernel(
             if p.kind == "pointer":
                 params[p.name] = ptrs.setdefault(p.arg_index, memory.add(raw))
             else:
+                key = p.arg_index if p.arg_index is not None else p.name
+                if key not in guarded:
+                    buf = np.full(raw.size + GUARD, GUARD_BYTE, np.uint8)
+                    buf[: raw.size] = raw
+                    guarded[key] = (raw, buf, p.name)
                 tm = p.tensor_map
                 params[p.name] = TensorMap(
-                    raw, tm.dims, tm.strides[0], tm.box, tm.swizzle, tm.elem_bytes
+                    guarded[key][1], tm.dims, tm.strides[0], tm.box, tm.swizzle, tm.elem_bytes
                 )
         elif p.kind == "u64":
             params[p.name] = p.value
@@ -1501,6 +1563,11 @@ def run_kernel(
             params[p.name] = memory.add(status.view(np.uint8))
     for i in range(instances):
         Cta(ptx, k["name"], params, k["dynamic_smem"], i, instances, memory).run()
+    for raw, buf, name in guarded.values():
+        raw[:] = buf[: raw.size]
+        if (buf[raw.size :] != GUARD_BYTE).any():
+            at = int(np.flatnonzero(buf[raw.size :] != GUARD_BYTE)[0])
+            raise SimError(f"a TMA store wrote past the end of {name}'s tensor (at +{at} bytes)")
     if status is not None and status.any():
         raise StatusError(int(status[0]))
     return outs

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vxc.arguments import check_distinct, launch_count
-from vxc.backends.nvidia.encoders import TMA_DTYPES, TMA_SWIZZLE, TensorMap
+from vxc.arguments import ArgumentError, check_distinct, launch_count
+from vxc.backends.nvidia.encoders import TMA_DTYPES, TMA_ROW_MULTIPLE, TMA_SWIZZLE, TensorMap
 from vxc.backends.nvidia.manifest import Manifest
 from vxc.errors import NotRunnableHere
 from vxc.targets import NVIDIA_ARCHES
@@ -35,6 +35,24 @@ class NoGpu(NotRunnableHere):
 
 class CudaError(RuntimeError):
     pass
+
+
+# The largest tensor dimension a tensor map over a whole argument may have: TMA's
+# coordinates are signed 32-bit, so an element past 2^31 - 1 cannot be addressed (and the
+# kernels convert coordinates and dims to 32 bits).
+TMA_COORD_MAX = 2**31 - 1
+
+
+class TensorMapRefused(ArgumentError):
+    """A launch whose argument no tensor map can describe (docs/NVIDIA.md, "Tensor maps
+    at launch"): E7008, the TMA rule it breaks, the argument, and what to do. Refused
+    before anything is uploaded, for the GPU and the PTX simulator alike (the driver's
+    cuTensorMapEncodeTiled would fail with CUDA_ERROR_INVALID_VALUE and no word why)."""
+
+    code = "E7008"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{self.code}: {message}")
 
 
 class Hang(CudaError):
@@ -208,6 +226,8 @@ def plan_launch(meta: dict, args, instances: int) -> list[LaunchParam]:
             value = (
                 len(a)
                 if p["value"] == "len"
+                else int(np.shape(a)[0 if p["value"] == "rows" else 1])  # an edge view's dims
+                if p["value"] in ("rows", "cols")
                 else int(np.float32(a).view(np.uint32))  # an f32 scalar: its bits
                 if p["value"] == "f32"
                 else int(a)
@@ -225,11 +245,31 @@ def plan_launch(meta: dict, args, instances: int) -> list[LaunchParam]:
 
 def _whole_map(p: dict, a: np.ndarray) -> TensorMap:
     """The tensor map over a whole 2-D argument (the kernel reads views of it or stores
-    into it at coordinates): its shape is the array's."""
+    into it at coordinates): its dims are the array's own, never rounded up to the box, so
+    a box reaching past them (an `edge` view's) is zero-filled on a load and clipped on a
+    store by the TMA unit. cuTensorMapEncodeTiled takes only a row pitch that is a
+    multiple of 16 bytes (its globalStrides rule) and the kernels' coordinates are s32:
+    an argument breaking either is refused here (TensorMapRefused, E7008)."""
     if a.ndim != 2:
         raise ValueError(f"{p['arg']} has shape {a.shape}, the kernel takes a 2-D tensor")
     rows, cols = a.shape
-    return TensorMap(p["dtype"], (cols, rows), (cols * a.itemsize,), tuple(p["box"]), p["swizzle"])
+    pitch = cols * a.itemsize
+    if pitch % TMA_ROW_MULTIPLE:
+        per = TMA_ROW_MULTIPLE // a.itemsize
+        raise TensorMapRefused(
+            f"{p['arg']} has shape {a.shape} ({p['dtype']}): its row pitch of {pitch} bytes "
+            f"({cols} x {a.itemsize}) is not a multiple of {TMA_ROW_MULTIPLE}, which a TMA "
+            f"tensor map needs (cuTensorMapEncodeTiled's globalStrides); on b200/h100 the "
+            f"last dimension of a tensor the kernel views must be a multiple of {per} "
+            f"{p['dtype']} elements: pad it (with zeros for an input read through an `edge` "
+            f"view) and slice the result"
+        )
+    if max(rows, cols) > TMA_COORD_MAX:
+        raise TensorMapRefused(
+            f"{p['arg']} has shape {a.shape}: a dimension past {TMA_COORD_MAX} elements, "
+            f"which TMA's signed 32-bit coordinates cannot reach"
+        )
+    return TensorMap(p["dtype"], (cols, rows), (pitch,), tuple(p["box"]), p["swizzle"])
 
 
 class CudaArtifact:
