@@ -3,8 +3,9 @@ views (LANGUAGE.md 4.2), which the NVIDIA backends lower to TMA boxes over each 
 real dims, so the tensor map zero-fills the boxes' elements past A's and B's ends and
 clips C's stores. ptxas (the wheels' real tool) must accept it for sm_90a and sm_100a;
 the PTX simulator (backends/nvidia/ptxsim.py, which places guard bytes after every
-tensor) runs it against numpy on ragged shapes whose row pitches TMA can encode; a
-shape it cannot encode is refused at launch with E7008."""
+tensor) runs it against numpy on ragged shapes, prime ones included: a row pitch that is
+not a multiple of 16 bytes (which a tensor map's stride must be) is padded by the
+launcher, whose padding columns the simulator fills with guard bytes too."""
 
 from __future__ import annotations
 
@@ -74,27 +75,90 @@ def test_ptxas_accepts_gemm_any(target):
     ]  # fmt: skip
 
 
+def _plans(monkeypatch) -> list:
+    """Each launch plan (runtime.plan_launch's) the simulator is given, as it is run."""
+    plans, plan = [], runtime.plan_launch
+
+    def spy(*args):
+        plans.append(plan(*args))
+        return plans[-1]
+
+    monkeypatch.setattr(runtime, "plan_launch", spy)
+    return plans
+
+
+def _layouts(plan) -> dict:
+    """tensor map -> (its stride, the device pitch the launcher lays the rows out at)."""
+    return {p.name: (p.tensor_map.strides[0], p.pitch) for p in plan if p.tensor_map}
+
+
 @pytest.mark.parametrize("target", ARCH)
-def test_gemm_any_matches_numpy_on_a_ragged_shape(target):
+def test_gemm_any_matches_numpy_on_a_ragged_shape(target, monkeypatch):
     # m = 300: a last row tile of 44 rows; n = 200: a last column tile of 72 columns (and
     # B's second 64-column box of it wholly past n); k = 136: a second K tile of 8, whose
-    # zero-filled rest must add nothing. Row pitches 272, 400 and 800 bytes: TMA's rule.
+    # zero-filled rest must add nothing. Row pitches 272, 400 and 800 bytes, multiples of
+    # 16: each tensor uploaded as it is (no pitch of its own), its stride its own rows.
+    plans = _plans(monkeypatch)
     c, ref = _run(target, 300, 200, 136, seed=3)
     np.testing.assert_array_equal(c, ref)
+    assert _layouts(plans[0]) == {
+        "a_tmap": (272, None), "b_tmap_mn": (400, None), "c_tmap_rm": (800, None),
+    }  # fmt: skip
 
 
-def test_a_row_pitch_tma_cannot_encode_is_refused_at_launch():
-    # n = 13: B's rows are 26 bytes and C's 52, neither a multiple of 16, which
-    # cuTensorMapEncodeTiled's globalStrides must be. Refused before any upload or run.
-    ptx, kern = _ptx("h100")
-    a, b, c = _inputs(130, 13, 16)
-    with pytest.raises(runtime.TensorMapRefused) as e:
-        ptxsim.run_kernel(ptx, kern, [130, 13, 16, a, b, c], 2)
-    assert e.value.code == "E7008"
-    msg = str(e.value)
-    assert msg.startswith("E7008: b has shape (16, 13)") and "26 bytes" in msg, msg
-    assert "multiple of 16" in msg and "multiple of 8 bf16 elements" in msg, msg
-    assert np.isnan(c).all()  # nothing ran
+def _padded(cols: int, elem: int) -> int:
+    return -(-cols * elem // 16) * 16
+
+
+@pytest.mark.parametrize("target", ARCH)
+@pytest.mark.parametrize(("m", "n", "k"), [(7, 13, 5), (131, 127, 257)])
+def test_gemm_any_matches_numpy_at_prime_shapes(target, m, n, k, monkeypatch):
+    # No row pitch here is a multiple of 16 bytes (A's k x 2, B's n x 2, C's n x 4): each
+    # tensor lies on the device at its pitch rounded up, its padding columns guard bytes
+    # in the simulator (a kernel reading them as data would sum 0xA5A5 bf16s; writing
+    # them fails the run), the maps' dims the real ones.
+    plans = _plans(monkeypatch)
+    c, ref = _run(target, m, n, k, seed=m)
+    np.testing.assert_array_equal(c, ref)
+    a, b, cp = _padded(k, 2), _padded(n, 2), _padded(n, 4)
+    assert _layouts(plans[0]) == {"a_tmap": (a, a), "b_tmap_mn": (b, b), "c_tmap_rm": (cp, cp)}
+    assert (a, b, cp) != (k * 2, n * 2, n * 4) and all(x % 16 == 0 for x in (a, b, cp))
+
+
+def test_the_padded_layout_is_what_the_maps_stride_reads(monkeypatch):
+    # A launcher that encoded the padded stride but uploaded B as it is (rows 26 bytes
+    # apart) reads B's rows from the wrong places: the run is no longer numpy's.
+    plan = runtime.plan_launch
+
+    def unpadded(*args):
+        out = plan(*args)
+        for p in out:
+            p.pitch = None if p.name == "b_tmap_mn" else p.pitch
+        return out
+
+    monkeypatch.setattr(runtime, "plan_launch", unpadded)
+    c, ref = _run("h100", 7, 13, 5)
+    assert not np.array_equal(c, ref)
+
+
+def test_the_row_padding_of_the_output_is_never_written(monkeypatch):
+    # C is [7, 13] f32, its rows padded from 52 to 64 bytes. With C's map as wide as its
+    # padded rows (what a launcher encoding the pitch's dims would do), the clipped store
+    # reaches the padding columns, and the run says so; the real map's never does.
+    whole = runtime._whole_map
+
+    def wide(p, a):
+        tm = whole(p, a)
+        if p["arg"] != "c":
+            return tm
+        cols = tm.strides[0] // tm.elem_bytes
+        return type(tm)(tm.dtype, (cols, tm.dims[1]), tm.strides, tm.box, tm.swizzle)
+
+    monkeypatch.setattr(runtime, "_whole_map", wide)
+    with pytest.raises(
+        ptxsim.SimError, match=r"row padding of c_tmap_rm's tensor \(row 0, \+52 bytes"
+    ):
+        _run("h100", 7, 13, 5)
 
 
 @pytest.mark.parametrize("target", ARCH)

@@ -37,6 +37,25 @@ class CUresult(enum.IntEnum):
     CUDA_ERROR_LAUNCH_FAILED = 719
 
 
+class CUmemorytype(enum.IntEnum):  # noqa: N801
+    CU_MEMORYTYPE_HOST = 1
+    CU_MEMORYTYPE_DEVICE = 2
+
+
+@dataclass
+class CUDA_MEMCPY2D:  # noqa: N801 - cuda-python's struct: the fields the runtime sets
+    srcMemoryType: int = 0  # noqa: N815
+    srcHost: int = 0  # noqa: N815
+    srcDevice: int = 0  # noqa: N815
+    srcPitch: int = 0  # noqa: N815
+    dstMemoryType: int = 0  # noqa: N815
+    dstHost: int = 0  # noqa: N815
+    dstDevice: int = 0  # noqa: N815
+    dstPitch: int = 0  # noqa: N815
+    WidthInBytes: int = 0  # noqa: N815
+    Height: int = 0  # noqa: N815
+
+
 class CUdevice_attribute(enum.IntEnum):  # noqa: N801 - cuda-python's names
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
@@ -113,6 +132,8 @@ class Function:
 
 class FakeDriver:
     CUresult = CUresult
+    CUmemorytype = CUmemorytype
+    CUDA_MEMCPY2D = CUDA_MEMCPY2D
     CUdevice_attribute = CUdevice_attribute
     CUfunction_attribute = CUfunction_attribute
     CUtensorMapInterleave = CUtensorMapInterleave
@@ -130,6 +151,7 @@ class FakeDriver:
         self.memory = ptxsim.Global()
         self.tensor_map_calls: list[dict] = []
         self.launches: list[dict] = []
+        self.copies_2d: list[CUDA_MEMCPY2D] = []
 
     # -- device, context, module -----------------------------------------------------
     def cuInit(self, flags):  # noqa: N802
@@ -183,6 +205,28 @@ class FakeDriver:
     def cuMemcpyDtoH(self, dst, src, n):  # noqa: N802
         buf, off = self.memory.find(int(src))
         ctypes.memmove(int(dst), buf.ctypes.data + off, int(n))
+        return (CUresult.CUDA_SUCCESS,)
+
+    def cuMemcpy2D(self, cp):  # noqa: N802
+        """Row by row, as the driver does: a pitch below the width, or a row that leaves
+        its device buffer, is refused (CUDA_ERROR_INVALID_VALUE)."""
+        self.copies_2d.append(cp)
+        if min(cp.srcPitch, cp.dstPitch) < cp.WidthInBytes:
+            return (CUresult.CUDA_ERROR_INVALID_VALUE,)
+        for row in range(int(cp.Height)):
+            ends = []
+            for kind, host, device, pitch in (
+                (cp.srcMemoryType, cp.srcHost, cp.srcDevice, cp.srcPitch),
+                (cp.dstMemoryType, cp.dstHost, cp.dstDevice, cp.dstPitch),
+            ):
+                if kind == CUmemorytype.CU_MEMORYTYPE_HOST:
+                    ends.append(int(host) + row * pitch)
+                    continue
+                buf, off = self.memory.find(int(device) + row * pitch)
+                if off + cp.WidthInBytes > buf.size:
+                    return (CUresult.CUDA_ERROR_INVALID_VALUE,)
+                ends.append(buf.ctypes.data + off)
+            ctypes.memmove(ends[1], ends[0], int(cp.WidthInBytes))
         return (CUresult.CUDA_SUCCESS,)
 
     # -- tensor maps -------------------------------------------------------------------

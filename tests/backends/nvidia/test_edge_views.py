@@ -1,6 +1,7 @@
 """`edge` views on b200 / h100 (LANGUAGE.md 4.2): a fill other than zero is tile
 arithmetic's select after the TMA load lands (the tensor map itself fills zeros), run in
-the PTX simulator against numpy; what the backends refuse at build, coded; and the
+the PTX simulator against numpy; what the backends refuse at build, coded (and a static
+row pitch that is not a multiple of 16 bytes, which the launcher pads, building); and the
 simulator's own model of TMA's tiled-mode out-of-bounds rules (ptxsim.py).
 kernels/gemm_any.vx, the zero-fill case, is tests/e2e/test_gemm_any_nvidia.py's."""
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from vxc import api
-from vxc.backends.nvidia import ptx_text, ptxsim
+from vxc.backends.nvidia import ptx_text, ptxsim, runtime
 from vxc.targets import TARGETS
 
 # An edge tile of x read with the fill `f` (a parameter: a register, not an immediate),
@@ -37,7 +38,10 @@ def _ptx(target: str, text: str) -> tuple[str, dict]:
     return ptx, kernels[0]
 
 
-@pytest.mark.parametrize(("target", "m", "n"), [("h100", 200, 100), ("b200", 130, 36)])
+# (7, 13): x's rows are 52 bytes, laid out at 64 by the launcher; the select still sees 13.
+@pytest.mark.parametrize(
+    ("target", "m", "n"), [("h100", 200, 100), ("b200", 130, 36), ("b200", 7, 13)]
+)
 def test_a_non_zero_fill_is_selected_past_the_tensors_end(target, m, n):
     ptx, kern = _ptx(target, FILL.replace("FILL", "f"))
     # The select compares each element's global coordinate with the tensor's dims, which
@@ -143,9 +147,22 @@ fn r(x: &Tensor<f32, [200, 13]>, y: &mut Tensor<f32, [256, 128]>) -> void on Top
 """
 
 
-def test_a_static_row_pitch_tma_cannot_encode_is_refused_at_build():
-    code, msg = _refusal("b200", RAGGED_PITCH)
-    assert code == "E7008" and "13 x f32 = 52 bytes" in msg and "multiple of 4" in msg, msg
+@pytest.mark.parametrize("target", ["h100", "b200"])
+def test_a_static_row_pitch_that_is_not_16_bytes_builds_and_runs_padded(target):
+    # x's rows are 13 x f32 = 52 bytes, which no tensor map's stride can be: it builds
+    # (ptxas included), and the launcher lays x out at 64 bytes a row, its map's dims
+    # still 13 x 200, so the edge boxes fill zeros past column 13 and row 200.
+    result = api.build(_analysis(RAGGED_PITCH), target)
+    assert result.ok, [d.message for d in result.diagnostics]
+    ptx, kern = _ptx(target, RAGGED_PITCH)
+    x = np.arange(200 * 13, dtype=np.float32).reshape(200, 13) + 1.0
+    y = np.full((256, 128), np.nan, np.float32)
+    (plan,) = [p for p in runtime.plan_launch(kern, [x, y], 2) if p.name.startswith("x_")]
+    assert (plan.tensor_map.dims, plan.tensor_map.strides, plan.pitch) == ((13, 200), (64,), 64)
+    assert ptxsim.run_kernel(ptx, kern, [x, y], 2) == []
+    want = np.zeros_like(y)
+    want[:200, :13] = x
+    np.testing.assert_array_equal(y, want)
 
 
 # -- the simulator's TMA rules -----------------------------------------------------------

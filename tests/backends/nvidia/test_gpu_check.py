@@ -189,17 +189,22 @@ def test_a_gemm_writes_its_output_argument_in_place(artifacts, fake):
 
 def test_gemm_any_runs_through_the_runtime_on_the_arrays_real_dims(artifacts, fake):
     # kernels/gemm_any.vx (edge views): the maps are encoded from the arrays' own shapes,
-    # never rounded to the 128 x 128 tiles, so the TMA unit fills and clips the edges; a
-    # shape whose row pitch TMA cannot encode is refused before anything is uploaded.
+    # never rounded to the 128 x 128 tiles, so the TMA unit fills and clips the edges.
     d = fake(capability=(9, 0))
     art = runtime.load(artifacts / "h100" / "gemm_any.h100.json")
     _gemm_in_place(art, "gemm_any", (130, 8, 8), 2)
     dims = [(call["dims"], call["strides"]) for call in d.tensor_map_calls]
     assert dims == [([8, 130], [16]), ([8, 8], [16]), ([8, 130], [32])]
-    m, n, k, a, b, c = _gemm_args(130, 13, 8)
-    with pytest.raises(runtime.TensorMapRefused, match="E7008: b has shape"):
-        art.gemm_any.run(2, m, n, k, a, b, c)
-    assert len(d.tensor_map_calls) == 3 and len(d.launches) == 1
+    assert d.copies_2d == []  # every row pitch a multiple of 16 bytes: uploaded as it is
+    # n = 13: B's rows are 26 bytes and C's 52, which no tensor map's stride can be. The
+    # launcher lays them out at 32 and 64 bytes (cuMemcpy2D both ways for C, the output)
+    # and encodes the real dims with the padded strides.
+    _gemm_in_place(art, "gemm_any", (130, 13, 8), 2)
+    dims = [(call["dims"], call["strides"]) for call in d.tensor_map_calls[3:]]
+    assert dims == [([8, 130], [16]), ([13, 8], [32]), ([13, 130], [64])]
+    copies = [(c.srcPitch, c.dstPitch, c.WidthInBytes, c.Height) for c in d.copies_2d]
+    assert copies == [(26, 32, 26, 8), (52, 64, 52, 130), (64, 52, 52, 130)]
+    assert len(d.launches) == 2
 
 
 @pytest.mark.slow

@@ -39,7 +39,6 @@ from vxc.backends.nvidia import tiles, tma
 from vxc.backends.nvidia.encoders import (
     MMA_TYPES,
     SWIZZLE_BYTES,
-    TMA_ROW_MULTIPLE,
     TmaLimit,
     check_box,
     elem_bytes,
@@ -538,18 +537,6 @@ class FunctionLowering(Walk):
         whole: bool = False,
         mut: bool = False,
     ) -> TmaParam:
-        if whole and source == "arg":
-            cols = ir.MemRefType(self.entry.arguments[index].type).shape[-1]
-            if cols != T.DYNAMIC and (cols * tile.elem) % TMA_ROW_MULTIPLE:
-                # The launcher refuses it for a runtime shape (runtime.TensorMapRefused).
-                raise refuse(
-                    "E7008",
-                    op,
-                    f"{self.arg_names[index]}'s rows are {cols} x {tile.dtype} = "
-                    f"{cols * tile.elem} bytes, not a multiple of {TMA_ROW_MULTIPLE}: a TMA "
-                    f"tensor map's row pitch must be (cuTensorMapEncodeTiled's globalStrides); "
-                    f"make the last dimension a multiple of {TMA_ROW_MULTIPLE // tile.elem}",
-                )
         key = (source, index, tile.layout)
         if key in self.tmaps:
             p = self.tmaps[key]

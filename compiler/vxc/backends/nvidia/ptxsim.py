@@ -28,9 +28,10 @@ backend's encoders:
 - TMA in tiled mode: the coordinates are signed 32-bit; a box may reach past the
   tensor's dims (the tensor map's, as cuTensorMapEncodeTiled was given them) on any
   side: a load writes zeros for its elements outside (and still counts the whole box's
-  bytes on the mbarrier), a store writes only its elements inside. A tensor map the
-  driver would not encode (a row pitch not a multiple of 16 bytes, a dim outside
-  1 .. 2^32, a base address not 16-byte aligned) is an error at launch, and so is a
+  bytes on the mbarrier), a store writes only its elements inside (the launcher pads a
+  row pitch that is not a multiple of 16 bytes; the padding lies past the dims, so it is
+  neither read nor written). A tensor map the driver would not encode (a row pitch not
+  a multiple of 16 bytes, a dim outside 1 .. 2^32, a base address not 16-byte aligned) is an error at launch, and so is a
   negative coordinate: real hardware would zero-fill it silently, but the backends'
   coordinates are proved >= 0 (E6041), so one is a coordinate wrapped to 32 bits;
 - mbarrier phases, `expect_tx` byte counts and `try_wait.parity` follow the PTX ISA;
@@ -1522,6 +1523,11 @@ class Cta:
             self.tmem[l0:l1, c0:c1] = res.astype(np.float16).view(np.uint32)
 
 
+def _rows(buf: np.ndarray, rows: int, pitch: int) -> np.ndarray:
+    """A tensor's rows in its guarded device buffer: (rows, pitch) bytes."""
+    return buf[: rows * pitch].reshape(rows, pitch)
+
+
 def run_kernel(
     ptx: str, manifest_kernel: dict, args: list[np.ndarray], instances: int
 ) -> list[np.ndarray]:
@@ -1531,7 +1537,10 @@ def run_kernel(
     A tensor a tensor map describes lies in device memory with `GUARD` bytes of
     `GUARD_BYTE` after it (what an allocator's neighbour would be): the TMA unit reaches
     them only through a tensor map whose dims pass the tensor's end, or a store past the
-    dims that is not clipped, and a run that changes them is an error naming the tensor."""
+    dims that is not clipped, and a run that changes them is an error naming the tensor.
+    A tensor whose rows the launcher pads (`LaunchParam.pitch`: rows not a multiple of 16
+    bytes) lies row by row at that pitch, its padding columns guard bytes too: a kernel
+    that read them as data would read 0xA5 bytes, and one that wrote them fails the run."""
     from vxc.backends.nvidia.runtime import plan_launch
 
     k = manifest_kernel
@@ -1549,9 +1558,13 @@ def run_kernel(
             else:
                 key = p.arg_index if p.arg_index is not None else p.name
                 if key not in guarded:
-                    buf = np.full(raw.size + GUARD, GUARD_BYTE, np.uint8)
-                    buf[: raw.size] = raw
-                    guarded[key] = (raw, buf, p.name)
+                    # (rows, bytes of each, pitch): the layout the launcher uploads
+                    rows = 1 if p.pitch is None else p.array.shape[0]
+                    width = raw.size // rows
+                    pitch = width if p.pitch is None else p.pitch
+                    buf = np.full(rows * pitch + GUARD, GUARD_BYTE, np.uint8)
+                    _rows(buf, rows, pitch)[:, :width] = raw.reshape(rows, width)
+                    guarded[key] = (raw, buf, p.name, rows, pitch)
                 tm = p.tensor_map
                 params[p.name] = TensorMap(
                     guarded[key][1], tm.dims, tm.strides[0], tm.box, tm.swizzle, tm.elem_bytes
@@ -1563,10 +1576,19 @@ def run_kernel(
             params[p.name] = memory.add(status.view(np.uint8))
     for i in range(instances):
         Cta(ptx, k["name"], params, k["dynamic_smem"], i, instances, memory).run()
-    for raw, buf, name in guarded.values():
-        raw[:] = buf[: raw.size]
-        if (buf[raw.size :] != GUARD_BYTE).any():
-            at = int(np.flatnonzero(buf[raw.size :] != GUARD_BYTE)[0])
+    for raw, buf, name, rows, pitch in guarded.values():
+        width = raw.size // rows
+        raw[:] = _rows(buf, rows, pitch)[:, :width].reshape(-1)
+        pad = _rows(buf, rows, pitch)[:, width:]
+        if (pad != GUARD_BYTE).any():
+            row, at = (int(x[0]) for x in np.nonzero(pad != GUARD_BYTE))
+            raise SimError(
+                f"a TMA store wrote into the row padding of {name}'s tensor (row {row}, "
+                f"+{width + at} bytes of its {pitch}-byte pitch)"
+            )
+        end = rows * pitch
+        if (buf[end:] != GUARD_BYTE).any():
+            at = int(np.flatnonzero(buf[end:] != GUARD_BYTE)[0])
             raise SimError(f"a TMA store wrote past the end of {name}'s tensor (at +{at} bytes)")
     if status is not None and status.any():
         raise StatusError(int(status[0]))

@@ -47,7 +47,9 @@ class TensorMapRefused(ArgumentError):
     """A launch whose argument no tensor map can describe (docs/NVIDIA.md, "Tensor maps
     at launch"): E7008, the TMA rule it breaks, the argument, and what to do. Refused
     before anything is uploaded, for the GPU and the PTX simulator alike (the driver's
-    cuTensorMapEncodeTiled would fail with CUDA_ERROR_INVALID_VALUE and no word why)."""
+    cuTensorMapEncodeTiled would fail with CUDA_ERROR_INVALID_VALUE and no word why).
+    What remains refused: a dimension past TMA's s32 coordinates, and a tensor whose rows
+    need padding (below) that the kernel also reads through a raw pointer."""
 
     code = "E7008"
 
@@ -148,6 +150,10 @@ class LaunchParam:
     array: np.ndarray | None = None
     tensor_map: TensorMap | None = None
     value: int | None = None
+    # The device row pitch in bytes where it is not the array's own (a 2-D argument whose
+    # rows are not a multiple of 16 bytes, which a tensor map's stride must be): uploaded
+    # row by row at this pitch (and an output read back so); None: uploaded as it is.
+    pitch: int | None = None
 
 
 def _dtype_of(dtype: str):
@@ -193,7 +199,9 @@ def plan_launch(meta: dict, args, instances: int) -> list[LaunchParam]:
                 raise ValueError(f"{p['arg']} is an output: pass a writable, C-contiguous array")
             a = np.ascontiguousarray(a)
         if kind == "tensormap" and index is not None and p.get("view"):
-            out.append(LaunchParam(p["name"], kind, index, a, _whole_map(p, a)))
+            tm = _whole_map(p, a)
+            pitch = tm.strides[0] if tm.strides[0] != a.shape[1] * a.itemsize else None
+            out.append(LaunchParam(p["name"], kind, index, a, tm, pitch=pitch))
         elif kind == "tensormap" and index is not None:
             rows, cols = p["tile"]
             if tuple(a.shape[-2:]) != (rows, cols) or a.ndim != (3 if p["vec"] else 2):
@@ -240,7 +248,25 @@ def plan_launch(meta: dict, args, instances: int) -> list[LaunchParam]:
     for lp in out:
         if lp.tensor_map is not None:
             lp.tensor_map.check()
+    _check_one_layout(out)
     return out
+
+
+def _check_one_layout(plan: list[LaunchParam]) -> None:
+    """An argument lies in device memory once, so every parameter over it must see one
+    layout: one whose rows are padded cannot also be read through a raw pointer (the
+    kernel's `ptr + i` addressing assumes the array's own pitch)."""
+    padded = {p.arg_index: p for p in plan if p.pitch is not None}
+    for p in plan:
+        if p.kind == "pointer" and p.arg_index in padded:
+            q = padded[p.arg_index]
+            raise TensorMapRefused(
+                f"{q.name.split('_tmap')[0]} has shape {q.array.shape}: its rows "
+                f"({q.array.shape[1] * q.array.itemsize} bytes) are padded to "
+                f"{q.pitch} bytes for its tensor map, and the kernel also reads it through "
+                f"a pointer ({p.name}), which needs the array's own pitch; make the last "
+                f"dimension a multiple of {TMA_ROW_MULTIPLE // q.array.itemsize}"
+            )
 
 
 def _whole_map(p: dict, a: np.ndarray) -> TensorMap:
@@ -248,27 +274,20 @@ def _whole_map(p: dict, a: np.ndarray) -> TensorMap:
     into it at coordinates): its dims are the array's own, never rounded up to the box, so
     a box reaching past them (an `edge` view's) is zero-filled on a load and clipped on a
     store by the TMA unit. cuTensorMapEncodeTiled takes only a row pitch that is a
-    multiple of 16 bytes (its globalStrides rule) and the kernels' coordinates are s32:
-    an argument breaking either is refused here (TensorMapRefused, E7008)."""
+    multiple of 16 bytes (its globalStrides rule): where the array's is not, the stride is
+    its pitch rounded up to 16 bytes, and the launcher lays the argument out at that pitch
+    on the device (LaunchParam.pitch); the padding columns lie past the map's dims, so
+    they are never read as data and never written. The kernels' coordinates are s32: a
+    dimension past that is refused here (TensorMapRefused, E7008)."""
     if a.ndim != 2:
         raise ValueError(f"{p['arg']} has shape {a.shape}, the kernel takes a 2-D tensor")
     rows, cols = a.shape
-    pitch = cols * a.itemsize
-    if pitch % TMA_ROW_MULTIPLE:
-        per = TMA_ROW_MULTIPLE // a.itemsize
-        raise TensorMapRefused(
-            f"{p['arg']} has shape {a.shape} ({p['dtype']}): its row pitch of {pitch} bytes "
-            f"({cols} x {a.itemsize}) is not a multiple of {TMA_ROW_MULTIPLE}, which a TMA "
-            f"tensor map needs (cuTensorMapEncodeTiled's globalStrides); on b200/h100 the "
-            f"last dimension of a tensor the kernel views must be a multiple of {per} "
-            f"{p['dtype']} elements: pad it (with zeros for an input read through an `edge` "
-            f"view) and slice the result"
-        )
     if max(rows, cols) > TMA_COORD_MAX:
         raise TensorMapRefused(
             f"{p['arg']} has shape {a.shape}: a dimension past {TMA_COORD_MAX} elements, "
             f"which TMA's signed 32-bit coordinates cannot reach"
         )
+    pitch = -(-cols * a.itemsize // TMA_ROW_MULTIPLE) * TMA_ROW_MULTIPLE
     return TensorMap(p["dtype"], (cols, rows), (pitch,), tuple(p["box"]), p["swizzle"])
 
 
@@ -337,11 +356,29 @@ class CudaKernel:
     def _alloc(self, nbytes: int) -> int:
         return int(_check(self.d.cuMemAlloc(max(nbytes, 16)), "cuMemAlloc"))
 
-    def _upload(self, a: np.ndarray) -> int:
+    def _upload(self, a: np.ndarray, pitch: int | None = None) -> int:
+        """`a` in a new device buffer: as it is, or (`pitch`) its rows at that pitch."""
         a = np.ascontiguousarray(a)
-        ptr = self._alloc(a.nbytes)
-        _check(self.d.cuMemcpyHtoD(ptr, a.ctypes.data, a.nbytes), "cuMemcpyHtoD")
+        if pitch is None:
+            ptr = self._alloc(a.nbytes)
+            _check(self.d.cuMemcpyHtoD(ptr, a.ctypes.data, a.nbytes), "cuMemcpyHtoD")
+            return ptr
+        rows, width = a.shape[0], a.shape[1] * a.itemsize
+        ptr = self._alloc(rows * pitch)
+        self._copy_2d(ptr, pitch, a.ctypes.data, width, width, rows, to_device=True)
         return ptr
+
+    def _copy_2d(self, dst, dst_pitch, src, src_pitch, width, rows, to_device: bool) -> None:
+        """`rows` rows of `width` bytes between host and device, each side at its pitch."""
+        d = self.d
+        cp = d.CUDA_MEMCPY2D()
+        host, dev = d.CUmemorytype.CU_MEMORYTYPE_HOST, d.CUmemorytype.CU_MEMORYTYPE_DEVICE
+        if to_device:
+            cp.srcMemoryType, cp.srcHost, cp.dstMemoryType, cp.dstDevice = host, src, dev, dst
+        else:
+            cp.srcMemoryType, cp.srcDevice, cp.dstMemoryType, cp.dstHost = dev, src, host, dst
+        cp.srcPitch, cp.dstPitch, cp.WidthInBytes, cp.Height = src_pitch, dst_pitch, width, rows
+        _check(d.cuMemcpy2D(cp), "cuMemcpy2D")
 
     def _tensor_map(self, spec: TensorMap, ptr: int) -> bytes:
         d = self.d
@@ -384,14 +421,14 @@ class CudaKernel:
             if p.kind in ("tensormap", "pointer"):
                 if p.arg_index is not None:
                     if p.arg_index not in arg_ptrs:
-                        arg_ptrs[p.arg_index] = self._upload(p.array)
+                        arg_ptrs[p.arg_index] = self._upload(p.array, p.pitch)
                         if p.arg_index in mut:  # an output: written back in place
-                            outs.append((p.array, arg_ptrs[p.arg_index], False))
+                            outs.append((p.array, arg_ptrs[p.arg_index], False, p.pitch))
                     ptr = arg_ptrs[p.arg_index]
                 else:  # a result: stacked over the instances
                     ptr = self._upload(p.array)
                     frees.append(ptr)
-                    outs.append((p.array, ptr, True))
+                    outs.append((p.array, ptr, True, None))
                 if p.kind == "tensormap":
                     bufs.append(self._param_bytes(self._tensor_map(p.tensor_map, ptr)))
                 else:
@@ -463,8 +500,12 @@ class CudaKernel:
                     f"breaks `where {' and '.join(self.meta['requires'])}`"
                 )
         results = []
-        for out, ptr, is_result in outs:
-            _check(d.cuMemcpyDtoH(out.ctypes.data, ptr, out.nbytes), "cuMemcpyDtoH")
+        for out, ptr, is_result, pitch in outs:
+            if pitch is None:
+                _check(d.cuMemcpyDtoH(out.ctypes.data, ptr, out.nbytes), "cuMemcpyDtoH")
+            else:  # rows padded on the device: only each row's own bytes come back
+                width = out.shape[1] * out.itemsize
+                self._copy_2d(out.ctypes.data, width, ptr, pitch, width, out.shape[0], False)
             if is_result:
                 results.append(out)
         for ptr in frees:
