@@ -87,9 +87,10 @@ SOURCES = {"gemm3": "gemm_3stage", "rmsnorm": "layernorm"}
 # wraps twice); a 3 x 7 grid of instances; then the full size.
 GEMM_LADDER = ((128, 128, 256), (128, 256, 640), (384, 896, 384))
 GEMM_FULL = (4096, 4096, 4096)
-# gemm_any (edge views, LANGUAGE.md 4.2): ragged shapes whose row pitches TMA can encode
-# (n, k multiples of 8: docs/NVIDIA.md), one instance of one row, then edges on every side.
-GEMM_ANY_LADDER = ((1, 8, 8), (300, 200, 136), (1031, 520, 1000))
+# gemm_any (edge views, LANGUAGE.md 4.2): one instance of one row, edges on every side,
+# then prime shapes, whose row pitches are not multiples of 16 bytes: the launcher pads
+# them (cuMemcpy2D both ways; docs/NVIDIA.md "Tensor maps at launch").
+GEMM_ANY_LADDER = ((1, 8, 8), (300, 200, 136), (1031, 520, 1000), (7, 13, 5), (131, 127, 257))
 
 # The tile-arithmetic kernels' shapes: gemm_epilogue's are the GEMMs'; softmax's are
 # (m, n): one instance, two column tiles, a row of 1024, then 8192 instances of 8 rows.
