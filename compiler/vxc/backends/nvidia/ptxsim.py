@@ -558,6 +558,7 @@ class Cta:
         self.relinquished: set[int] = set()
         self.bars: dict[int, dict] = {}
         self.pending: deque = deque()  # TMA loads not yet landed
+        self.tma_loads: list[tuple[str, tuple]] = []  # each issued: (tensor map, coords)
         self.tc_pipe: deque = deque()  # tcgen05.mma / commit, in issue order
         self.tc_events: list[TcEvent] = []
         self.wg_pending: list[dict] = []  # wgmma ops some thread has not retired
@@ -1232,6 +1233,7 @@ class Cta:
             self._race(t, lo, self.r_tid[lo:hi], self.r_epoch[lo:hi], "TMA-loads over")
             self.tma_tid[lo:hi], self.tma_epoch[lo:hi] = t.tid, self.epoch
             self.pending.append((lo, tm, cs[0], cs[1], bar + boff))
+            self.tma_loads.append((name, tuple(cs)))
             return None
         if op.startswith("cp.async.bulk.tensor.2d.global.shared"):
             (_, name), cs = self.coords(t, a[0])
@@ -1472,10 +1474,17 @@ class Cta:
 
 
 def run_kernel(
-    ptx: str, manifest_kernel: dict, args: list[np.ndarray], instances: int
+    ptx: str,
+    manifest_kernel: dict,
+    args: list[np.ndarray],
+    instances: int,
+    ctas: list[int] | None = None,
+    tma_loads: list | None = None,
 ) -> list[np.ndarray]:
     """Run `instances` CTAs one after another, with the parameters the runtime would
-    pass (`vxc.backends.nvidia.runtime.plan_launch`); returns the stacked results."""
+    pass (`vxc.backends.nvidia.runtime.plan_launch`); returns the stacked results.
+    `ctas` runs only those of the grid (the others' outputs are left as they were);
+    `tma_loads` collects each TMA load issued as (cta, tensor map parameter, coords)."""
     from vxc.backends.nvidia.runtime import plan_launch
 
     k = manifest_kernel
@@ -1499,8 +1508,11 @@ def run_kernel(
         elif p.kind == "status":
             status = p.array
             params[p.name] = memory.add(status.view(np.uint8))
-    for i in range(instances):
-        Cta(ptx, k["name"], params, k["dynamic_smem"], i, instances, memory).run()
+    for i in range(instances) if ctas is None else ctas:
+        cta = Cta(ptx, k["name"], params, k["dynamic_smem"], i, instances, memory)
+        cta.run()
+        if tma_loads is not None:
+            tma_loads += [(i, *load) for load in cta.tma_loads]
     if status is not None and status.any():
         raise StatusError(int(status[0]))
     return outs
