@@ -149,9 +149,11 @@ def check_bench(repeat: int) -> None:
     )
 
 
-def kernel(name: str, out: Path):
+def kernel(name: str, out: Path, entry: str | None = None):
+    """kernels/NAME.vx's kernel `entry` (by default NAME; attention.vx's generic entry
+    builds as `attention__128`, its default head dimension)."""
     path = ROOT / "kernels" / f"{name}.vx"
-    return getattr(build(path.read_bytes(), out / name, f"kernels/{name}.vx"), name)
+    return getattr(build(path.read_bytes(), out / name, f"kernels/{name}.vx"), entry or name)
 
 
 def epilogue_bench(sizes: list[int], repeat: int, tmp: Path) -> None:
@@ -203,7 +205,7 @@ def softmax_bench(repeat: int, tmp: Path, m: int = 8192, n: int = 1024) -> None:
 
 def attention_bench(repeat: int, tmp: Path, s: int = 2048, h: int = 8) -> None:
     """Seq 2048, 8 heads, head dim 128, bf16 in, f32 out; causal and not."""
-    att = kernel("attention", tmp)
+    att = kernel("attention", tmp, ATTENTION_ENTRY)
     rng = np.random.default_rng(0)
     qkv = [rng.standard_normal((h * s, 128)).astype(ml_dtypes.bfloat16) for _ in range(3)]
     for causal in (False, True):
@@ -216,15 +218,11 @@ def one_attention(att, qkv: list, h: int, s: int, causal: bool, repeat: int) -> 
 
     q, k, v = qkv
     n, d = h * s, 128
-    diag = np.triu(np.full((128, 128), -1e30, np.float32), 1)
-    mask = np.concatenate([diag[:, :64], diag[:, 64:]])  # attention.vx: halves stacked
     o = np.empty((n, d), np.float32)
     scale = np.float32(d**-0.5)
     qj, kj, vj = (jnp.asarray(t.reshape(h, s, d).transpose(1, 0, 2)[None]) for t in qkv)
     qf, kf, vf = (t.astype(np.float32).reshape(h, s, d) for t in qkv)
-    t_k = best(
-        lambda: att.launch(h, s, n, causal, scale, q, k, v, mask, o, instances=n // 128), repeat
-    )
+    t_k = best(lambda: att.launch(h, s, n, causal, scale, q, k, v, o, instances=n // 128), repeat)
     f = jax.jit(lambda a, b, c: jax.nn.dot_product_attention(a, b, c, is_causal=causal))
     t_j = best(lambda: f(qj, kj, vj).block_until_ready(), repeat)
 
@@ -246,17 +244,22 @@ def one_attention(att, qkv: list, h: int, s: int, causal: bool, repeat: int) -> 
 
 # Where a kernel's time goes: the kernel with one part taken out (the results are wrong;
 # only the time is read). The difference to the whole kernel is that part's cost.
+# attention.vx has a key loop for each value of `causal`: each edit is made in both.
+ATTENTION_ENTRY = "attention__128"
 ATTENTION_WITHOUT = {
-    "exp": [("exp(", "(")],
+    "exp": [("st = exp(st - mn);", "st = (st - mn);")] * 2,
     "matmuls": [
         ("matmul_acc(&mut sc, &qt, &transpose(kt));", ""),
         ("matmul_acc(&mut acc, &cast::<bf16>(st), &vt);", ""),
-    ],
+    ]
+    * 2,
 }
 GEMM_WITHOUT = {"matmul_acc": [("matmul_acc(&mut acc, &at, &bt);", "")] * 2}
 
 
-def breakdown(name: str, text: str, without: dict, args: tuple, repeat: int, tmp: Path) -> str:
+def breakdown(
+    name: str, text: str, without: dict, args: tuple, repeat: int, tmp: Path, entry: str = ""
+) -> str:
     """`whole X ms; part Y ms (share), ...; the rest Z ms (share)`, the variants interleaved.
     `args`: the instance count, then the kernel's arguments."""
     runs = {}
@@ -266,7 +269,7 @@ def breakdown(name: str, text: str, without: dict, args: tuple, repeat: int, tmp
             assert old in variant, old
             variant = variant.replace(old, new, 1)
         out = tmp / f"{name}_without_{part.replace(' ', '_')}"
-        fn = getattr(build(variant.encode(), out, f"kernels/{name}.vx"), name)
+        fn = getattr(build(variant.encode(), out, f"kernels/{name}.vx"), entry or name)
         runs[part] = lambda fn=fn: fn.launch(*args[1:], instances=args[0])
     times = interleaved(runs, repeat)
     whole = times.pop("whole kernel")
@@ -292,10 +295,9 @@ def attention_breakdown(repeat: int, tmp: Path, s: int = 2048, h: int = 8) -> No
     rng = np.random.default_rng(0)
     n = h * s
     q, k, v = (rng.standard_normal((n, 128)).astype(ml_dtypes.bfloat16) for _ in range(3))
-    mask = np.zeros((256, 64), np.float32)
     o = np.empty((n, 128), np.float32)
-    args = (n // 128, h, s, n, False, np.float32(1 / 128**0.5), q, k, v, mask, o)
-    line = breakdown("attention", text, ATTENTION_WITHOUT, args, repeat, tmp)
+    args = (n // 128, h, s, n, False, np.float32(1 / 128**0.5), q, k, v, o)
+    line = breakdown("attention", text, ATTENTION_WITHOUT, args, repeat, tmp, ATTENTION_ENTRY)
     print(f"attention s={s} h={h} full, where the time goes: {line} (copies, the other tile ops)")
 
 

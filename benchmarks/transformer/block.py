@@ -87,8 +87,6 @@ def jax_block(k: dict[str, Any], w: Weights) -> Any:
     """The block with the vxc kernels, as a function of x (jit it)."""
     import jax.numpy as jnp
 
-    mask = jnp.zeros((256, 64), jnp.float32)  # not read: the block is not causal
-
     def block(x):
         s, d = x.shape
         h = d // HEAD
@@ -96,7 +94,7 @@ def jax_block(k: dict[str, Any], w: Weights) -> Any:
         qkv = k["gemm"](ln(x, w.ln1_g, w.ln1_b), w.wqkv)  # f32[s, 3d]
         heads = qkv.astype(jnp.bfloat16).reshape(s, 3, h, HEAD).transpose(1, 2, 0, 3)
         q, kk, v = (heads[i].reshape(h * s, HEAD) for i in range(3))
-        o = k["attention"](h, s, False, HEAD**-0.5, q, kk, v, mask)  # f32[h * s, 128]
+        o = k["attention"](h, s, False, HEAD**-0.5, q, kk, v)  # f32[h * s, 128]
         o = o.reshape(h, s, HEAD).transpose(1, 0, 2).reshape(s, d).astype(jnp.bfloat16)
         y = x + k["gemm"](o, w.wo)
         up = k["gemm_gelu"](ln(y, w.ln2_g, w.ln2_b), w.w1, w.b1)  # bf16[s, 4d]
@@ -153,8 +151,6 @@ def torch_block(k: dict[str, Any], w: dict[str, Any]) -> Any:
     """The block with the vxc kernels, as a function of x (torch.compile it)."""
     import torch
 
-    mask = torch.zeros(256, 64)
-
     def block(x):
         s, d = x.shape
         h = d // HEAD
@@ -162,7 +158,7 @@ def torch_block(k: dict[str, Any], w: dict[str, Any]) -> Any:
         qkv = k["gemm"](ln(x, w["ln1_g"], w["ln1_b"]), w["wqkv"])
         heads = qkv.to(torch.bfloat16).reshape(s, 3, h, HEAD).permute(1, 2, 0, 3)
         q, kk, v = (heads[i].reshape(h * s, HEAD).contiguous() for i in range(3))
-        o = k["attention"](h, s, False, HEAD**-0.5, q, kk, v, mask)
+        o = k["attention"](h, s, False, HEAD**-0.5, q, kk, v)
         o = o.reshape(h, s, HEAD).permute(1, 0, 2).reshape(s, d).to(torch.bfloat16)
         y = x + k["gemm"](o.contiguous(), w["wo"])
         up = k["gemm_gelu"](ln(y, w["ln2_g"], w["ln2_b"]), w["w1"], w["b1"])

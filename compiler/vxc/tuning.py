@@ -10,6 +10,9 @@ read the same way. The format:
     {"format": 1, "source": "attention.vx", "source_sha256": "<hex>",
      "targets": {"tpu": {"consts": {"BK": 128}}, "cpu": {"consts": {"BK": 64}}}}
 
+(An illustration: kernels/attention.vx has no key-tile const yet, only its head dimension
+`D`, and no table; a table naming a const its kernel lacks is W1040.)
+
 Other keys of a target's entry (a score, the candidates tried) are the tuner's and are
 not read here.
 """

@@ -51,7 +51,7 @@ class CpuAttention:
     poisons the in-place output with NaN, launches, reads the output argument back.
     `wrong(launch, instances, args)` launches as a broken kernel would."""
 
-    meta = {"name": "attention"}
+    meta = {"name": gpu_check.ATTENTION}
 
     def __init__(self, kernel, wrong=None) -> None:
         self.kernel, self.wrong = kernel, wrong
@@ -59,7 +59,7 @@ class CpuAttention:
     def run(self, instances, *args, poison=False, timeout=None):
         args = list(args)
         if poison:
-            args[gpu_check.TILE_CHECKS["attention"].out][...] = np.nan
+            args[gpu_check.TILE_CHECKS[gpu_check.ATTENTION].out][...] = np.nan
         if self.wrong is None:
             self.kernel.launch(*args, instances=instances)
         else:
@@ -72,11 +72,12 @@ def cpu_attention(tmp_path_factory):
     src = api.Source("kernels/attention.vx", (ROOT / "kernels" / "attention.vx").read_bytes())
     result = api.build(api.analyze([src]), "cpu")
     assert result.ok, api.render(result.diagnostics, [src])
-    return runtime.load_outputs(result.outputs, tmp_path_factory.mktemp("att")).attention
+    art = runtime.load_outputs(result.outputs, tmp_path_factory.mktemp("att"))
+    return getattr(art, gpu_check.ATTENTION)
 
 
 def test_the_attention_ladder_meets_the_where_clause_and_covers_the_ring():
-    tc = gpu_check.TILE_CHECKS["attention"]
+    tc = gpu_check.TILE_CHECKS[gpu_check.ATTENTION]
     for h, s, _ in (*tc.ladder, *tc.full):
         # kernels/attention.vx's `where`: s % 128 == 0, s >= 128, h >= 1, n == h * s
         assert s % 128 == 0 and s >= 128 and h >= 1
@@ -92,7 +93,7 @@ def test_the_attention_ladder_meets_the_where_clause_and_covers_the_ring():
 
 
 def test_the_attention_rungs_pass_on_the_cpu_build(cpu_attention):
-    tc = gpu_check.TILE_CHECKS["attention"]
+    tc = gpu_check.TILE_CHECKS[gpu_check.ATTENTION]
     log: list = []
     rng = np.random.default_rng(0)
     assert gpu_check.check_tile_kernel(CpuAttention(cpu_attention), tc.ladder, rng, 10.0, log)
@@ -107,10 +108,10 @@ def _not_causal(launch, instances, args):
 
 
 def _second_store_lost(launch, instances, args):
-    o = args[9]
-    args[9] = np.full_like(o, np.nan)
+    o = args[8]
+    args[8] = np.full_like(o, np.nan)
     launch(*args, instances=instances)
-    o[:128] = args[9][:128]  # instance 1's rows never reach o: still NaN from the poison
+    o[:128] = args[8][:128]  # instance 1's rows never reach o: still NaN from the poison
 
 
 @pytest.mark.parametrize(
@@ -216,15 +217,15 @@ def test_an_attention_rung_runs_on_the_fake_cuda_layer(tmp_path):
     manifest = _attention_for("h100", tmp_path)
     cuda.use_driver(fakecuda.FakeDriver(capability=(9, 0)))
     try:
-        kernel = cuda.load(manifest).attention
+        kernel = getattr(cuda.load(manifest), gpu_check.ATTENTION)
         log: list = []
         rng = np.random.default_rng(0)
         shapes = [(1, 128, False), (1, 128, True)]
         assert gpu_check.check_tile_kernel(kernel, shapes, rng, 600.0, log), log
         cuda.use_driver(fakecuda.FakeDriver(capability=(9, 0), hang=True))
-        kernel = cuda.load(manifest).attention
+        kernel = getattr(cuda.load(manifest), gpu_check.ATTENTION)
         args = gpu_check.attention_inputs(1, 128, True, rng)
-        with pytest.raises(cuda.Hang, match=r"HANG attention instances=1 "):
+        with pytest.raises(cuda.Hang, match=rf"HANG {gpu_check.ATTENTION} instances=1 "):
             kernel.run(1, *args, timeout=0.2)
     finally:
         cuda.use_driver(None)

@@ -1,7 +1,8 @@
 """The tile-arithmetic kernels (TARGETS.md "Kernels"): kernels/gemm_epilogue.vx,
 kernels/softmax.vx and kernels/attention.vx built for the cpu and run through
 `vxc.runtime` against numpy over the listed shapes; the attention kernel causal and
-not, and a sequence that is not a multiple of the tile refused at launch."""
+not at head dimension 64 and 128 (its const `D`), and a sequence that is not a multiple
+of the tile refused at launch."""
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ ROOT = Path(__file__).resolve().parents[2]
 BF16 = ml_dtypes.bfloat16
 
 
-def _build(name: str, tmp: Path):
+def _build(name: str, tmp: Path, entry: str | None = None, consts: dict | None = None):
+    """kernels/NAME.vx for the cpu, its kernel `entry` (a generic one's instance:
+    `attention__64`; by default NAME)."""
     path = ROOT / "kernels" / f"{name}.vx"
     src = api.Source(f"kernels/{name}.vx", path.read_bytes())
-    result = api.build(api.analyze([src]), "cpu")
+    result = api.build(api.analyze([src], consts=consts), "cpu")
     assert result.ok, api.render(result.diagnostics, [src])
-    return getattr(runtime.load_outputs(result.outputs, tmp), name)
+    return getattr(runtime.load_outputs(result.outputs, tmp), entry or name)
 
 
 @pytest.fixture(scope="module")
@@ -87,39 +90,54 @@ def assert_softmax(x, y) -> None:
 
 @pytest.fixture(scope="module")
 def attention(tmp_path_factory):
-    return _build("attention", tmp_path_factory.mktemp("attention"))
+    """kernels/attention.vx at head dimension `d` (its const D: the default 128, and 64),
+    each built once for the module."""
+    built = {}
 
+    def at(d: int):
+        if d not in built:
+            consts = None if d == 128 else {"D": d}  # 128: the source's default
+            tmp = tmp_path_factory.mktemp(f"attention{d}")
+            built[d] = _build("attention", tmp, f"attention__{d}", consts)
+        return built[d]
 
-# attention.vx's diagonal mask: the [128, 128] block's two [128, 64] column halves stacked
-# by rows (row t * 128 + r, column c: -1e30 where key t * 64 + c comes after query r).
-_DIAG = np.triu(np.full((128, 128), -1e30, np.float32), 1)
-MASK = np.concatenate([_DIAG[:, :64], _DIAG[:, 64:]])
+    return at
 
 
 def _attention_reference(q, k, v, h: int, s: int, scale: float, causal: bool) -> np.ndarray:
     """softmax(q k^T * scale) v per head in f64, with P rounded to bf16 as the kernel feeds
     it to the matrix unit (flash attention's usual bf16 P)."""
-    q, k, v = (t.astype(np.float64).reshape(h, s, 128) for t in (q, k, v))
+    d = q.shape[1]
+    q, k, v = (t.astype(np.float64).reshape(h, s, d) for t in (q, k, v))
     sc = q @ k.transpose(0, 2, 1) * scale
     if causal:
         sc = np.where(np.tril(np.ones((s, s), bool)), sc, -np.inf)
     p = np.exp(sc - sc.max(-1, keepdims=True))
-    return ((p / p.sum(-1, keepdims=True)) @ v).reshape(h * s, 128)
+    return ((p / p.sum(-1, keepdims=True)) @ v).reshape(h * s, d)
+
+
+def attention_inputs(h: int, s: int, d: int) -> tuple[np.ndarray, ...]:
+    """q, k, v (bf16) and the NaN-filled output of attention.vx (also the tpu test's)."""
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((h * s, d)).astype(BF16) for _ in range(3))
+    return q, k, v, np.full((h * s, d), np.nan, np.float32)
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize(
-    ("h", "s"),
-    [(1, 128), (2, 384), (8, 256), pytest.param(8, 2048, marks=pytest.mark.slow)],
+    ("d", "h", "s"),
+    [
+        *((d, h, s) for d in (128, 64) for h, s in ((1, 128), (2, 384), (8, 256))),
+        pytest.param(128, 8, 2048, marks=pytest.mark.slow),
+    ],
     ids=lambda x: str(x),
 )
-def test_attention_matches_numpy(attention, h, s, causal):
-    n = h * s
-    rng = np.random.default_rng(3)
-    q, k, v = (rng.standard_normal((n, 128)).astype(BF16) for _ in range(3))
-    o = np.full((n, 128), np.nan, np.float32)
-    scale = 128**-0.5
-    attention.launch(h, s, n, causal, np.float32(scale), q, k, v, MASK, o, instances=h * (s // 128))
+def test_attention_matches_numpy(attention, d, h, s, causal):
+    q, k, v, o = attention_inputs(h, s, d)
+    scale = d**-0.5
+    attention(d).launch(
+        h, s, h * s, causal, np.float32(scale), q, k, v, o, instances=h * (s // 128)
+    )
     assert_attention(o, q, k, v, h, s, scale, causal)
 
 
@@ -141,4 +159,4 @@ def test_attention_refuses_a_sequence_not_a_multiple_of_the_tile(attention):
     q = np.zeros((n, 128), BF16)
     o = np.zeros((n, 128), np.float32)
     with pytest.raises(runtime.LaunchError, match="s % 128 == 0"):
-        attention.launch(h, s, n, False, np.float32(1), q, q, q, MASK, o, instances=2)
+        attention(128).launch(h, s, n, False, np.float32(1), q, q, q, o, instances=2)

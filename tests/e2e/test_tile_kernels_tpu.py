@@ -2,11 +2,14 @@
 softmax.vx, attention.vx and seed_vx.vx build, their Mosaic verifies, libtpu compiles
 them for v5e and v6e, and the Mosaic interpreter (backends/tpu/interp.py) computes
 numpy's answer over the cpu tests' shapes (tests/e2e/test_tile_kernels.py; the
-largest marked slow). The references and tolerances are the cpu test's."""
+largest marked slow). The references and tolerances are the cpu test's. Attention runs
+at head dimension 128 and 64, and the DMAs each instance starts are counted: a causal
+instance moves no key tile past its diagonal."""
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import ml_dtypes
@@ -14,15 +17,16 @@ import numpy as np
 import pytest
 from test_tile_kernels import (
     GEMM_SHAPES,
-    MASK,
     assert_attention,
     assert_gemm_epilogue,
     assert_softmax,
+    attention_inputs,
     gemm_epilogue_inputs,
 )
 
 import vxc
 from vxc import api
+from vxc.backends.tpu import interp
 
 ROOT = Path(__file__).resolve().parents[2]
 BF16 = ml_dtypes.bfloat16
@@ -30,8 +34,9 @@ os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 KERNELS = ("gemm_epilogue", "softmax", "attention", "seed_vx")
 
 
-def _kernel(name: str) -> vxc.Kernel:
-    return vxc.compile(ROOT / "kernels" / f"{name}.vx", target="tpu", interpret=True)
+def _kernel(name: str, consts: dict | None = None) -> vxc.Kernel:
+    path = ROOT / "kernels" / f"{name}.vx"
+    return vxc.compile(path, target="tpu", consts=consts, interpret=True)
 
 
 @pytest.mark.parametrize("name", KERNELS)
@@ -73,17 +78,34 @@ def test_softmax_matches_numpy(shape):
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize(
-    ("h", "s"),
-    [(1, 128), (2, 384), pytest.param(8, 256, marks=pytest.mark.slow)],
+    ("d", "h", "s"),
+    [(128, 1, 128), (128, 2, 384), (64, 1, 256), pytest.param(128, 8, 256, marks=pytest.mark.slow)],
     ids=lambda x: str(x),
 )
-def test_attention_matches_numpy(h, s, causal):
-    n = h * s
-    rng = np.random.default_rng(3)
-    q, k, v = (rng.standard_normal((n, 128)).astype(BF16) for _ in range(3))
-    o = np.full((n, 128), np.nan, np.float32)
-    scale = 128**-0.5
-    _kernel("attention").launch(
-        h, s, causal, np.float32(scale), q, k, v, MASK, o, instances=h * (s // 128)
-    )
+def test_attention_matches_numpy(monkeypatch, d, h, s, causal):
+    runs = []  # the interpreter's Run: the DMAs each instance started
+    real = interp.run
+    monkeypatch.setattr(interp, "run", lambda *a, **kw: runs.append(real(*a, **kw)) or runs[-1])
+    q, k, v, o = attention_inputs(h, s, d)
+    scale = d**-0.5
+    kernel = _kernel("attention", None if d == 128 else {"D": d})
+    kernel.launch(h, s, causal, np.float32(scale), q, k, v, o, instances=h * (s // 128))
     assert_attention(o, q, k, v, h, s, scale, causal)
+    (run,) = runs
+    assert_key_tiles(run.dmas, h, s, causal)
+
+
+def assert_key_tiles(dmas, h: int, s: int, causal: bool) -> None:
+    """Instance i (query tile qi = i % (s / 128) of head i / (s / 128)) moves key tiles
+    0 .. 2 qi + 1 of its head's K and V when causal (its diagonal block's two 64-key tiles
+    are the last), every tile of the head when not; each once, but for the last, which the
+    loop's final prefetch moves again. A tile past the diagonal, or another head's, fails."""
+    per = s // 128
+    for i in range(h * per):
+        hb, qi = i // per * s, i % per
+        last = 2 * qi + 1 if causal else s // 64 - 1
+        want = Counter({t: 1 for t in range(last)} | {last: 2})
+        for name in ("k", "v"):
+            rows = [r[0] for pid, src, r in dmas if pid == i and src == name]
+            assert all(n == 64 and (lo - hb) % 64 == 0 for lo, n in rows), rows
+            assert Counter((lo - hb) // 64 for lo, _ in rows) == want, (i, name, rows)

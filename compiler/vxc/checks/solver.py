@@ -30,15 +30,15 @@ if TYPE_CHECKING:  # z3 is imported when the first obligation is raised
 DECIDE_RLIMIT = 5_000_000
 # A query that only saves work or drops a run-time check gets a fifth: all of a
 # function's view bounds in one disjunction (asked one by one when it is not decided:
-# attention.vx's took the whole 5 M undecided, 1.3 s, before its bounds were proved one at
-# a time in 0.3 s), and a Vec index's proofs (in bounds: the run-time check is dropped;
+# attention.vx's one-loop form, before 2026-12-07, took the whole 5 M undecided, 1.3 s,
+# before its bounds were proved one at a time in 0.3 s), and a Vec index's proofs (in bounds: the run-time check is dropped;
 # out of bounds for every value: E6041; neither: the run-time check stays).
 SHORTCUT_RLIMIT = 1_000_000
 # All the `decide` queries of one function together (`Solver.begin_function`): past it
 # each query gets only AFTER_FUNCTION_RLIMIT, and one it does not decide there is
 # reported as not proved, never passed. Each obligation's budget bounds its own cost, not a
 # function's: a fuzzed attention with two undecidable views spent 2 x 5 M units (5.5 s
-# of CPU, a hang to the fuzzer). The shipped kernels and golden cases spend 3.4 M at
+# of CPU, a hang to the fuzzer; tests/checks/attention_issue30.vx keeps that source). The shipped kernels and golden cases spend 3.4 M at
 # most (E6041_division_min_by_minus_one; the kernels 2 M, stream_grid.vx's two Vec
 # indices that keep their run-time checks; tests/checks/test_solver_budget.py).
 FUNCTION_RLIMIT = 6_000_000

@@ -1,15 +1,18 @@
 """kernels/attention.vx on b200/h100: the build (ptxas without spills, the SASS's TMA and
 MMA instructions) and the PTX simulator against numpy, causal and not, one and two
-heads. What it needs of the backends: a `bool` parameter and logic on it, the scores
-[128, 64] and the output accumulator in Memory::ACC (TMEM / registers), the accumulator
-rescaled in place and accumulated into again, `cast::<bf16>(p)` written as the MMA's
-swizzled A operand (fenced for the async proxy), `transpose(kt)` folded into B's
-descriptor, and MMAs inside an `if` inside the loop. Mutations of the new pieces must
+heads, head dimension 128 and 64 (the const D). What it needs of the backends: a `bool`
+parameter and logic on it, the scores [128, 64] and the output accumulator in
+Memory::ACC (TMEM / registers), the accumulator rescaled in place and accumulated into
+again, `cast::<bf16>(p)` written as the MMA's swizzled A operand (fenced for the async
+proxy), `transpose(kt)` folded into B's descriptor, the causal mask from iota/select,
+and MMAs inside an `if` inside the loop. A causal CTA issues TMA loads of its key tiles
+up to its diagonal only (counted in the simulator). Mutations of the new pieces must
 fail in the simulator."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 import ml_dtypes
@@ -20,7 +23,7 @@ from test_ptxsim import _ptx
 from test_ptxsim_tiles import _build as _build_ptx
 
 from vxc import api
-from vxc.backends.nvidia import ptxsim, toolchain
+from vxc.backends.nvidia import ptx_text, ptxsim, toolchain
 from vxc.backends.nvidia.manifest import Manifest
 from vxc.backends.nvidia.mma import UPDATED
 from vxc.targets import TARGETS as ALL
@@ -28,33 +31,40 @@ from vxc.targets import TARGETS as ALL
 BF16 = ml_dtypes.bfloat16
 ROOT = Path(__file__).resolve().parents[3]
 TARGETS = ["h100", "b200"]
-D, KEYS = 128, 64  # head dimension, keys per K/V tile
+KEYS = 64  # keys per K/V tile
 
 
-def _inputs(h: int, s: int, seed: int = 0):
+def _attention_ptx(target: str, d: int):
+    """kernels/attention.vx's PTX and manifest entry at head dimension `d`."""
+    if d == 128:  # the default: the module's cached build
+        return _ptx(target, "attention")
+    src = ROOT / "kernels" / "attention.vx"
+    analysis = api.analyze([api.Source(str(src), src.read_bytes())], consts={"D": d})
+    _, ptx, kernels = ptx_text(api.backend_module(api.check_target(analysis, target)), ALL[target])
+    return ptx, kernels[0]
+
+
+def _inputs(h: int, s: int, d: int, seed: int = 0):
     rng = np.random.default_rng(seed)
-    q, k, v = (rng.standard_normal((h * s, D)).astype(BF16) for _ in range(3))
-    # The diagonal block's mask as its two [128, 64] halves one under the other.
-    tri = np.where(np.tril(np.ones((128, 128), bool)), 0.0, -1e30).astype(np.float32)
-    return q, k, v, np.concatenate([tri[:, :KEYS], tri[:, KEYS:]])
+    return [rng.standard_normal((h * s, d)).astype(BF16) for _ in range(3)]
 
 
-def _online(q, k, v, mask, h: int, s: int, causal: bool, scale: np.float32) -> np.ndarray:
+def _online(q, k, v, h: int, s: int, causal: bool, scale: np.float32) -> np.ndarray:
     """The kernel's algorithm in numpy: 64-key blocks, f32 statistics, P rounded to bf16
     before P @ V (products exact, sums in f64: the MMA's f32 sums differ in the last bits)."""
     f = np.float32
+    D = q.shape[1]
     out = np.zeros((h * s, D), f)
     for i in range(h * s // 128):
         qi, hb = i % (s // 128), i // (s // 128) * s
         qt = q[i * 128 : i * 128 + 128].astype(np.float64)
         m, l_, acc = np.full((128, 1), -1e30, f), np.zeros((128, 1), f), np.zeros((128, D), f)
-        for j in range(s // KEYS):
-            if causal and j > 2 * qi + 1:
-                continue
+        for j in range(2 * qi + 2 if causal else s // KEYS):
             kb, vb = (x[hb + j * KEYS : hb + (j + 1) * KEYS].astype(np.float64) for x in (k, v))
             st = (qt @ kb.T).astype(f) * scale
-            if causal and j // 2 == qi:
-                st = st + mask[j % 2 * 128 : j % 2 * 128 + 128]
+            if causal:  # key j * 64 + c after query qi * 128 + r: masked
+                keys = j * KEYS + np.arange(KEYS)[None, :]
+                st = np.where(keys <= qi * 128 + np.arange(128)[:, None], st, f(-1e30))
             mn = np.maximum(m, st.max(1, keepdims=True))
             p = np.exp(st - mn)
             alpha = np.exp(m - mn)
@@ -67,7 +77,7 @@ def _online(q, k, v, mask, h: int, s: int, causal: bool, scale: np.float32) -> n
 
 
 def _exact(q, k, v, h: int, s: int, causal: bool, scale: float) -> np.ndarray:
-    out = np.zeros((h * s, D))
+    out = np.zeros((h * s, q.shape[1]))
     for hd in range(h):
         rows = slice(hd * s, (hd + 1) * s)
         sc = q[rows].astype(np.float64) @ k[rows].astype(np.float64).T * scale
@@ -78,21 +88,23 @@ def _exact(q, k, v, h: int, s: int, causal: bool, scale: float) -> np.ndarray:
     return out
 
 
-def _run(target: str, h: int, s: int, causal: bool, mutate=None, ptx=None):
-    if ptx is None:
-        ptx, kern = _ptx(target, "attention")
-    else:
-        ptx, kern = ptx
+def _run(target: str, h: int, s: int, causal: bool, mutate=None, d=128, cta=None, loads=None):
+    """Run the kernel in the simulator, every CTA or only `cta` (its rows compared: the
+    others stay NaN); `loads` collects the TMA loads (ptxsim.run_kernel's `tma_loads`)."""
+    ptx, kern = _attention_ptx(target, d)
     if mutate:
         changed = mutate(ptx)
         assert changed != ptx, "the mutation must change the PTX"
         ptx = changed
-    q, k, v, mask = _inputs(h, s)
-    o = np.full((h * s, D), np.nan, np.float32)
-    scale = np.float32(1 / np.sqrt(D))
-    args = [h, s, h * s, causal, scale, q, k, v, mask, o]
-    assert ptxsim.run_kernel(ptx, kern, args, h * s // 128) == []
-    return o, _online(q, k, v, mask, h, s, causal, scale), _exact(q, k, v, h, s, causal, scale)
+    q, k, v = _inputs(h, s, d)
+    o = np.full((h * s, d), np.nan, np.float32)
+    scale = np.float32(1 / np.sqrt(d))
+    args = [h, s, h * s, causal, scale, q, k, v, o]
+    ctas = None if cta is None else [cta]
+    assert ptxsim.run_kernel(ptx, kern, args, h * s // 128, ctas, loads) == []
+    rows = slice(None) if cta is None else slice(cta * 128, cta * 128 + 128)
+    online, exact = _online(q, k, v, h, s, causal, scale), _exact(q, k, v, h, s, causal, scale)
+    return o[rows], online[rows], exact[rows]
 
 
 def _check(got, online, exact) -> None:
@@ -116,9 +128,28 @@ def test_attention_matches_numpy_causal(target):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize(("h", "s", "causal"), [(1, 128, False), (2, 256, True), (2, 256, False)])
 def test_attention_matches_numpy_at_more_shapes(target, h, s, causal):
-    # s = 256: causal instances skip the tiles after the diagonal (query tile 0 computes
-    # 2 of 4), and two heads read their own K/V rows.
-    _check(*_run(target, h, s, causal))
+    # s = 256, the last CTA only (head 1, query tile 1): the second head reads its own
+    # K/V rows, and the causal one its four key tiles, the diagonal block's two masked.
+    _check(*_run(target, h, s, causal, cta=None if s == 128 else 2 * h - 1))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_causal_cta_loads_no_key_tile_past_its_diagonal(target):
+    # Head dimension 64, one head of 256 (two query tiles, four key tiles), CTA 0 alone
+    # (one simulated CTA: about 10 s): query tile 0 needs key tiles 0 and 1. Its TMA loads
+    # of K and of V are each of those rows once but the last, which the loop's final
+    # (clamped) prefetch loads again; never rows 128 .. 256. Its output rows match numpy.
+    loads: list = []
+    _check(*_run(target, 1, 256, True, d=64, cta=0, loads=loads))
+    kern = _attention_ptx(target, 64)[1]
+    arg = {p["name"]: p.get("arg") for p in kern["params"]}
+    for name in ("k", "v"):
+        boxes = [cs for cta, tm, cs in loads if arg[tm] == name]
+        assert {cta for cta, *_ in loads} == {0}
+        per_tile = len({cs[0] for cs in boxes})  # the tile's column boxes
+        rows = Counter(cs[1] for cs in boxes)
+        want = {0: per_tile, 64: 2 * per_tile}
+        assert rows == want, (name, rows)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -127,14 +158,16 @@ def test_attention_builds_without_spills_with_its_sass(target):
     sass = toolchain.sass(files[f"attention.{target}.fatbin"])
     count = lambda op: len(re.findall(rf"\b{re.escape(op)}\b", sass))  # noqa: E731
     assert toolchain.missing_sass(sass, ARCH[target]) == []
-    # q (2 boxes), K and V before and in the loop (2 x 2 x 2), the mask's two halves.
-    assert count("UTMALDG.2D") == 12 and count("UTMASTG.2D") == 1
+    # q (2 boxes), K and V (2 boxes each) before the loops and in each of the two (causal,
+    # full): 2 + 3 x 2 x 2.
+    assert count("UTMALDG.2D") == 14 and count("UTMASTG.2D") == 1
     assert count("LDG") == 0 and count("STL") == 0 and count("LDL") == 0
+    # Each of the two loops (causal, full) has its QK^T and PV.
     if target == "b200":  # QK^T: 8 steps of K = 128; PV: 4 of K = 64
-        assert count("UTCHMMA") == 12 and count("HGMMA") == 0
+        assert count("UTCHMMA") == 2 * 12 and count("HGMMA") == 0
     else:  # two m64 halves each
-        assert count("HGMMA.64x64x16.F32.BF16") == 16
-        assert count("HGMMA.64x128x16.F32.BF16") == 8
+        assert count("HGMMA.64x64x16.F32.BF16") == 2 * 16
+        assert count("HGMMA.64x128x16.F32.BF16") == 2 * 8
         assert count("UTCHMMA") == 0
     (k,) = Manifest.from_bytes(files[f"attention.{target}.json"]).kernels
     assert 0 < k["registers"] <= 255  # the build refuses any spill (ptxas -v)

@@ -599,6 +599,7 @@ class Cta:
         self.relinquished: set[int] = set()
         self.bars: dict[int, dict] = {}
         self.pending: deque = deque()  # TMA loads not yet landed
+        self.tma_loads: list[tuple[str, tuple]] = []  # each issued: (tensor map, coords)
         self.tc_pipe: deque = deque()  # tcgen05.mma / commit, in issue order
         self.tc_events: list[TcEvent] = []
         self.wg_pending: list[dict] = []  # wgmma ops some thread has not retired
@@ -1274,6 +1275,7 @@ class Cta:
             self.tma_tid[lo:hi], self.tma_epoch[lo:hi] = t.tid, self.epoch
             c0, c1 = tma_coords(cs)
             self.pending.append((lo, tm, c0, c1, bar + boff))
+            self.tma_loads.append((name, tuple(cs)))
             return None
         if op.startswith("cp.async.bulk.tensor.2d.global.shared"):
             (_, name), cs = self.coords(t, a[0])
@@ -1529,7 +1531,12 @@ def _rows(buf: np.ndarray, rows: int, pitch: int) -> np.ndarray:
 
 
 def run_kernel(
-    ptx: str, manifest_kernel: dict, args: list[np.ndarray], instances: int
+    ptx: str,
+    manifest_kernel: dict,
+    args: list[np.ndarray],
+    instances: int,
+    ctas: list[int] | None = None,
+    tma_loads: list | None = None,
 ) -> list[np.ndarray]:
     """Run `instances` CTAs one after another, with the parameters the runtime would
     pass (`vxc.backends.nvidia.runtime.plan_launch`); returns the stacked results.
@@ -1540,7 +1547,10 @@ def run_kernel(
     dims that is not clipped, and a run that changes them is an error naming the tensor.
     A tensor whose rows the launcher pads (`LaunchParam.pitch`: rows not a multiple of 16
     bytes) lies row by row at that pitch, its padding columns guard bytes too: a kernel
-    that read them as data would read 0xA5 bytes, and one that wrote them fails the run."""
+    that read them as data would read 0xA5 bytes, and one that wrote them fails the run.
+
+    `ctas` runs only those of the grid (the others' outputs are left as they were);
+    `tma_loads` collects each TMA load issued as (cta, tensor map parameter, coords)."""
     from vxc.backends.nvidia.runtime import plan_launch
 
     k = manifest_kernel
@@ -1574,8 +1584,11 @@ def run_kernel(
         elif p.kind == "status":
             status = p.array
             params[p.name] = memory.add(status.view(np.uint8))
-    for i in range(instances):
-        Cta(ptx, k["name"], params, k["dynamic_smem"], i, instances, memory).run()
+    for i in range(instances) if ctas is None else ctas:
+        cta = Cta(ptx, k["name"], params, k["dynamic_smem"], i, instances, memory)
+        cta.run()
+        if tma_loads is not None:
+            tma_loads += [(i, *load) for load in cta.tma_loads]
     for raw, buf, name, rows, pitch in guarded.values():
         width = raw.size // rows
         raw[:] = _rows(buf, rows, pitch)[:, :width].reshape(-1)

@@ -21,7 +21,9 @@ Semantics (what a TensorCore guarantees, made strict):
   `tpu.matmul` honouring its dimension numbers (a folded transpose); `scf.if` runs the
   branch its condition picks; a `tpu.assume_multiple` that does not hold is reported.
 - `trace` records DMA starts/waits and matmuls with the HBM tile each one moved or read,
-  so a test can check that tile i+1's DMA is issued before tile i's matmul.
+  so a test can check that tile i+1's DMA is issued before tile i's matmul; `dmas` each
+  DMA started, as (instance, source buffer, source region), to count what an instance
+  moved (which key tiles a causal attention instance reads).
 - The grid (`iteration_bounds`) runs one instance after another with its program id,
   as one TensorCore does; scratch persists across instances.
 """
@@ -152,6 +154,7 @@ class Dma:
 class Run:
     outputs: list[np.ndarray]
     trace: list[tuple]  # ("dma_start"|"dma_wait", src label, dst label) / ("matmul", lhs label)
+    dmas: list[tuple[int, str, tuple]] = field(default_factory=list)  # (pid, src, region)
 
 
 def _describe(op: ir.Operation) -> str:
@@ -178,6 +181,8 @@ class Interp:
         self.env: dict[ir.Value, object] = {}
         self.inflight: list[Dma] = []
         self.trace: list[tuple] = []
+        self.dmas: list[tuple[int, str, tuple]] = []
+        self.pid = 0
         self.placeholders: dict[int, int] = {}
         self.inputs = inputs
         for name in module.operation.attributes:
@@ -295,6 +300,7 @@ class Interp:
             grid = [next(dyn) if g == DYNAMIC else g for g in grid]
         for pid in range(grid[0] if grid else 1):
             self.env[args[0]] = np.int32(pid)
+            self.pid = pid
             self.trace.append(("instance", pid))
             self.block(block)
             if self.inflight:
@@ -303,7 +309,7 @@ class Interp:
                     f"semaphore left signalled: the DMA {d.label} started by {d.op_text} is "
                     f"never waited (its semaphore is still signalled when instance {pid} returns)"
                 )
-        return Run([b.value() for b in outputs], self.trace)
+        return Run([b.value() for b in outputs], self.trace, self.dmas)
 
     def block(self, block: ir.Block) -> list:
         for op in block.operations:
@@ -621,6 +627,7 @@ def _enqueue(it: Interp, op: ir.Operation) -> None:
     label = f"{src.label()} -> {dst.label()}"
     it.inflight.append(Dma(_describe(op), _sem_key(sem), src, dst, src.read(), label))
     it.trace.append(("dma_start", src.label(), dst.label()))
+    it.dmas.append((it.pid, src.buf.name, src.region))
 
 
 @rule("tpu.wait_dma2")
