@@ -1591,7 +1591,11 @@ def run_kernel(
             tma_loads += [(i, *load) for load in cta.tma_loads]
     for raw, buf, name, rows, pitch in guarded.values():
         width = raw.size // rows
-        raw[:] = _rows(buf, rows, pitch)[:, :width].reshape(-1)
+        data = _rows(buf, rows, pitch)[:, :width].reshape(-1)
+        if raw.flags.writeable:
+            raw[:] = data
+        elif not np.array_equal(raw, data):  # a caller's read-only input (a jax array's)
+            raise SimError(f"a TMA store wrote into {name}'s tensor, a read-only input")
         pad = _rows(buf, rows, pitch)[:, width:]
         if (pad != GUARD_BYTE).any():
             row, at = (int(x[0]) for x in np.nonzero(pad != GUARD_BYTE))
