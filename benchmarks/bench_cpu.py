@@ -240,17 +240,22 @@ def gemm_any_kernel(tmp: str):
     return runtime.load_outputs(result.outputs, tmp).gemm_any
 
 
-def ragged_size(size: int, kernel, dot, repeat: int) -> None:
-    """gemm_any at a prime size (no whole tile at the edges) against numpy and XLA:CPU."""
+def _square_inputs(size: int) -> tuple:
+    """A and B of one square size: bf16, their f32 widening, and the bf16 pair on jax."""
     import jax
     import ml_dtypes
 
-    m = n = k = size
     rng = np.random.default_rng(size)
-    a = rng.standard_normal((m, k), dtype=np.float32).astype(ml_dtypes.bfloat16)
-    b = rng.standard_normal((k, n), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    a = rng.standard_normal((size, size), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((size, size), dtype=np.float32).astype(ml_dtypes.bfloat16)
     a32, b32 = a.astype(np.float32), b.astype(np.float32)
-    ja, jb = jax.device_put(a), jax.device_put(b)
+    return a, b, a32, b32, jax.device_put(a), jax.device_put(b)
+
+
+def ragged_size(size: int, kernel, dot, repeat: int) -> None:
+    """gemm_any at a prime size (no whole tile at the edges) against numpy and XLA:CPU."""
+    m = n = k = size
+    a, b, a32, b32, ja, jb = _square_inputs(size)
     c = np.zeros((m, n), np.float32)
     grid = ((m + 127) // 128) * ((n + 127) // 128)
     fns = {
@@ -320,15 +325,8 @@ def gemm_child(sizes: list[int], repeat: int) -> None:
 
 def gemm_size(size: int, kernels: dict, dot, repeat: int) -> None:
     """One square size: every contender interleaved, checked against numpy, then printed."""
-    import jax
-    import ml_dtypes
-
     m = n = k = size
-    rng = np.random.default_rng(size)
-    a = rng.standard_normal((m, k), dtype=np.float32).astype(ml_dtypes.bfloat16)
-    b = rng.standard_normal((k, n), dtype=np.float32).astype(ml_dtypes.bfloat16)
-    a32, b32 = a.astype(np.float32), b.astype(np.float32)
-    ja, jb = jax.device_put(a), jax.device_put(b)
+    a, b, a32, b32, ja, jb = _square_inputs(size)
     outs = {name: np.zeros((m, n), np.float32) for name in kernels}
     grid = (m // 128) * (n // 128)
     inputs = {"bf16": (a, b), "f32": (a32, b32)}
