@@ -148,9 +148,9 @@ class VxCompile:
             return "src:" + skey
         return f"hir:{hashlib.sha256(hir).hexdigest()}:{skey}"
 
-    def _analyze(self, ctx, srcs, machine, consts):
+    def _analyze(self, ctx, srcs, machine, consts, tuned=None):
         t0 = time.perf_counter()
-        analysis = self.api.analyze(srcs, machine=machine, consts=consts)
+        analysis = self.api.analyze(srcs, machine=machine, consts=consts, tuned=tuned)
         ctx.stats["check_ms"] = _ms(t0)
         ctx.stats["checked_sources"] = len(srcs)
         return analysis
@@ -230,10 +230,7 @@ class VxCompile:
             analysis = self.cache.get(key)
             ctx.stats["hir"] = "memory" if analysis is not None else "tuned"
             if analysis is None:
-                t0 = time.perf_counter()
-                analysis = self.api.analyze(srcs, machine=machine, consts=consts, tuned=tuned)
-                ctx.stats["check_ms"] = _ms(t0)
-                ctx.stats["checked_sources"] = len(srcs)
+                analysis = self._analyze(ctx, srcs, machine, consts, tuned)
                 self.cache.put(key, analysis)
             return analysis
         data = _read(ctx, opts.hir, "HIR cache")

@@ -376,7 +376,7 @@ class FunctionLowering(Walk):
         {"values", "get", "bind_flat", "region_values", "b", "allocas", "mod", "fn", "sig",
          "plan", "counters", "exit", "instance", "instances", "guard", "nbytes", "memcpy",
          "at", "slot", "_copy_in", "require", "strided", "copy_region", "region_guard", "bf16dot",
-         "clamped_copy_in", "fill_tile", "inside_counts",
+         "clamped_copy_in", "fill_tile", "inside_counts", "start_guard",
          "matmul_bf16dot", "amx", "matmul_amx", "matmul_vector", "variant",
          "op_vx_store", "tile_dst"}
     )  # fmt: skip
@@ -745,11 +745,7 @@ class FunctionLowering(Walk):
         base = self.get(v.src)
         offsets = [self.get(x) for x in v.offsets]
         sizes = list(_memref(v.region.type).shape)
-        if not v.proved:
-            bad = ll.Constant(ll.IntType(1), 0)
-            for off in offsets:
-                bad = self.b.or_(bad, self.b.icmp_signed("<", off, _c(0)))
-            self.guard(bad, "VX_ERR_INDEX")
+        self.start_guard(v.proved, offsets)
         counts = self.inside_counts(base, offsets, sizes)
         self.values[v.region] = Region(base, offsets, sizes, counts, self.get(v.fill))
 
@@ -762,6 +758,16 @@ class FunctionLowering(Walk):
             left = self.b.select(self.b.icmp_signed("<", left, _c(0)), _c(0), left)
             counts.append(self.b.select(self.b.icmp_signed("<", left, _c(size)), left, _c(size)))
         return counts
+
+    def start_guard(self, proved: int, offsets) -> None:
+        """An `edge` region's start the checker did not prove `>= 0` is checked here (its
+        end may pass the tensor's)."""
+        if proved:
+            return
+        bad = ll.Constant(ll.IntType(1), 0)
+        for off in offsets:
+            bad = self.b.or_(bad, self.b.icmp_signed("<", off, _c(0)))
+        self.guard(bad, "VX_ERR_INDEX")
 
     def region_guard(self, proved: int, base: Mem, offsets, sizes) -> None:
         """A region the checker did not prove inside its tensor is checked here."""
@@ -780,11 +786,7 @@ class FunctionLowering(Walk):
         t = _memref(st.src.type)
         region = Region(out, offsets, list(t.shape))
         if st.edge_view:  # only the elements inside the output are written (a clamped copy)
-            if not st.proved:
-                bad = ll.Constant(ll.IntType(1), 0)
-                for off in offsets:
-                    bad = self.b.or_(bad, self.b.icmp_signed("<", off, _c(0)))
-                self.guard(bad, "VX_ERR_INDEX")
+            self.start_guard(st.proved, offsets)
             counts = self.inside_counts(out, offsets, region.sizes)
             src = (
                 tile
