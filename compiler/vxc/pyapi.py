@@ -8,7 +8,8 @@
 It drives the one build API (`vxc.api.analyze` / `api.build`) and the runtimes that load
 its artifacts (`vxc.runtime`, `vxc.backends.*.runtime`), so a kernel compiled here is
 the artifact `vxc build` writes, loaded as `vxc.runtime.load` loads it. What a call runs
-on depends on the target and `interpret`:
+on depends on the target and `interpret`, as the target family's `Runner` says
+(`vxc.backends.RUNNERS`; the `Way`s are in `vxc/backends/<family>/run.py`):
 
 | target | `interpret=False` (default) | `interpret=True` |
 |---|---|---|
@@ -250,55 +251,6 @@ class Build:
         return _cached(replace(self, options={**self.options, **changes}), kernel)
 
 
-def _check_tpu_args(kernel: str, params: list[dict], arrays: list[Any]) -> None:
-    """The tpu manifest's dtypes and static dimensions, checked before the interpreter runs
-    (a TPU's export refuses a mismatch too; the interpreter itself would compute on it)."""
-    from vxc.runtime import ArgumentError, _dtype
-
-    for p, a in zip(params, arrays, strict=True):
-        who = f"{kernel}: argument '{p['name']}'"
-        if p["space"] == "SMEM":  # a scalar parameter: a number of its kind
-            _check_tpu_scalar(who, p["dtype"], a)
-            continue
-        want = _dtype(p["dtype"], who)
-        if a.dtype != want:
-            raise ArgumentError(f"{who} must have dtype {want}, got {a.dtype}")
-        shape = [None if isinstance(d, str) else d for d in p["shape"]]
-        if a.ndim != len(shape) or any(
-            d is not None and d != s for d, s in zip(shape, a.shape, strict=True)
-        ):
-            raise ArgumentError(f"{who} has shape {a.shape}, the kernel takes {p['shape']}")
-
-
-# A tpu scalar parameter's dtype -> the numpy kinds a value of it may have
-# (b: bool, i/u: integer, f: float).
-_SCALAR_KINDS = {"bool": "b", "i32": "iub", "f32": "fiub"}
-
-
-def _check_tpu_scalar(who: str, dtype: str, a: Any) -> None:
-    from vxc.runtime import ArgumentError
-
-    if a.ndim != 0 or a.dtype.kind not in _SCALAR_KINDS[dtype]:
-        raise ArgumentError(f"{who} is a {dtype} scalar, got {a.dtype} of shape {a.shape}")
-    if dtype == "i32" and not -(2**31) <= int(a) < 2**31:
-        raise ArgumentError(f"{who} = {int(a)} does not fit the TPU's 32-bit scalar unit")
-
-
-def _tpu_grid(spec: dict, arrays: list[Any]) -> list[int] | None:
-    """The grid of a kernel whose `where` clause gives it from the shapes, for these
-    arrays; None for a static grid."""
-    bound = spec["grid"]["iteration_bounds"][0]
-    if not isinstance(bound, str):
-        return None
-    from vxc.backends.tpu.runtime import shape_grid
-
-    return [shape_grid(bound, spec["params"], arrays)]
-
-
-def _one(values: list) -> Any:
-    return None if not values else values[0] if len(values) == 1 else tuple(values)
-
-
 class Kernel:
     """One compiled kernel entry. `kernel(*args)` runs one instance (`instance() = 0`,
     `instances() = 1`); `kernel.launch(*args, instances=N)` runs N and returns each
@@ -325,9 +277,13 @@ class Kernel:
     ) -> None:
         import json
 
+        from vxc.backends import RUNNERS
+        from vxc.targets import TARGETS
+
         self.build = build
         self.target = build.target
         self.interpret = build.interpret
+        self.runner = RUNNERS[TARGETS[build.target].family]  # how its artifact runs
         self.manifest_path = manifest
         self.manifest: dict = json.loads(manifest.read_text())
         names = [k["name"] for k in self.manifest["kernels"]]
@@ -343,8 +299,14 @@ class Kernel:
         self.spec: dict = next(k for k in self.manifest["kernels"] if k["name"] == self.name)
         self._loaded: Any = None
 
+    @property
+    def interpreted(self) -> bool:
+        """Whether calls run in vxc's interpreter (`interpret=True` for a family that has
+        one; the cpu runs natively either way)."""
+        return self.interpret and self.runner.interpreter is not None
+
     def __repr__(self) -> str:
-        how = " interpreted" if self.interpret and self.target != "cpu" else ""
+        how = " interpreted" if self.interpreted else ""
         return f"<vxc.Kernel {self.signature()} for {self.target}{how}>"
 
     # -- parameters ----------------------------------------------------------------------
@@ -379,7 +341,7 @@ class Kernel:
         if twice:
             raise TypeError(f"{self.signature()}: {twice} given twice")
         named = {**bound, **kwargs}
-        if self.target != "cpu":  # the cpu's runtime infers and checks them itself
+        if not self.runner.binds_shapes:  # else its runtime infers and checks them itself
             self._infer_shapes(named)
         return named
 
@@ -393,9 +355,9 @@ class Kernel:
                     named[s] = int(named[param].shape[dims.index(s)])
                     break
 
-    def _ordered(self, named: dict[str, Any]) -> list[Any]:
+    def ordered(self, named: dict[str, Any]) -> list[Any]:
         """Arguments in parameter order, for the runtimes that take them positionally
-        (tpu and nvidia kernels take no shape parameters yet)."""
+        (those that do not bind shapes themselves: `Runner.binds_shapes`)."""
         names = self.param_names()
         unknown = sorted(set(named) - set(names))
         missing = [n for n in names if n not in named]
@@ -413,10 +375,10 @@ class Kernel:
             )
         return [named[n] for n in names]
 
-    # -- running -------------------------------------------------------------------------
-    def _artifact(self) -> Any:
-        """The loaded artifact (cpu, tpu hardware, nvidia hardware), loaded on first use so
-        that compiling for a target works on any machine."""
+    # -- running: the family's Runner (vxc.backends) says how ----------------------------
+    def artifact(self) -> Any:
+        """The loaded artifact's kernel (`Runner.loader`), loaded on first use so that
+        compiling for a target works on any machine."""
         if self._loaded is None:
             from vxc import runtime
 
@@ -426,89 +388,21 @@ class Kernel:
                 raise type(e)(f"{e}; vxc.compile(..., interpret=True) runs it here") from None
         return self._loaded.kernels[self.name]
 
+    def rebuilt(self, instances: int) -> Kernel:
+        """This kernel built for a launch of `instances` (`Runner.grid_option`)."""
+        if self.runner.grid_option is None:
+            raise TypeError(f"a {self.target} kernel binds its instance count at launch")
+        return self.build.again(self.name, **{self.runner.grid_option: instances})
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """One instance; results without the instance axis."""
-        named = self._named(args, kwargs)
-        if self.target == "cpu":
-            return self._artifact()(**named)
-        if self.interpret:
-            return _one([r[0] for r in self._interpret(self._ordered(named), 1)])
-        return self._artifact()(*self._ordered(named))
+        return self.runner.way(self.interpret).call(self, self._named(args, kwargs))
 
     def launch(self, *args: Any, instances: int = 1, threads: int = 0, **kwargs: Any) -> Any:
         """`instances` instances; each result stacked along a new leading axis. `threads`
         bounds the cpu's thread pool (0: one per core); other targets ignore it."""
         named = self._named(args, kwargs)
-        if self.target == "cpu":
-            return self._artifact().launch(instances=instances, threads=threads, **named)
-        if self.target != "cpu" and (not isinstance(instances, int) or instances < 1):
-            raise ValueError(f"{self.name}: instances must be an integer >= 1, got {instances!r}")
-        if self.target == "tpu" and isinstance(self.spec["grid"]["iteration_bounds"][0], str):
-            # The `where` clause gives the grid from the shapes: no rebuild (a launch
-            # override would add an export constraint that contradicts the clause's).
-            if self.interpret:
-                import numpy as np
-
-                from vxc.runtime import LaunchError
-                from vxc.status import STATUS
-
-                arrays = self._ordered(named)
-                (grid,) = _tpu_grid(self.spec, [np.asarray(a) for a in arrays])
-                if instances != grid:  # refused as the cpu refuses it (VX_ERR_WHERE)
-                    bound = self.spec["grid"]["iteration_bounds"][0]
-                    raise LaunchError(
-                        self.name,
-                        STATUS["VX_ERR_WHERE"],
-                        "VX_ERR_WHERE",
-                        f" (instances() == {bound}: {grid} for these shapes; a launch of "
-                        f"{instances} is refused)",
-                    )
-                return _one(self._interpret(arrays, instances))
-            return self._artifact().launch(*self._ordered(named), instances=instances)
-        if self.target == "tpu":  # a Mosaic grid is static: a build option
-            k = self.build.again(self.name, tpu_instances=instances)
-            if self.interpret:
-                return _one(k._interpret(k._ordered(named), instances))
-            return k._artifact()(*k._ordered(named))
-        if self.interpret:
-            return _one(self._interpret(self._ordered(named), instances))
-        return self._artifact().launch(*self._ordered(named), instances=instances)
-
-    def _interpret(self, arrays: list[Any], instances: int) -> list[Any]:
-        """Run in vxc's interpreter: results stacked over the instances."""
-        import numpy as np
-
-        arrays = [np.asarray(a) for a in arrays]
-        if self.target == "tpu":
-            from vxc.backends.tpu import interp
-            from vxc.backends.tpu.runtime import distinct_tensors
-            from vxc.runtime import check_distinct
-
-            params = self.spec["params"]
-            _check_tpu_args(self.name, params, arrays)
-            check_distinct(self.name, distinct_tensors(self.spec, arrays))
-            mosaic = (self.manifest_path.parent / self.spec["files"]["mosaic"]).read_text()
-            aliases = [(a["param"], a["result"]) for a in self.spec.get("aliases", [])]
-            inputs, names, at = interp.operands(params, arrays)
-            grid = _tpu_grid(self.spec, arrays)
-            outs = interp.run(mosaic, inputs, names, [(at[i], o) for i, o in aliases], grid).outputs
-            # A `&mut` tensor is written in place, as on the cpu: the result its buffer
-            # aliases goes back into the caller's array and is not returned.
-            for i, o in aliases:
-                np.copyto(arrays[i], outs[o])
-            outs = [x for o, x in enumerate(outs) if o not in {o for _, o in aliases}]
-            built = self.spec["grid"]["instances"]
-            return outs if built else [o[None] for o in outs]
-        from vxc.backends.nvidia import ptxsim, toolchain
-        from vxc.runtime import LaunchError
-
-        fatbin = (self.manifest_path.parent / self.manifest["fatbin"]).read_bytes()
-        try:
-            return ptxsim.run_kernel(toolchain.extract_ptx(fatbin), self.spec, arrays, instances)
-        except ptxsim.StatusError as e:  # as the cpu launcher reports it
-            code = {v: k for k, v in self.spec["status"].items()}.get(e.status, "status")
-            where = " and ".join(self.spec["requires"])
-            raise LaunchError(self.name, e.status, code, f" (where {where})") from None
+        return self.runner.way(self.interpret).launch(self, named, instances, threads)
 
     def to_jax(self, *, instances: int | None = None, threads: int = 0) -> Any:
         """This kernel as a function of jax.Arrays, usable under `jax.jit`: on the cpu an
@@ -517,17 +411,15 @@ class Kernel:
         (`vxc.frameworks.jax_tpu`); docs/FRAMEWORKS.md. `instances` is needed only when
         the `where` clause does not give the count from the shapes; `threads` bounds the
         cpu kernel's pool."""
-        if self.target != "cpu" and self.interpret:
+        from vxc import frameworks
+
+        if self.interpreted:
             from vxc.frameworks import interpreted
 
             return interpreted.to_jax(self, instances=instances)
-        if self.target == "tpu":
-            from vxc.frameworks import jax_tpu
-
-            return jax_tpu.to_jax(self, instances=instances)
-        from vxc.frameworks import jax_ffi
-
-        return jax_ffi.to_jax(self, instances=instances, threads=threads)
+        return frameworks.jax_binding(self.runner.family).to_jax(
+            self, instances=instances, threads=threads
+        )
 
     def to_torch(self, *, instances: int | None = None, threads: int = 0) -> Any:
         """This cpu kernel as a function of torch tensors: a `torch.library.custom_op`
@@ -540,7 +432,7 @@ class Kernel:
     @property
     def exported(self) -> Any:
         """A tpu kernel's `jax.export.Exported`, to call inside your own `jax.jit`."""
-        if self.target != "tpu":
+        if not self.runner.exports:
             raise AttributeError(f"a {self.target} kernel has no jax.export")
         from vxc import runtime
 

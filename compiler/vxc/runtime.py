@@ -56,6 +56,7 @@ import numpy as np
 
 # ArgumentError and check_distinct live below every runner (no runner imports this module).
 from vxc.arguments import DISTINCT, ArgumentError, check_distinct, launch_count  # noqa: F401 (re-exported)
+from vxc.backends import FORMATS, RUNNERS
 from vxc.manifest import ABI_SUFFIX, AMX_SUFFIX, DIGEST_CHARS, abi_digest
 from vxc.status import MEANING
 
@@ -375,9 +376,9 @@ class Artifact:
             self.manifest: dict = json.loads(manifest_path.read_text())
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ArtifactError(f"{manifest_path} is not a manifest: {e}") from e
-        if not isinstance(self.manifest, dict) or (
-            self.manifest.get("format") != "vx-cpu-artifact" or self.manifest.get("target") != "cpu"
-        ):
+        # The format names the kind of artifact (the cpu runner's, RUNNERS); its target
+        # is the one cpu target.
+        if not isinstance(self.manifest, dict) or self.manifest.get("format") != _CPU.format:
             raise ArgumentError(f"{manifest_path} is not a vx cpu artifact manifest")
         files = self.manifest.get("files")
         lib_name = files.get("shared_library") if isinstance(files, dict) else None
@@ -483,11 +484,10 @@ def _load_externs(
     return libs
 
 
-# The manifest formats vxc writes (cpu, tpu, b200/h100): a manifest is known by its
-# "format", not its name, so this module needs nothing else of vxc (the slim Bazel
-# runtime ships it alone with numpy).
-_CPU, _TPU, _NVIDIA = "vx-cpu-artifact", "vx-tpu-artifact", "vx-nvidia-1"
-_FORMATS = (_CPU, _TPU, _NVIDIA)
+# A manifest is known by its "format" (each family's runner's, vxc.backends.RUNNERS), not
+# its name, so this module needs nothing else of vxc (the slim Bazel runtime ships it with
+# numpy and the few light modules it imports).
+_CPU = RUNNERS["cpu"]  # this module is the cpu's loader
 
 
 def _format(data: bytes) -> str | None:
@@ -499,7 +499,7 @@ def _format(data: bytes) -> str | None:
 
 
 def _find_manifest(d: Path) -> Path:
-    manifests = sorted(p for p in d.glob("*.json") if _format(p.read_bytes()) in _FORMATS)
+    manifests = sorted(p for p in d.glob("*.json") if _format(p.read_bytes()) in FORMATS)
     if len(manifests) != 1:
         found = ", ".join(p.name for p in manifests) or "none"
         raise FileNotFoundError(
@@ -513,7 +513,8 @@ def _find_manifest(d: Path) -> Path:
 def load(path: str | Path, externs: Sequence[str | Path] = ()) -> Any:
     """Load an artifact from its manifest (`x.<target>.json`), the artifact directory that
     holds it (what a Bazel vx_kernel's `$(rootpath)` names), the cpu library (`x.cpu.so`)
-    or the nvidia fatbin beside it. What it loads as depends on the manifest's target:
+    or the nvidia fatbin beside it. Its `format` picks the family's runner (vxc.backends.RUNNERS),
+    whose loader it loads as:
 
     - cpu: an `Artifact` whose kernels run here on numpy arrays; `externs` are shared
       libraries that define the `extern fn`s the kernels call (the artifact's manifest
@@ -534,22 +535,15 @@ def load(path: str | Path, externs: Sequence[str | Path] = ()) -> Any:
     if not p.is_file():
         raise FileNotFoundError(f"no artifact manifest at {p}")
     fmt = _format(p.read_bytes())
-    if externs and fmt != _CPU:
-        raise ArgumentError(f"{p.name}: externs= applies to cpu artifacts only")
-    if fmt == _CPU:
-        return Artifact(p, externs)
-    if fmt == _TPU:
-        from vxc.backends.tpu.runtime import TpuArtifact  # jax loads only when a kernel runs
-
-        return TpuArtifact(p)
-    if fmt == _NVIDIA:
-        from vxc.backends.nvidia.runtime import load as load_cuda  # lazy: cuda-python
-
-        return load_cuda(p)
-    raise ArgumentError(
-        f"{p} is not a vx artifact manifest (format {fmt!r}; vxc writes {_CPU}, {_TPU} "
-        f"and {_NVIDIA})"
-    )
+    runner = FORMATS.get(fmt)
+    if externs and not (runner and runner.externs):
+        takes = " and ".join(r.family for r in RUNNERS.values() if r.externs)
+        raise ArgumentError(f"{p.name}: externs= applies to {takes} artifacts only")
+    if runner is None:
+        raise ArgumentError(
+            f"{p} is not a vx artifact manifest (format {fmt!r}; vxc writes {', '.join(FORMATS)})"
+        )
+    return runner.load(p, externs)  # its module imports on first use (jax, cuda-python)
 
 
 def load_outputs(
@@ -559,7 +553,7 @@ def load_outputs(
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     manifests = [
-        n for n, data in outputs.items() if n.endswith(".json") and _format(data) in _FORMATS
+        n for n, data in outputs.items() if n.endswith(".json") and _format(data) in FORMATS
     ]
     if len(manifests) != 1:
         raise ArgumentError(f"expected one vx artifact manifest among {sorted(outputs)}")

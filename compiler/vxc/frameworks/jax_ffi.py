@@ -60,7 +60,7 @@ def register(kernel: Kernel, lay: Layout) -> tuple[str, Path]:
     kernel (other consts, say) are two targets."""
     import jax
 
-    kernel._artifact()  # loads the externs (RTLD_GLOBAL) and checks the library's ABI
+    kernel.artifact()  # loads the externs (RTLD_GLOBAL) and checks the library's ABI
     files = kernel.manifest["files"]
     obj = kernel.manifest_path.parent / files["object"]
     text = handler.source(

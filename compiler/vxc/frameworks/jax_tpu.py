@@ -56,8 +56,9 @@ def layout(spec: dict) -> Layout:
     return Layout(spec["name"], "", tuple(params), results, shapes)
 
 
-def to_jax(kernel: Kernel, *, instances: int | None = None) -> TpuJaxKernel:
-    """The tpu kernel as a function of jax.Arrays (see the module docstring)."""
+def to_jax(kernel: Kernel, *, instances: int | None = None, threads: int = 0) -> TpuJaxKernel:
+    """The tpu kernel as a function of jax.Arrays (see the module docstring). `threads`
+    is ignored, as `Kernel.launch` ignores it: a TPU kernel has no host thread pool."""
     from vxc.frameworks import where
 
     if instances is not None and (not isinstance(instances, int) or instances < 1):
@@ -76,11 +77,11 @@ def to_jax(kernel: Kernel, *, instances: int | None = None) -> TpuJaxKernel:
             "from the shapes has a static grid: pass to_jax(instances=N)"
         )
     elif instances != spec["grid"]["instances"]:
-        kernel = kernel.build.again(kernel.name, tpu_instances=instances)
+        kernel = kernel.rebuilt(instances)
     lay = layout(kernel.spec)
     requires = list(kernel.spec.get("preconditions", []))
     grid = where.instances_expr(requires, set(lay.shape_params))
-    exported = kernel._artifact().exported
+    exported = kernel.artifact().exported
     aliases = {a["param"]: a["result"] for a in kernel.spec.get("aliases", [])}
     return TpuJaxKernel(
         kernel.name, lay, requires, instances, 0, grid, exported=exported, aliases=aliases

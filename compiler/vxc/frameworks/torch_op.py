@@ -46,7 +46,7 @@ def to_torch(kernel: Kernel, *, instances: int | None = None, threads: int = 0) 
     """The kernel as a function of torch tensors (see the module docstring); an
     interpreted tpu, b200 or h100 kernel runs in vxc's interpreter or simulator
     (interpreted.py)."""
-    if kernel.target != "cpu" and kernel.interpret:
+    if kernel.interpreted:
         from vxc.frameworks import interpreted
 
         lay, grid, requires = interpreted.validate(kernel, instances, "to_torch")
@@ -57,7 +57,7 @@ def to_torch(kernel: Kernel, *, instances: int | None = None, threads: int = 0) 
     else:
         lay, grid = calls.validate(kernel, instances, threads, "to_torch")
         requires = list(kernel.spec.get("requires", []))
-        artifact = kernel._artifact()  # loads the library and checks its ABI now
+        artifact = kernel.artifact()  # loads the library and checks its ABI now
 
         def runner(n: int, threads: int, named: dict) -> Any:
             return artifact.launch(instances=n, threads=threads, **named)
@@ -68,9 +68,10 @@ def to_torch(kernel: Kernel, *, instances: int | None = None, threads: int = 0) 
 
 
 def op_name(kernel: Kernel) -> str:
-    """`<kernel>_<digest>`: of the artifact's object on the cpu, else of everything the
-    build depends on (`Build.key`); two builds of one kernel are two ops."""
-    if kernel.target == "cpu":
+    """`<kernel>_<digest>`: of the artifact's object for a kernel run natively (a cpu one:
+    `calls.validate` refused any other), else of everything the build depends on
+    (`Build.key`); two builds of one kernel are two ops."""
+    if not kernel.interpreted:
         obj = kernel.manifest_path.parent / kernel.manifest["files"]["object"]
         digest = hashlib.sha256(obj.read_bytes()).hexdigest()
     else:

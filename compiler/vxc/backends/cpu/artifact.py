@@ -6,6 +6,7 @@ import json
 
 from llvmlite import ir as ll
 
+from vxc.backends import RUNNERS
 from vxc.backends.cpu.abi import Signature
 from vxc.backends.cpu.codegen import HostTarget
 from vxc.backends.cpu.errors import STATUS
@@ -164,7 +165,7 @@ def manifest(
     tile state, else that site's vector path runs (`K__vx_amx()` says which, amx.py)."""
     kernels = [s for s in sigs if not s.extern and not s.internal]
     doc = {
-        "format": "vx-cpu-artifact",
+        "format": RUNNERS["cpu"].format,  # what vxc.runtime.load knows it by
         "version": 1,
         "name": name,
         "target": "cpu",

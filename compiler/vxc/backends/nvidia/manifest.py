@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-FORMAT = "vx-nvidia-1"
+from vxc.backends import RUNNERS
+
+FORMAT = RUNNERS["nvidia"].format  # what vxc.runtime.load knows it by
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from vxc.backends import RUNNERS
 from vxc.backends.tpu.lower import Kernel, Param
 
 SERIALIZATION_FORMAT = 1  # the Mosaic stable serialization as_tpu_kernel writes
@@ -13,7 +14,7 @@ def manifest(name: str, kernels: list[Kernel], files: dict[str, dict[str, str]])
     import jax
 
     doc = {
-        "format": "vx-tpu-artifact",
+        "format": RUNNERS["tpu"].format,  # what vxc.runtime.load knows it by
         "version": 1,
         "name": name,
         "target": "tpu",
