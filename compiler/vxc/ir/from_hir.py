@@ -165,6 +165,8 @@ class Lowering:
         self.context = make_context()
         with self.context, ir.Location.unknown():
             module = ir.Module.create()
+            # Kept, and read: the plan sized the rings and working sets for this target,
+            # so vxc.backends.emit_target refuses to build the module for another one.
             module.operation.attributes["vx.target"] = ir.StringAttr.get(self.plan.target)
             functions = self.program.functions
             with ir.InsertionPoint(module.body):

@@ -1085,8 +1085,15 @@ TransposeOp = VIEWS["vx.transpose"]
 CompareOp = VIEWS["vx.compare"]
 SelectOp = VIEWS["vx.select"]
 IotaOp = VIEWS["vx.iota"]
-# The tile-arithmetic ops (LANGUAGE.md §4.3), which every backend lowers: the tpu keeps
-# their results in vregs unless an op needs one in memory (backends/tpu/lower.py).
+# The tile-arithmetic ops (LANGUAGE.md §4.3). Every backend has a rule or a coded refusal
+# for each (tests/backends/test_contract.py), and lowers them its own way: the cpu one op
+# at a time, an explicit vector loop over the whole tile (an internal function per site,
+# backends/cpu/tiles.py) writing the op's ring slot or arena buffer; the tpu as Mosaic
+# vector values kept in vregs, stored into the op's ring slot only where an op needs the
+# tile in memory (backends/tpu/vregs.py; the tpu's lowering is the one reader of this
+# tuple); nvidia as a `Lazy` per-element expression tree over the ops in registers,
+# evaluated only where a tile must exist (backends/nvidia/tiles.py), a `vx.transpose`
+# only when folded into a matmul_acc (E7001 otherwise).
 TILE_OPS = (
     "vx.binary",
     "vx.unary",
