@@ -99,3 +99,16 @@ def test_load_refuses_a_format_no_runner_knows(tmp_path):
         runtime.load(p)
     with pytest.raises(runtime.ArgumentError, match="externs= applies to cpu artifacts only"):
         runtime.load(p, externs=[tmp_path / "x.so"])
+
+
+def test_the_formats_are_written_once():
+    """The backends' manifest writers and the loaders read the runner table's formats."""
+    holders = sorted(
+        p.relative_to(VXC).as_posix()
+        for p in VXC.rglob("*.py")
+        if any(
+            isinstance(n, ast.Constant) and n.value in FORMATS
+            for n in ast.walk(ast.parse(p.read_text()))
+        )
+    )
+    assert holders == ["backends/__init__.py"]
