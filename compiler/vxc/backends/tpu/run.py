@@ -16,17 +16,11 @@ from typing import Any
 import numpy as np
 
 from vxc.backends import Loaded, RunnableKernel, check_instances, one_result
+from vxc.backends.tpu.runtime import distinct_tensors, shape_bound, shape_grid
 
 # A tpu scalar parameter's dtype -> the numpy kinds a value of it may have
 # (b: bool, i/u: integer, f: float).
 _SCALAR_KINDS = {"bool": "b", "i32": "iub", "f32": "fiub"}
-
-
-def shape_bound(spec: dict) -> str | None:
-    """The grid a kernel's `where` clause gives from the shapes (the manifest's iteration
-    bound, an expression), or None: a static grid, fixed by the build."""
-    bound = spec["grid"]["iteration_bounds"][0]
-    return bound if isinstance(bound, str) else None
 
 
 @dataclass(frozen=True)
@@ -82,8 +76,6 @@ INTERPRETER = Interpreter()
 
 
 def _grid(spec: dict, arrays: list[Any]) -> int:
-    from vxc.backends.tpu.runtime import shape_grid
-
     return shape_grid(shape_bound(spec), spec["params"], arrays)
 
 
@@ -92,7 +84,6 @@ def interpret(kernel: RunnableKernel, arrays: list[Any]) -> list[np.ndarray]:
     (or the one its shapes give): results stacked over the instances."""
     from vxc.arguments import check_distinct
     from vxc.backends.tpu import interp
-    from vxc.backends.tpu.runtime import distinct_tensors
 
     spec = kernel.spec
     arrays = [np.asarray(a) for a in arrays]

@@ -47,6 +47,14 @@ def _tpu_devices() -> list[Any]:
         return []
 
 
+def shape_bound(spec: dict) -> str | None:
+    """The grid a kernel's `where` clause gives from the shapes (the manifest's iteration
+    bound, an expression: gemm's `((m // 128) * (n // 128))`), or None: a static grid,
+    fixed by the build (`vxc build --tpu-instances N`)."""
+    bound = spec["grid"]["iteration_bounds"][0]
+    return bound if isinstance(bound, str) else None
+
+
 def shape_grid(expr: str, params: list[dict], arrays: list[Any]) -> int:
     """The instances a grid given by the shapes (`((m // 128) * (n // 128))`, the manifest's
     iteration bound) is for these arrays (the manifest's `params`, in order)."""
@@ -69,10 +77,7 @@ class TpuKernel:
         self.params: list[dict] = spec["params"]
         self.results: list[dict] = spec["results"]
         self.instances: int = spec["grid"]["instances"]  # the static grid it was built for
-        bound = spec["grid"]["iteration_bounds"][0]
-        # The grid the kernel's `where` clause gives from the shapes (gemm's
-        # `((m // 128) * (n // 128))`), or None: the static grid above.
-        self.grid_expr: str | None = bound if isinstance(bound, str) else None
+        self.grid_expr: str | None = shape_bound(spec)  # None: the static grid above
         self.spec = spec
         self.export_path = directory / spec["files"]["export"]
         self._exported: Any = None
