@@ -202,12 +202,7 @@ def analyze(
     if tuned is not None:  # the table's values are inputs too (and whether it warns)
         keyed.update({f"tuned:{k}": v for k, v in tuned.values.items()})
         keyed["tuned:stale"] = int(tuned.stale)
-    return Analysis(
-        sources_key(sources, machine, keyed),
-        list(sources),
-        machine,
-        CheckedHir(program, diags, machine_decls),
-    )
+    return Analysis(list(sources), machine, CheckedHir(program, diags, machine_decls), keyed)
 
 
 @cache
