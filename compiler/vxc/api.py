@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 
 import vxc
@@ -74,7 +73,7 @@ def compiler_version() -> str:
     Paths enter the digest relative to the package, so where the checkout lives does not
     change the version (remote caches stay shared between machines).
     """
-    root = Path(str(resources.files("vxc")))
+    root = Path(vxc.__file__).parent
     files = sorted(
         f
         for f in root.rglob("*")
@@ -93,7 +92,7 @@ def source_commit() -> str:
     key is the files' digest, so a commit that does not touch the compiler keeps caches."""
     import subprocess
 
-    root = Path(str(resources.files("vxc")))
+    root = Path(vxc.__file__).parent
     try:
         head = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"],
