@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 import vxc
@@ -126,10 +126,18 @@ def sources_key(
 class Analysis:
     """The target-independent front half of one source set."""
 
-    key: str
     sources: list[Source]
     machine: Source | None
     hir: CheckedHir
+    # The values that instantiated it besides the sources (`--const`s, a tuning table's
+    # entries), as `sources_key` reads them.
+    inputs: dict[str, int] = field(default_factory=dict)
+
+    @cached_property
+    def key(self) -> str:
+        """Its `sources_key`, made when a cache asks for it: the digest reads every file
+        of the compiler (~10 ms), which a one-shot `vxc check` never needs."""
+        return sources_key(self.sources, self.machine, self.inputs)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -175,7 +183,7 @@ class Analysis:
             raise StaleCache(str(e)) from e
         if not isinstance(hir, CheckedHir):
             raise StaleCache("HIR cache holds no analysis")
-        return Analysis(key, list(sources), machine, hir)
+        return Analysis(list(sources), machine, hir, dict(consts or {}))
 
 
 def analyze(
@@ -282,8 +290,10 @@ def lowering_refusals(checked: Checked, whole_program: bool = True) -> list[Diag
     one, and a part may lack what the whole has, such as a kernel)."""
     if not checked.ok:
         return []
+    from vxc.backends import lower_target
+
     try:
-        _emit(checked, "target-ir", {})
+        lower_target(checked.target, vx_module(checked), _stem(checked.analysis.sources), {})
     except Refusal as e:
         if e.span is None and not whole_program:
             return []
