@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "arguments",
         "stages",
         "tuning",
+        "collector",
     ),
     ("frontend",),
     ("hir",),

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
+from functools import cache, cached_property
 from pathlib import Path
 
 import vxc
@@ -74,7 +73,7 @@ def compiler_version() -> str:
     Paths enter the digest relative to the package, so where the checkout lives does not
     change the version (remote caches stay shared between machines).
     """
-    root = Path(str(resources.files("vxc")))
+    root = Path(vxc.__file__).parent
     files = sorted(
         f
         for f in root.rglob("*")
@@ -93,7 +92,7 @@ def source_commit() -> str:
     key is the files' digest, so a commit that does not touch the compiler keeps caches."""
     import subprocess
 
-    root = Path(str(resources.files("vxc")))
+    root = Path(vxc.__file__).parent
     try:
         head = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"],
@@ -127,10 +126,18 @@ def sources_key(
 class Analysis:
     """The target-independent front half of one source set."""
 
-    key: str
     sources: list[Source]
     machine: Source | None
     hir: CheckedHir
+    # The values that instantiated it besides the sources (`--const`s, a tuning table's
+    # entries), as `sources_key` reads them.
+    inputs: dict[str, int] = field(default_factory=dict)
+
+    @cached_property
+    def key(self) -> str:
+        """Its `sources_key`, made when a cache asks for it: the digest reads every file
+        of the compiler (~10 ms), which a one-shot `vxc check` never needs."""
+        return sources_key(self.sources, self.machine, self.inputs)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -176,7 +183,7 @@ class Analysis:
             raise StaleCache(str(e)) from e
         if not isinstance(hir, CheckedHir):
             raise StaleCache("HIR cache holds no analysis")
-        return Analysis(key, list(sources), machine, hir)
+        return Analysis(list(sources), machine, hir, dict(consts or {}))
 
 
 def analyze(
@@ -202,12 +209,7 @@ def analyze(
     if tuned is not None:  # the table's values are inputs too (and whether it warns)
         keyed.update({f"tuned:{k}": v for k, v in tuned.values.items()})
         keyed["tuned:stale"] = int(tuned.stale)
-    return Analysis(
-        sources_key(sources, machine, keyed),
-        list(sources),
-        machine,
-        CheckedHir(program, diags, machine_decls),
-    )
+    return Analysis(list(sources), machine, CheckedHir(program, diags, machine_decls), keyed)
 
 
 @cache
@@ -288,8 +290,10 @@ def lowering_refusals(checked: Checked, whole_program: bool = True) -> list[Diag
     one, and a part may lack what the whole has, such as a kernel)."""
     if not checked.ok:
         return []
+    from vxc.backends import lower_target
+
     try:
-        _emit(checked, "target-ir", {})
+        lower_target(checked.target, vx_module(checked), _stem(checked.analysis.sources), {})
     except Refusal as e:
         if e.span is None and not whole_program:
             return []

@@ -11,6 +11,7 @@ import os
 import sys
 import traceback
 
+from vxc import collector
 from vxc.stages import AFTER, emit_error, emit_help
 from vxc.targets import (
     EMIT_MEANING,
@@ -326,14 +327,11 @@ def main(argv: list[str] | None = None) -> int:
     sys.setrecursionlimit(10_000)
     args = _parser().parse_args(argv)
     try:
-        commands = {
-            "check": _check,
-            "build": _build,
-            "report": _cost_report,
-            "explain": _explain,
-            "lsp": _lsp,
-        }
-        return commands[args.command](args)
+        if args.command == "lsp":  # runs for hours: the collector frees each edit's objects
+            return _lsp(args)
+        one_shot = {"check": _check, "build": _build, "report": _cost_report, "explain": _explain}
+        with collector.paused():  # their objects live until exit (vxc/collector.py)
+            return one_shot[args.command](args)
     except UsageError as e:
         print(f"vxc: error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -4,7 +4,8 @@ imports jax, jaxlib or llvmlite; z3 only when an obligation needs it (the seed r
 none), protobuf only for the .vxhir cache; never the LSP library (pygls is for `vxc lsp`
 only). A plain `vxc check` lowers for its target (check ≡ build), which imports the vx
 dialect's MLIR bindings and the target's backend: that is its cost, measured in
-docs/PERFORMANCE.md."""
+docs/PERFORMANCE.md ("Cold check"); for cpu it still imports no numpy (vxc/ir/mlir.py),
+which was a fifth of it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import sys
 
 from clirun import KERNELS, ROOT
 
-HEAVY = ("jax", "jaxlib", "llvmlite", "z3", "google", "pygls", "lsprotocol")
+HEAVY = ("jax", "jaxlib", "llvmlite", "numpy", "z3", "google", "pygls", "lsprotocol")
 
 PROBE = """
 import json, sys
@@ -36,10 +37,23 @@ print(json.dumps({{"rc": rc, "heavy": heavy}}))
 """
 
 
-def _run(code: str, target: str) -> dict:
+# A check that lowers: what `vxc check FILE --target T` runs, and what it printed.
+LOWER_PROBE = """
+import contextlib, io, json, sys
+from vxc import cli
+err = io.StringIO()
+with contextlib.redirect_stderr(err):
+    rc = cli.main(["check", "--target", sys.argv[2], "--error-format", "json", sys.argv[1]])
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r})
+codes = [json.loads(line)["code"] for line in err.getvalue().splitlines()]
+print(json.dumps({{"rc": rc, "heavy": heavy, "codes": codes}}))
+"""
+
+
+def _run(code: str, target: str, src=KERNELS / "seed.vx") -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "compiler"))
     p = subprocess.run(
-        [sys.executable, "-c", code.format(heavy=HEAVY), str(KERNELS / "seed.vx"), target],
+        [sys.executable, "-c", code.format(heavy=HEAVY), str(src), target],
         capture_output=True,
         text=True,
         env=env,
@@ -59,6 +73,37 @@ def test_api_check_imports_no_jax_or_llvmlite():
 def test_cli_check_imports_no_jax_or_llvmlite():
     got = _run(CLI_PROBE, "b200")
     assert got == {"rc": 0, "heavy": []}
+
+
+def test_a_cpu_check_lowers_without_numpy():
+    """The seed lowers for cpu (MLIR and llvmlite loaded) and numpy never loads: jaxlib's
+    MLIR bindings import it only for attribute builders vxc does not use."""
+    got = _run(LOWER_PROBE, "cpu")
+    assert (got["rc"], got["codes"]) == (0, [])
+    assert {"jaxlib", "llvmlite"} <= {m.split(".")[0] for m in got["heavy"]}
+    assert not [m for m in got["heavy"] if m.split(".")[0] in ("numpy", "jax", "z3")]
+
+
+def test_a_cpu_refusal_is_reported_without_numpy():
+    """The lowering that loads no numpy still refuses what the cpu backend refuses."""
+    src = ROOT / "tests/golden/cases/E7001_erf_of_an_f64_tile_on_cpu.vx"
+    got = _run(LOWER_PROBE, "cpu", src)
+    assert (got["rc"], got["codes"]) == (1, ["E7001"])
+    assert "numpy" not in {m.split(".")[0] for m in got["heavy"]}
+
+
+def test_numpy_loaded_first_keeps_jaxlibs_attribute_builders():
+    """A process that has numpy (the runtime, a framework) gets MLIR as jaxlib makes it."""
+    code = (
+        "import numpy, vxc.ir\n"
+        "from jaxlib.mlir import ir\n"
+        "print(ir.AttrBuilder.contains('I64ElementsAttr'))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "compiler"))
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert p.stdout.split() == ["True"], p.stderr
 
 
 def test_the_probe_can_see_a_heavy_import():

@@ -59,6 +59,10 @@ class Backend:
     # The `matmul_acc` operands its rule reads transposed ("a", "b"): `fold-transpose`
     # folds a `vx.transpose` into those only.
     matmul_transposes: frozenset[str] = frozenset({"a", "b"})
+    # `lower(module, target, options)`: the lowering alone, which raises every refusal the
+    # build would, without the tool runs after it (the cpu's LLVM O3); `vxc check` runs
+    # it. None: the target-ir build is that lowering.
+    lower: Callable[..., None] | None = None
 
     def emit(self, module, target: Target, options, stem: str, emit: str) -> dict[str, bytes]:
         if not isinstance(options, self.options):
@@ -84,6 +88,19 @@ def emit_target(target: str, module, stem: str, emit: str, options: Mapping) -> 
     b = backend(t.family)
     run_target_stages(module, target)
     return b.emit(module, t, family_options(t.family, options), stem, emit)
+
+
+def lower_target(target: str, module, stem: str, options: Mapping) -> None:
+    """Lower `module` for `target` as `emit_target` does, up to the backend's refusals
+    (raised) and no further: what `vxc check` and the editor ask of a backend."""
+    t = TARGETS[target]
+    b = backend(t.family)
+    run_target_stages(module, target)
+    opts = family_options(t.family, options)
+    if b.lower is None:
+        b.emit(module, t, opts, stem, "target-ir")
+    else:
+        b.lower(module, t, opts)
 
 
 def run_target_stages(module, target: str, stop_after: str | None = None) -> None:

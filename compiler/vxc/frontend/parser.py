@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import math
 import re
-from contextlib import contextmanager
 from dataclasses import replace
 from functools import cache
-from importlib import resources
+from pathlib import Path
 
 import lark
 from lark import Token, Transformer, v_args
 
+from vxc import collector
 from vxc.diagnostics import DiagnosticSink, Span
 from vxc.frontend import ast as A
+
+# The grammar and its tables lie beside this file (read directly: importlib.resources
+# would add ~10 ms of imports to every cold `vxc check`, vxc/targets.py's model_source).
+HERE = Path(__file__).parent
 
 MAX_DEPTH = 200  # deeper trees are E0004: keeps every recursive pass far from Python's limit
 
@@ -71,7 +74,7 @@ def _whole_word_keywords(grammar: str) -> str:
 @cache
 def keyword_terminals() -> dict[str, str]:
     """Terminal name -> the word it matches, for the terminals made above."""
-    grammar = resources.files("vxc.frontend").joinpath("grammar.lark").read_text()
+    grammar = (HERE / "grammar.lark").read_text(encoding="utf-8")
     defined_names = {name for name, _ in TERMINAL_DEF.findall(grammar)}
     return {
         "_" + w.upper(): w
@@ -84,9 +87,7 @@ def keyword_terminals() -> dict[str, str]:
 
 def grammar_text() -> str:
     """The grammar lark compiles: grammar.lark with its keywords made whole-word terminals."""
-    return _whole_word_keywords(
-        resources.files("vxc.frontend").joinpath("grammar.lark").read_text()
-    )
+    return _whole_word_keywords((HERE / "grammar.lark").read_text(encoding="utf-8"))
 
 
 def build_lark(grammar: str) -> lark.Lark:
@@ -116,7 +117,7 @@ def _lark() -> lark.Lark:
     fresh), else built from the grammar."""
     grammar = grammar_text()
     try:
-        raw = resources.files("vxc.frontend").joinpath("grammar_tables.json").read_bytes()
+        raw = (HERE / "grammar_tables.json").read_bytes()
         tables = json.loads(raw, object_hook=_untag)
     except (OSError, ValueError):
         tables = {}
@@ -601,21 +602,8 @@ def _turbofish(text: str, tok: Token, file: str, sink: DiagnosticSink) -> bool:
     return False
 
 
-@contextmanager
-def _no_gc():
-    """Parsing allocates millions of acyclic objects; the cyclic GC would rescan them again
-    and again (a 1 MB source parsed 2.5x slower with it on). Paused only while parsing."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def parse(text: str, file: str, sink: DiagnosticSink) -> A.Module | None:
-    with _no_gc():
+    with collector.paused():  # its objects are acyclic and live on (vxc/collector.py)
         return _parse(text, file, sink)
 
 

@@ -4,14 +4,8 @@ HIR -> vx lowering lives in `vxc.ir.from_hir`; backends consume verified
 modules.
 """
 
-import os
-
-# jaxlib's C++ logging (XLA, PJRT, libtpu) reads its level once, when the library loads,
-# and this package is where vxc first loads it: from here on only errors reach stderr
-# (INFO/WARNING lines are noise in a compiler's output; real failures reach the user as
-# exceptions). A level the user set wins.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
+# First: loads jaxlib (its log level, MLIR without numpy) before any module below does.
+from vxc.ir import mlir as _mlir  # noqa: F401  (isort: first)
 from vxc.ir.builders import BuildError, build
 from vxc.ir.context import make_context
 from vxc.ir.ops import OPS, OpDef
