@@ -1,0 +1,106 @@
+"""cpu: the measured run time of each candidate on the tuning shapes.
+
+Each survivor is built by `vxc.compile` (the artifact `vxc build` writes, for the `--arch`
+CPU level, default native) and called on the same seeded random inputs. After one warm-up
+call each, the candidates run in turn, `runs` rounds of one call each (interleaved, so
+a slow spell of a shared machine falls on all of them), on one thread; a candidate's
+score is its fastest call in microseconds, rounded to 3 significant digits. Scores within
+TIE of the best are a tie, and a tie goes to the first candidate in the space's order: a
+measured choice repeats across runs of the tuner where the machine does, never exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from typing import Any
+
+from vxc.tune import Method, Request, Score, Survivor
+
+TIE = 0.02  # relative: measured times closer than this are not told apart
+SEED = 0
+
+
+def _inputs(kernel: Any, survivor: Survivor) -> dict[str, Any]:
+    """Seeded random arrays and the scalars for one call (shape parameters inferred)."""
+    import numpy as np
+
+    from vxc.runtime import numpy_dtype
+
+    rng = np.random.default_rng(SEED)
+    launch = survivor.launch
+    named: dict[str, Any] = {}
+    for p in kernel.spec["params"]:  # the cpu manifest's, as its runtime binds them
+        name = p["name"]
+        if p["kind"] == "tensor":
+            dims = p.get("dims") or [""] * len(p["shape"])  # a static shape names none
+            shape = [launch.sizes[d] if d else s for s, d in zip(p["shape"], dims, strict=True)]
+            dtype = numpy_dtype(p["dtype"], name)
+            if p["const"]:
+                named[name] = rng.standard_normal(shape).astype(dtype)
+            else:
+                named[name] = np.zeros(shape, dtype)
+        elif p["kind"] == "scalar" and name not in kernel.shape_params():
+            named[name] = _scalar(p["dtype"], name, launch)
+    return named
+
+
+def _scalar(dtype: str, name: str, launch) -> Any:
+    if name in launch.sizes:
+        return launch.sizes[name]
+    if dtype == "i1":
+        return bool(launch.scalars.get(name, 0))
+    return launch.scalars.get(name, 1.0)
+
+
+def score(request: Request, survivors: list[Survivor]) -> list[Score | str]:
+    import vxc
+
+    calls = []
+    for s in survivors:
+        kernel = vxc.compile(
+            request.source.data.decode(),
+            "cpu",
+            s.consts,
+            filename=request.source.path,
+            tune=False,
+            cpu=request.arch,
+        )
+        args = _inputs(kernel, s)
+        calls.append(
+            lambda k=kernel, a=args, n=s.launch.instances: k.launch(instances=n, threads=1, **a)
+        )
+    for call in calls:  # warm-up: page faults, the loader, caches
+        call()
+    best = [float("inf")] * len(calls)
+    for _ in range(request.runs):
+        for i, call in enumerate(calls):
+            t0 = time.perf_counter()
+            call()
+            best[i] = min(best[i], time.perf_counter() - t0)
+    fastest = min(best) * 1e6
+    return [Score(_ties(b * 1e6, fastest), {"measured_us": _sig3(b * 1e6)}) for b in best]
+
+
+def _ties(us: float, fastest: float) -> float:
+    """The rounded score; one within TIE of the fastest scores as the fastest."""
+    return _sig3(fastest if us <= fastest * (1 + TIE) else us)
+
+
+def _sig3(x: float) -> float:
+    return float(f"{x:.3g}")
+
+
+def inputs(request: Request) -> dict:
+    return {"runs": request.runs, "host": platform.machine(), "cores": os.cpu_count()}
+
+
+METHOD = Method(
+    "us",
+    "measured: the fastest of `runs` interleaved calls on one thread at the tuning shapes, "
+    f"in microseconds to 3 significant digits; within {TIE:.0%} of the fastest is a tie, "
+    "won by the first candidate in the space's order",
+    score,
+    inputs,
+)
