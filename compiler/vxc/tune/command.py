@@ -89,6 +89,7 @@ def main(args) -> int:
         table, dropped = tuning.with_entry(
             old, path.name, data, request.target, entry(request, best, outcomes)
         )
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(table)
     except (OSError, tuning.TuneError) as e:
         raise TuneUsage(f"cannot write `{out}`: {getattr(e, 'strerror', None) or e}") from None

@@ -9,9 +9,9 @@ report: bytes across each edge and FLOPs of the launch at the tuning shapes) giv
 roofline bound max(FLOPs / peak, bytes / bandwidth) of the machine model, which assumes
 the work spread over every SM. The model: the busiest SM runs ceil(instances / SMs) CTAs
 at its share of that bound, slowed by the share of WARPS_TO_HIDE warps the resident CTAs
-give it (occupancy: fewer warps hide less latency). Microseconds, 3 significant digits; exact (same
-inputs, same table); ties go to the first candidate in the space's order. Not modelled:
-latency hiding beyond occupancy, the MMA's issue rate, bank conflicts.
+give it (occupancy: fewer warps hide less latency). Microseconds, 3 significant digits;
+exact (same inputs, same table); ties go to the first candidate in the space's order. Not
+modelled: latency hiding beyond occupancy, the MMA's issue rate, bank conflicts.
 """
 
 from __future__ import annotations
