@@ -28,7 +28,7 @@ class Request:
     arch: str  # cpu: the --cpu level; tpu: the topology; b200/h100: the sm
     shapes: dict[str, float]
     space: dict[str, tuple[int, ...]]
-    runs: int = 5
+    runs: int  # cpu: timed rounds
 
 
 @dataclass(frozen=True)

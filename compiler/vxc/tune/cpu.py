@@ -2,8 +2,9 @@
 
 Each survivor is built by `vxc.compile` (the artifact `vxc build` writes, for the `--arch`
 CPU level, default native) and called on the same seeded random inputs. After one warm-up
-call each, the candidates run in turn, `runs` rounds of one call each (interleaved, so
-a slow spell of a shared machine falls on all of them), on one thread; a candidate's
+call each (a build or call that fails is the candidate's reason for no score), the
+candidates run in turn, `runs` rounds of one call each (interleaved, so a slow spell of
+a shared machine falls on all of them), on one thread; a candidate's
 score is its fastest call in microseconds, rounded to 3 significant digits. Scores within
 TIE of the best are a tie, and a tie goes to the first candidate in the space's order: a
 measured choice repeats across runs of the tuner where the machine does, never exactly.
@@ -14,8 +15,10 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Callable
 from typing import Any
 
+from vxc.errors import CompileError
 from vxc.tune import Method, Request, Score, Survivor
 
 TIE = 0.02  # relative: measured times closer than this are not told apart
@@ -54,11 +57,13 @@ def _scalar(dtype: str, name: str, launch) -> Any:
     return launch.scalars.get(name, 1.0)
 
 
-def score(request: Request, survivors: list[Survivor]) -> list[Score | str]:
+def _call(request: Request, s: Survivor) -> Callable[[], Any] | str:
+    """One call of the survivor's built kernel on its inputs, run once (a build or a run
+    that fails is why it has no score, said in one line)."""
     import vxc
+    from vxc.runtime import ArgumentError, KernelError
 
-    calls = []
-    for s in survivors:
+    try:
         kernel = vxc.compile(
             request.source.data.decode(),
             "cpu",
@@ -68,19 +73,35 @@ def score(request: Request, survivors: list[Survivor]) -> list[Score | str]:
             cpu=request.arch,
         )
         args = _inputs(kernel, s)
-        calls.append(
-            lambda k=kernel, a=args, n=s.launch.instances: k.launch(instances=n, threads=1, **a)
-        )
-    for call in calls:  # warm-up: page faults, the loader, caches
-        call()
+
+        def call() -> Any:
+            return kernel.launch(instances=s.launch.instances, threads=1, **args)
+
+        call()  # the warm-up: the loader, page faults, caches
+    except CompileError as e:
+        first = next(d for d in e.diagnostics if d.severity == "error")
+        return f"the build failed: {first.code} {first.message}"
+    except (ArgumentError, KernelError) as e:
+        return f"the call at the tuning shapes failed: {e}"
+    return call
+
+
+def score(request: Request, survivors: list[Survivor]) -> list[Score | str]:
+    calls = [_call(request, s) for s in survivors]
     best = [float("inf")] * len(calls)
     for _ in range(request.runs):
         for i, call in enumerate(calls):
-            t0 = time.perf_counter()
-            call()
-            best[i] = min(best[i], time.perf_counter() - t0)
-    fastest = min(best) * 1e6
-    return [Score(_ties(b * 1e6, fastest), {"measured_us": _sig3(b * 1e6)}) for b in best]
+            if not isinstance(call, str):
+                t0 = time.perf_counter()
+                call()
+                best[i] = min(best[i], time.perf_counter() - t0)
+    us = [b * 1e6 for b in best]
+    fastest = min((u for u, c in zip(us, calls, strict=True) if not isinstance(c, str)),
+                  default=0.0)  # fmt: skip
+    return [
+        c if isinstance(c, str) else Score(_ties(u, fastest), {"measured_us": _sig3(u)})
+        for u, c in zip(us, calls, strict=True)
+    ]
 
 
 def _ties(us: float, fastest: float) -> float:

@@ -20,6 +20,7 @@ import json
 import math
 
 from vxc import api
+from vxc.report import ReportError, kernel_reports
 from vxc.targets import TARGETS
 from vxc.tune import Method, Request, Score, Survivor, package_version
 
@@ -53,7 +54,6 @@ def _occupancy(k: dict, target: str) -> int:
 
 
 def _bound_s(survivor: Survivor) -> float | None:
-    from vxc.report import kernel_reports
 
     launch = survivor.launch
     checked = survivor.checked
@@ -70,7 +70,10 @@ def _one(request: Request, survivor: Survivor) -> Score | str:
     per_sm = _occupancy(k, request.target)
     if per_sm < 1:
         return "no CTA fits on an SM (registers or shared memory)"
-    bound = _bound_s(survivor)
+    try:
+        bound = _bound_s(survivor)
+    except ReportError as e:
+        return f"the cost report cannot count it: {e}"
     if bound is None:
         return "the machine model declares no peak or no bandwidth: no roofline bound"
     sms = TARGETS[request.target].arch.sms
