@@ -179,7 +179,7 @@ def _tune_parser(sub) -> None:
         "the best is written to the table beside the source (docs/PERFORMANCE.md).",
     )
     t.add_argument("file", metavar="FILE.vx")
-    t.add_argument("--target", choices=TARGET_NAMES, required=True)
+    t.add_argument("--target", choices=TARGET_NAMES, required=True, help="the target to tune for")
     t.add_argument(
         "--arch",
         help="cpu: the --cpu level (default native); tpu: the topology (default v5e); "

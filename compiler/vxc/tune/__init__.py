@@ -12,6 +12,7 @@ parameter varying slowest), so the same scores give the same table.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -151,8 +152,6 @@ def run(request: Request) -> tuple[Outcome, list[Outcome]]:
 
 def entry(request: Request, best: Outcome, outcomes: list[Outcome]) -> dict:
     """The table's entry for the target (vxc/tuning.py reads its `consts`)."""
-    import hashlib
-
     method = method_of(request.target)
     return {
         "arch": request.arch,

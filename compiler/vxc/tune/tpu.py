@@ -51,14 +51,17 @@ def _one(request: Request, survivor: Survivor) -> Score | str:
     with tempfile.TemporaryDirectory(prefix="vxc-tune-") as d:
         dump = Path(d) / "dump"
         spec = json.dumps(_child_spec(request, survivor, d))
-        p = subprocess.run(
-            [sys.executable, "-m", "vxc.tune.tpu", spec],
-            env=dump_env(os.environ, dump),
-            capture_output=True,
-            text=True,
-            timeout=CHILD_TIMEOUT_S,
-            check=False,
-        )
+        try:
+            p = subprocess.run(
+                [sys.executable, "-m", "vxc.tune.tpu", spec],
+                env=dump_env(os.environ, dump),
+                capture_output=True,
+                text=True,
+                timeout=CHILD_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return f"libtpu took more than {CHILD_TIMEOUT_S} s to compile it"
         if p.returncode != 0:
             last = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
             return f"libtpu did not compile it for {request.arch}: {last[:300]}"
