@@ -45,6 +45,17 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from vxc.backends.tpu.schedule import (
+    BRANCH,
+    DELAY,
+    EXIT_TEST,
+    START,
+    control_flow,
+    dump_env,
+    innermost,
+    kernel_llo,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = re.compile(r"\s*(?:0x[0-9a-f]+|\d+)\s+\w*\s*:\s*(>*)\s*\{")
 
@@ -116,7 +127,6 @@ REGIONS = {
 }  # fmt: skip
 # Pallas grids: one loop from 0 whose exit test states the trip count, which is checked.
 GRIDS = {"stream_blockspec", "stream_grid_2d", "gemm_blockspec", "gemm_epilogue_blockspec"}
-EXIT_TEST = re.compile(r"scmp\.ge\.s32\.totalorder %s\w+, (\d+) /\* loop exit test")
 TRIPS_DEFAULT = lambda n, p: (n,)  # noqa: E731 - a Pallas grid or fori_loop over the tiles
 
 TWIN_NAMES = {
@@ -272,8 +282,7 @@ def measure(case_key: str, impl: str, topo: str, tiles: int, static=False) -> di
     if static and impl in GRIDS:  # the older count: a grid's n steps, no ramp
         loops = (*loops[:-1], loops[-1] - 2)
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TPU_SKIP_MDS_QUERY="1",
-                   LIBTPU_INIT_ARGS=f"--xla_jf_dump_to={d} --xla_jf_dump_llo_text=true")  # fmt: skip
+        env = dump_env(os.environ, d)
         cmd = [sys.executable, __file__, "--one", case_key, impl, topo, str(tiles)]
         subprocess.run(cmd, env=env, check=True, timeout=600)
         # Steady-state units per call: tiles (a stream), K steps of every tile of C (gemm).
@@ -377,48 +386,8 @@ TWIN_ARGS = {
 }  # fmt: skip
 
 
-# The final LLO's control flow, for the tile kernels: a bundle's `>` marks name the region
-# of its first op, not where it runs (a branch's delay slots and empty bundles carry none),
-# so loops are read from the branches instead. A branch back to the bundle that starts
-# its target region closes a loop; the DELAY bundles after a branch run on both paths
-# (measured: 4 on v5e and v6e); a forward branch skips [its delay slots' end, target).
-DELAY = 4
-ADDR = re.compile(r"\s*(0x[0-9a-f]+|\d+)\s+\w*\s*:")
-BRANCH = re.compile(r"sbr\.rel (\(([^)]*)\) )?target = \$region(\d+)")
-START = re.compile(r"Start(?:/End empty)? region (\d+)")
-
-
-@dataclass(frozen=True)
-class Flow:
-    bundles: int
-    loops: tuple[tuple[int, int], ...]  # [first, last] bundle of each loop, outermost first
-    skips: tuple[tuple[int, int, str], ...]  # [first, last] a forward branch skips, predicate
-
-
-def control_flow(text: str) -> Flow:
-    addrs, starts, branches = [], {}, []
-    for line in text.splitlines():
-        m = ADDR.match(line)
-        if not m:
-            continue
-        at = len(addrs)
-        addrs.append(int(m.group(1), 0))
-        for r in START.findall(line):
-            starts.setdefault(int(r), at)
-        branches += [(at, b.group(2) or "", int(b.group(3))) for b in BRANCH.finditer(line)]
-    loops, skips = [], []
-    for at, pred, region in branches:
-        to = starts.get(region, len(addrs))  # the exit region starts no bundle
-        if to <= at:
-            loops.append((to, at + DELAY))
-        else:
-            skips.append((at + DELAY + 1, to - 1, pred))
-    loops.sort(key=lambda r: (r[0], -r[1]))
-    return Flow(len(addrs), tuple(loops), tuple(skips))
-
-
-def depth_of(flow: Flow, at: int) -> int:
-    return sum(1 for a, b in flow.loops if a <= at <= b)
+# The final LLO's control flow, for the tile kernels: vxc/backends/tpu/schedule.py reads
+# it (loops from the branches; the regions forward branches skip).
 
 
 @dataclass(frozen=True)
@@ -477,29 +446,12 @@ def attention_block_k() -> int:
     return int(m.group(1))
 
 
-def kernel_llo(dump: Path) -> str:
-    """The kernel's final bundles: the largest final schedule that is not XLA's own
-    (a `&mut` operand's copy, the program's set-up)."""
-    files = [
-        f
-        for f in dump.glob("*-final_bundles.txt")
-        if not re.search(r"schedule-analysis|<|-TLP-|-copy\.", f.name)
-    ]
-    if not files:
-        raise SystemExit(f"no kernel schedule in {dump}: {sorted(p.name for p in dump.iterdir())}")
-    return max(files, key=lambda f: f.stat().st_size).read_text()
-
-
 def tile_schedule(text: str, plan: Plan) -> dict[str, float]:
     """Steady-state bundles per unit and fixed bundles per call, from the control flow."""
     flow = control_flow(text)
     if len(flow.loops) != len(plan.trips) or len(flow.skips) != len(plan.skips):
         raise SystemExit(f"LLO has {len(flow.loops)} loops and {len(flow.skips)} forward "
                          f"branches, the plan says {len(plan.trips)} and {len(plan.skips)}")  # fmt: skip
-
-    def innermost(at: int) -> int | None:
-        inside = [i for i, (a, b) in enumerate(flow.loops) if a <= at <= b]
-        return max(inside, key=lambda i: flow.loops[i][0]) if inside else None
 
     def skipped_by(at: int) -> list[str]:
         return [
@@ -509,7 +461,7 @@ def tile_schedule(text: str, plan: Plan) -> dict[str, float]:
     executed = steady = 0.0
     lo, hi = flow.loops[plan.unit_loop]
     for at in range(flow.bundles):
-        loop = innermost(at)
+        loop = innermost(flow, at)
         runs = plan.trips[loop] if loop is not None else 1
         roles = skipped_by(at)
         executed += runs - sum(plan.taken[r] for r in roles)
@@ -522,8 +474,7 @@ def tile_schedule(text: str, plan: Plan) -> dict[str, float]:
 def measure_tile(case_key: str, impl: str, topo: str, tiles: int) -> dict[str, float]:
     case = CASES[case_key]
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TPU_SKIP_MDS_QUERY="1",
-                   LIBTPU_INIT_ARGS=f"--xla_jf_dump_to={d} --xla_jf_dump_llo_text=true")  # fmt: skip
+        env = dump_env(os.environ, d)
         cmd = [sys.executable, __file__, "--one", case_key, impl, topo, str(tiles)]
         subprocess.run(cmd, env=env, check=True, timeout=600)
         return tile_schedule(kernel_llo(Path(d)), tile_plan(case, impl, tiles))

@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("backends", "runtime"),
     ("report", "roofline"),
     ("api",),
-    ("cli", "worker", "lsp", "pyapi", "frameworks", "__main__"),
+    ("cli", "worker", "lsp", "pyapi", "frameworks", "tune", "__main__"),
 )
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}
 

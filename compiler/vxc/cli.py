@@ -130,6 +130,7 @@ def _parser() -> argparse.ArgumentParser:
     add_analysis_flags(b)
     _tune_flags(b)
     _report_parser(sub)
+    _tune_parser(sub)
     e = sub.add_parser("explain", help="explain a diagnostic code")
     e.add_argument("code")
     s = sub.add_parser("lsp", help="run the language server (LSP over stdio) for editors")
@@ -167,6 +168,40 @@ def _report_parser(sub) -> None:
     )
     r.add_argument("-o", "--out", metavar="DIR", help="write the roofline SVG and the table here")
     r.add_argument("--error-format", choices=("human", "json"), default="human")
+
+
+def _tune_parser(sub) -> None:
+    t = sub.add_parser(
+        "tune",
+        help="choose a kernel's const values for a target and write KERNEL.tune.json",
+        description="Every candidate of --space is checked as `vxc check` checks it (a "
+        "rejected one is recorded with its codes), the rest are scored with the target's "
+        "own signal (cpu: measured time; tpu: libtpu's schedule; b200/h100: a model), and "
+        "the best is written to the table beside the source (docs/PERFORMANCE.md).",
+    )
+    t.add_argument("file", metavar="FILE.vx")
+    t.add_argument("--target", choices=TARGET_NAMES, required=True, help="the target to tune for")
+    t.add_argument(
+        "--arch",
+        help="cpu: the --cpu level (default native); tpu: the topology (default v5e); "
+        "b200/h100: the sm (their only one)",
+    )
+    t.add_argument("--space", action="append", default=[], metavar="NAME=V1,V2,...",
+                   help="a const parameter's candidates (repeatable)")  # fmt: skip
+    t.add_argument("--shapes", action="append", default=[], metavar="NAME=V,...",
+                   help="tuning sizes and scalars (`n=2048,scale=0.125`), as `vxc report "
+                   "--size`; the rest as the `where` clauses allow")  # fmt: skip
+    t.add_argument("--runs", type=int, default=5, help="cpu: timed rounds (default 5)")
+    t.add_argument("-o", "--out", metavar="TABLE", help="default: KERNEL.tune.json beside it")
+
+
+def _tune(args) -> int:
+    from vxc.tune.command import TuneUsage, main
+
+    try:
+        return main(args)
+    except TuneUsage as e:
+        raise UsageError(str(e)) from None
 
 
 def _sizes(items: list[str]) -> dict[str, int]:
@@ -329,7 +364,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "lsp":  # runs for hours: the collector frees each edit's objects
             return _lsp(args)
-        one_shot = {"check": _check, "build": _build, "report": _cost_report, "explain": _explain}
+        one_shot = {
+            "check": _check,
+            "build": _build,
+            "report": _cost_report,
+            "tune": _tune,
+            "explain": _explain,
+        }
         with collector.paused():  # their objects live until exit (vxc/collector.py)
             return one_shot[args.command](args)
     except UsageError as e:

@@ -142,6 +142,9 @@ def _dtype(dtype: str, who: str) -> Any:
     return np.dtype(_NUMPY[dtype])
 
 
+numpy_dtype = _dtype  # the numpy type of a manifest's element type (`vxc tune`'s inputs)
+
+
 class Kernel:
     """One kernel of a loaded artifact; call it with numpy arrays and scalars."""
 

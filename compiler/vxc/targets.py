@@ -50,6 +50,7 @@ class NvidiaArch:
     mma_n_max: int  # the largest N of one MMA
     smem_limit: int  # opt-in dynamic shared memory per CTA, bytes
     sass: tuple[str, ...]  # opcodes the SASS of a kernel with TMA, mbarrier and MMA contains
+    sms: int  # streaming multiprocessors of the part (`vxc tune`'s model: waves of CTAs)
 
     @property
     def uses_tmem(self) -> bool:
@@ -70,11 +71,11 @@ SMEM_RESERVE = 2048
 
 HOPPER = NvidiaArch(
     "sm_90a", (9, 0), "REG", "wgmma", "wgmma.mma_async", "HGMMA", 128, _SMEM_OPT_IN,
-    ("UTMALDG", "SYNCS", "HGMMA"),
+    ("UTMALDG", "SYNCS", "HGMMA"), 132,
 )  # fmt: skip
 BLACKWELL = NvidiaArch(
     "sm_100a", (10, 0), "TMEM", "tcgen05", "tcgen05.mma", "UTCHMMA", 256, _SMEM_OPT_IN,
-    ("UTMALDG", "SYNCS", "UTCHMMA"),
+    ("UTMALDG", "SYNCS", "UTCHMMA"), 148,
 )  # fmt: skip
 NVIDIA_ARCHES: dict[str, NvidiaArch] = {a.sm: a for a in (HOPPER, BLACKWELL)}
 

@@ -13,8 +13,10 @@ read the same way. The format:
 (An illustration: kernels/attention.vx has no key-tile const yet, only its head dimension
 `D`, and no table; a table naming a const its kernel lacks is W1040.)
 
-Other keys of a target's entry (a score, the candidates tried) are the tuner's and are
-not read here.
+Other keys of a target's entry (its arch, the score, every candidate tried, the tuning
+shapes and the inputs' digests) are the tuner's (vxc/tune/) and are not read by a build.
+`with_entry` writes a table: sorted keys, two-space indent, so the same inputs give the
+same bytes.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class Tuned:
     target: str
     values: dict[str, int]
     stale: bool  # written for other source bytes
+    # the `vxc tune` flags after the file that refresh this entry (W1041 prints them)
+    refresh: str = ""
 
 
 def table_path(source: str | Path) -> Path:
@@ -78,10 +82,58 @@ def parse(raw: bytes, path: str, target: str, source_data: bytes) -> Tuned:
         )
     digest = hashlib.sha256(source_data).hexdigest()
     stale = doc.get("source_sha256") not in (None, digest)
-    return Tuned(path, target, dict(consts), stale)
+    return Tuned(path, target, dict(consts), stale, refresh_flags(target, entry))
+
+
+def refresh_flags(target: str, entry: object) -> str:
+    """The flags of the `vxc tune` that wrote `entry` (its arch, space and shapes, as the
+    tuner records them), so the command W1041 names repeats that tuning; a hand-written
+    entry without them gets `--target` alone."""
+    flags = [f"--target {target}"]
+    if not isinstance(entry, dict):
+        return flags[0]
+    if isinstance(entry.get("arch"), str):
+        flags.append(f"--arch {entry['arch']}")
+    space = entry.get("space")
+    if isinstance(space, dict):
+        for name, values in space.items():
+            if isinstance(values, list):
+                flags.append(f"--space {name}={','.join(str(v) for v in values)}")
+    shapes = entry.get("shapes")
+    if isinstance(shapes, dict) and shapes:
+        flags.append("--shapes " + ",".join(f"{k}={v}" for k, v in shapes.items()))
+    return " ".join(flags)
 
 
 def beside(source: str | Path, target: str, source_data: bytes) -> Tuned | None:
     """The table beside `source` for `target`, or None where there is none."""
     path = table_path(source)
     return read(path, target, source_data) if path.is_file() else None
+
+
+def with_entry(
+    old: bytes | None, source: str, source_data: bytes, target: str, entry: dict
+) -> tuple[bytes, list[str]]:
+    """The table `old` (None: no table yet) with `target`'s entry replaced by `entry`,
+    for the source bytes `source_data`; and the targets whose entries were dropped. An
+    entry written for other source bytes is dropped: kept, it would no longer read as
+    stale once the table's digest is the new source's."""
+    digest = hashlib.sha256(source_data).hexdigest()
+    targets: dict = {}
+    dropped: list[str] = []
+    if old is not None:
+        try:
+            doc = json.loads(old)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise TuneError(f"the tuning table for `{source}` is not JSON: {e}") from None
+        if isinstance(doc, dict) and isinstance(doc.get("targets"), dict):
+            targets = {t: e for t, e in doc["targets"].items() if t != target}
+        if not isinstance(doc, dict) or doc.get("source_sha256") not in (None, digest):
+            dropped, targets = sorted(targets), {}
+    targets[target] = entry
+    return _dumps(source, digest, targets), dropped
+
+
+def _dumps(source: str, digest: str, targets: dict) -> bytes:
+    doc = {"format": FORMAT, "source": source, "source_sha256": digest, "targets": targets}
+    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()

@@ -200,7 +200,8 @@ class TypeChecker(StmtVisitor):
                 "this source; its values are used as written",
                 at[0].name_span,
                 notes=[f"its {self.tuned.target} values: {_show_values(self.tuned.values)}"],
-                help=f"refresh it: `vxc tune {at[0].name_span.file} --target {self.tuned.target}`",
+                help=f"refresh it: `vxc tune {at[0].name_span.file} "
+                f"{self.tuned.refresh or '--target ' + self.tuned.target}`",
             )
         for name in sorted(set(self.tuned.values) - known):
             self.sink.emit(
