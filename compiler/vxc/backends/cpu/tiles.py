@@ -56,7 +56,7 @@ def _is_int(t: ll.Type) -> bool:
     return isinstance(_elem_of(t), ll.IntType)
 
 
-def _vec(t: ll.Type, w: int) -> ll.Type:
+def vec(t: ll.Type, w: int) -> ll.Type:
     return t if w == 1 else ll.VectorType(t, w)
 
 
@@ -96,7 +96,7 @@ def load(b: ll.IRBuilder, ptr: ll.Value, i: ll.Value, elem: str, w: int) -> ll.V
     """`w` elements at element index `i`, widened to the compute type."""
     st, nbytes = STORAGE[elem]
     at = b.gep(ptr, [i], inbounds=True, source_etype=st)
-    raw = b.load(at, typ=_vec(st, w), align=nbytes)
+    raw = b.load(at, typ=vec(st, w), align=nbytes)
     return widen(b, raw, elem, w)
 
 
@@ -104,28 +104,28 @@ def widen(b: ll.IRBuilder, raw: ll.Value, elem: str, w: int) -> ll.Value:
     if elem == "i1":  # a stored mask byte: any nonzero byte holds
         return b.icmp_unsigned("!=", raw, const(raw.type, 0))
     if elem == "bf16":  # bf16 is the top half of an f32: exact
-        wide = b.shl(b.zext(raw, _vec(I32, w)), const(_vec(I32, w), 16))
-        return b.bitcast(wide, _vec(F32, w))
+        wide = b.shl(b.zext(raw, vec(I32, w)), const(vec(I32, w), 16))
+        return b.bitcast(wide, vec(F32, w))
     if elem == "f16":
-        return b.fpext(raw, _vec(F32, w))
+        return b.fpext(raw, vec(F32, w))
     return raw
 
 
 def narrow(b: ll.IRBuilder, v: ll.Value, elem: str, w: int) -> ll.Value:
     """A compute value stored as `elem`, rounded to nearest even."""
     if elem == "i1":
-        return b.zext(v, _vec(I8, w))
+        return b.zext(v, vec(I8, w))
     if elem == "bf16":
-        if v.type in (F64, _vec(F64, w)):
-            v = b.fptrunc(v, _vec(F32, w))
-        i32 = _vec(I32, w)
+        if v.type in (F64, vec(F64, w)):
+            v = b.fptrunc(v, vec(F32, w))
+        i32 = vec(I32, w)
         bits = b.bitcast(v, i32)
         odd = b.and_(b.lshr(bits, const(i32, 16)), const(i32, 1))
         top = b.trunc(
-            b.lshr(b.add(bits, b.add(const(i32, 0x7FFF), odd)), const(i32, 16)), _vec(I16, w)
+            b.lshr(b.add(bits, b.add(const(i32, 0x7FFF), odd)), const(i32, 16)), vec(I16, w)
         )
-        return b.select(b.fcmp_unordered("uno", v, v), const(_vec(I16, w), 0x7FC0), top)
-    target = _vec(STORAGE[elem][0], w)
+        return b.select(b.fcmp_unordered("uno", v, v), const(vec(I16, w), 0x7FC0), top)
+    target = vec(STORAGE[elem][0], w)
     if v.type == target:
         return v
     if elem == "f64":
@@ -161,7 +161,7 @@ def exp_f32(b: ll.IRBuilder, module: ll.Module, x: ll.Value) -> ll.Value:
     for c in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1):
         p = b.fadd(b.fmul(p, r), const(t, c))
     y = b.fadd(b.fadd(b.fmul(p, b.fmul(r, r)), r), const(t, 1.0))
-    i32 = _vec(I32, w)
+    i32 = vec(I32, w)
     ni = b.fptosi(n, i32)
     half = b.ashr(ni, const(i32, 1))
 
@@ -228,7 +228,7 @@ def log_f32(b: ll.IRBuilder, module: ll.Module, x: ll.Value) -> ll.Value:
     """log (approx.py): split x = m 2^e from its bits (a subnormal scaled by 2^23 first),
     then the polynomial in m - 1; 0 gives -inf, a negative x NaN, inf and NaN themselves."""
     t = x.type
-    i32 = _vec(I32, t.count if isinstance(t, ll.VectorType) else 1)
+    i32 = vec(I32, t.count if isinstance(t, ll.VectorType) else 1)
     sub = b.fcmp_ordered("<", x, const(t, 2.0**-126))
     xs = b.select(sub, b.fmul(x, const(t, 2.0**23)), x)
     bits = b.bitcast(xs, i32)
@@ -329,12 +329,12 @@ def _elem_of(t: ll.Type) -> ll.Type:
     return t.element if isinstance(t, ll.VectorType) else t
 
 
-def _convert(b: ll.IRBuilder, v: ll.Value, ctype: str, w: int) -> ll.Value:
+def convert(b: ll.IRBuilder, v: ll.Value, ctype: str, w: int) -> ll.Value:
     """A compute value in another compute type (vx.cast): floats extend or round to
     nearest even; an integer or a mask becomes a float exactly rounded (a mask is 0 or 1);
     a float becomes an integer truncated toward zero, saturating, NaN giving 0 (LLVM's
     fptosi.sat, the language's scalar-cast rule); integers sign-extend or wrap."""
-    target = _vec(_fty(ctype), w)
+    target = vec(_fty(ctype), w)
     if v.type == target:
         return v
     src = _elem_of(v.type)
@@ -373,7 +373,7 @@ class TileArg:
     shape: tuple[int, ...] | None  # None: a scalar
 
 
-def _strides(shape: Sequence[int], full: Sequence[int]) -> list[int]:
+def strides(shape: Sequence[int], full: Sequence[int]) -> list[int]:
     """Row-major element strides of `shape`, 0 along a dimension it broadcasts."""
     out, acc = [0] * len(shape), 1
     for d in reversed(range(len(shape))):
@@ -408,8 +408,8 @@ def define_elementwise(
         return f
     b = ll.IRBuilder(f.append_basic_block("entry"))
     dst, params = f.args[0], f.args[1:]
-    strides = [_strides(a.shape, out) if a.shape is not None else None for a in args]
-    out_strides = _strides(out, out)
+    steps = [strides(a.shape, out) if a.shape is not None else None for a in args]
+    out_strides = strides(out, out)
     rank = len(out)
 
     def inner(offs: list[ll.Value], out_off: ll.Value) -> None:
@@ -419,7 +419,7 @@ def define_elementwise(
         def step(w: int) -> Callable:
             def body(j: ll.Value, _carried: list) -> list:
                 vals = []
-                for a, p, st, off in zip(args, params, strides, offs, strict=True):
+                for a, p, st, off in zip(args, params, steps, offs, strict=True):
                     if a.shape is None:
                         vals.append(splat(b, p, w))
                     elif st[-1] == 0:
@@ -427,7 +427,7 @@ def define_elementwise(
                     else:
                         vals.append(load(b, p, b.add(off, j), a.elem, w))
                 v = apply(b, module, fn, vals)
-                store(b, dst, b.add(out_off, j), _convert(b, v, compute(out_elem), w), out_elem, w)
+                store(b, dst, b.add(out_off, j), convert(b, v, compute(out_elem), w), out_elem, w)
                 return []
 
             return body
@@ -445,7 +445,7 @@ def define_elementwise(
         def body(i: ll.Value, _carried: list) -> list:
             moved = [
                 off if st is None else b.add(off, b.mul(i, _c(st[d])))
-                for off, st in zip(offs, strides, strict=True)
+                for off, st in zip(offs, steps, strict=True)
             ]
             level(d + 1, moved, b.add(out_off, b.mul(i, _c(out_strides[d]))))
             return []
@@ -455,6 +455,22 @@ def define_elementwise(
     level(0, [_c(0)] * len(args), _c(0))
     b.ret_void()
     return f
+
+
+def reduce_init(fn: str, ct: ll.Type) -> float | int:
+    """The identity a `fn` reduction in compute type `ct` starts from (integer tiles
+    reduce in their type, a sum wrapping)."""
+    if isinstance(ct, ll.IntType):
+        top = (1 << (ct.width - 1)) - 1
+        return {"sum": 0, "max": -top - 1, "min": top}[fn]
+    return {"sum": 0.0, "max": -math.inf, "min": math.inf}[fn]
+
+
+def reduce_step(b: ll.IRBuilder, fn: str, x: ll.Value, y: ll.Value) -> ll.Value:
+    """One step of a `fn` reduction (numpy's NaN-propagating max and min)."""
+    if fn == "sum":
+        return b.add(x, y) if _is_int(x.type) else b.fadd(x, y)
+    return apply(b, b.module, fn, [x, y])
 
 
 def define_reduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ...], axis: int):
@@ -468,16 +484,10 @@ def define_reduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ...],
     outer = math.prod(shape[:axis])
     extent, inner = shape[axis], math.prod(shape[axis + 1 :])
     ct = _fty(compute(elem))
-    if isinstance(ct, ll.IntType):  # integer tiles reduce in their type, a sum wrapping
-        top = (1 << (ct.width - 1)) - 1
-        init = {"sum": 0, "max": -top - 1, "min": top}[fn]
-    else:
-        init = {"sum": 0.0, "max": -math.inf, "min": math.inf}[fn]
+    init = reduce_init(fn, ct)
 
     def combine(x: ll.Value, y: ll.Value) -> ll.Value:
-        if fn == "sum":
-            return b.add(x, y) if isinstance(ct, ll.IntType) else b.fadd(x, y)
-        return apply(b, module, fn, [x, y])
+        return reduce_step(b, fn, x, y)
 
     def along(base: ll.Value, stride: int, w: int) -> ll.Value:
         """Reduce `extent` steps of `stride` from `base` in `w` independent lanes."""
@@ -486,7 +496,7 @@ def define_reduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ...],
             at = b.add(base, b.mul(k, _c(stride)))
             return [combine(acc[0], load(b, src, at, elem, w))]
 
-        (acc,) = counted_loop(b, _c(0), _c(extent), _c(1), body, [const(_vec(ct, w), init)])
+        (acc,) = counted_loop(b, _c(0), _c(extent), _c(1), body, [const(vec(ct, w), init)])
         return acc
 
     def row(o: ll.Value, _carried: list) -> list:
@@ -499,9 +509,7 @@ def define_reduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ...],
                 def chunk(j: ll.Value, lanes: list) -> list:
                     return [combine(lanes[0], load(b, src, b.add(base, j), elem, W))]
 
-                (lanes,) = counted_loop(
-                    b, _c(0), _c(main), _c(W), chunk, [const(_vec(ct, W), init)]
-                )
+                (lanes,) = counted_loop(b, _c(0), _c(main), _c(W), chunk, [const(vec(ct, W), init)])
                 for lane in range(W):
                     acc = combine(acc, b.extract_element(lanes, _c(lane)))
 
@@ -558,7 +566,7 @@ def define_argreduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ..
             k32 = splat(b, b.trunc(k, I32), w)
             return [b.select(better, x, best), b.select(better, k32, at)]
 
-        zero = const(_vec(I32, w), 0)
+        zero = const(vec(I32, w), 0)
         _best, at = counted_loop(b, _c(1), _c(extent), _c(1), body, [first, zero])
         return at
 
@@ -598,14 +606,12 @@ def define_iota(module: ll.Module, elem: str, shape: tuple[int, ...], axis: int)
     main = total - total % W
 
     def step(w: int) -> Callable:
-        lanes = (
-            ll.Constant(_vec(I64, w), [ll.Constant(I64, i) for i in range(w)]) if w > 1 else None
-        )
+        lanes = ll.Constant(vec(I64, w), [ll.Constant(I64, i) for i in range(w)]) if w > 1 else None
 
         def body(k: ll.Value, _carried: list) -> list:
             ks = b.add(splat(b, k, w), lanes) if w > 1 else k
             coord = b.urem(b.udiv(ks, const(ks.type, inner)), const(ks.type, extent))
-            v = coord if ct == I64 else b.trunc(coord, _vec(ct, w))
+            v = coord if ct == I64 else b.trunc(coord, vec(ct, w))
             at = b.gep(dst, [k], inbounds=True, source_etype=ct)
             b.store(v, at, align=ct.width // 8)
             return []
@@ -651,4 +657,4 @@ def define_transpose(module: ll.Module, elem: str, shape: tuple[int, int]) -> ll
 
 def scalar_arg(b: ll.IRBuilder, v: ll.Value, elem: str, ctype: str) -> ll.Value:
     """A scalar operand (of element type `elem`) in the compute type of its tile."""
-    return _convert(b, widen(b, v, elem, 1), ctype, 1)
+    return convert(b, widen(b, v, elem, 1), ctype, 1)
