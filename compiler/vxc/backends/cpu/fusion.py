@@ -53,6 +53,8 @@ class Tree:
     outputs: list[ir.Value] = field(default_factory=list)  # results written to their buffers
     buffered: list[ir.Value] = field(default_factory=list)  # full values kept in a row buffer
     level: dict[ir.Value, int] = field(default_factory=dict)  # the pass a value is ready in
+    # Lone tile ops between the tree's ops, lowered right after it (fusion._deferrable).
+    deferred: list[ir.Operation] = field(default_factory=list)
 
     def ready(self, v: ir.Value) -> int:
         """The pass `v` is ready in (an input: from the start)."""
@@ -109,6 +111,7 @@ def analyze(func: ir.Operation, row_buffers: bool = True) -> Fusion:
             out.trees.append(tree)
             out.emit[tree.emit_at] = tree
             out.skip.update(op for op in tree.ops if op != tree.emit_at)
+            out.skip.update(tree.deferred)
             out.unbuffered.update(op for op in tree.ops if op not in _holders(tree))
     return out
 
@@ -331,15 +334,47 @@ def _writes_memory(op: ir.Operation) -> bool:
 
 def _safe(tree: Tree, trees: list[Tree], ops, pos) -> bool:
     first, last = pos[tree.ops[0]], pos[tree.emit_at]
+    tree.deferred = []
     for op in ops[first : last + 1]:
         if op not in tree.ops and op != tree.emit_at and _writes_memory(op):
-            return False
+            if not _deferrable(op, tree, trees, pos):
+                return False
+            tree.deferred.append(op)
     for v in tree.values:
-        if any(pos[u] < last for u in _uses(v, pos) if u not in tree.ops):
+        early = [u for u in _uses(v, pos) if u not in tree.ops and u not in tree.deferred]
+        if any(pos[u] < last for u in early):
             return False
     need = needed_in(tree)
     reads = [*_inputs(tree), *tree.buffered]
     return all(_no_overlap(tree, w, i, pos, need) for w in tree.written for i in reads if i != w)
+
+
+LONE = ELEMENTWISE | {"vx.reduce", "vx.iota", "vx.transpose"}
+
+
+def _deferrable(op: ir.Operation, tree: Tree, trees: list[Tree], pos) -> bool:
+    """Whether a tile op between the tree's ops may run after the tree instead (attention's
+    `acc * alpha`, of another frame, between its softmax's ops): it writes only its own
+    result, which nothing reads before the tree is emitted, and the tree writes no buffer
+    it reads (one live past the tree is safe: the plan keeps it apart)."""
+    last = pos[tree.emit_at]
+    if op.name not in LONE or in_place(op) is not None or any(op in t.ops for t in trees):
+        return False
+    if any(pos[u] <= last for r in op.results for u in _uses(r, pos)):
+        return False
+    written = [w for w in tree.written if not tree.is_root(w)]
+    for x in op.operands:
+        if not _tile(x) or tree.member(x) or any(pos[u] > last for u in _uses(x, pos)):
+            continue
+        st = _storage(x)
+        if st is None or any(
+            _storage(w) is None or not all(_disjoint(a, b) for a in _storage(w) for b in st)
+            for w in written
+        ):
+            return False
+        if tree.store is not None and ("arg", buffer_root(tree.store.operands[1])) in st:
+            return False
+    return True
 
 
 def _inputs(tree: Tree) -> list[ir.Value]:
@@ -363,13 +398,31 @@ def _no_overlap(tree: Tree, w: ir.Value, i: ir.Value, pos, need) -> bool:
     mine = _storage(w)
     if mine is None or st is None:
         return False
-    overlapping = [y for x in mine for y in st if not _disjoint(x, y)]
-    if not overlapping:
+    pairs = [(x, y) for x in mine for y in st if not _disjoint(x, y)]
+    if not pairs:
         return True
-    # The same buffer (in place, or one slot of the same ring) is safe when every read
-    # of `i` comes first: in an earlier pass, or in the same step before the stores.
-    same = w.type == i.type and all(x == y for x in mine for y in overlapping)
-    return same and max(_read_passes(tree, i, need)) < tree.ready(w) + tree.full(w)
+    if max(_read_passes(tree, i, need)) >= tree.ready(w) + tree.full(w):
+        return False  # `i` read again after a row of `w` is written
+    return _lags(tree, w, i) and all(_behind(x, y) for x, y in pairs)
+
+
+def _lags(tree: Tree, w: ir.Value, i: ir.Value) -> bool:
+    """Whether, from the same base, writing `w` row by row stays behind reading `i` row by
+    row: `w`'s elements no wider than `i`'s, and `i` read along the rows (a full tile, or
+    a row tile under a row result). In place is the equal case; attention's bf16 `P`
+    written over the f32 scores it is computed from is the narrower one."""
+    wide = T.element_bytes(_memref(w).element_type) <= T.element_bytes(_memref(i).element_type)
+    return wide and (tree.full(i) or not tree.full(w))
+
+
+def _behind(x: tuple, y: tuple) -> bool:
+    """Whether buffer `x` starts at or before buffer `y`, both fixed: one slot of the same
+    ring (the same slot, or apart), a one-slot ring each, or the same private site."""
+    if x == y:
+        return True
+    if x[0] == y[0] == "ring" and x[1] == y[1] and x[4] == y[4] == 1:
+        return x[2] <= y[2]
+    return False
 
 
 def _read_passes(tree: Tree, i: ir.Value, need) -> set[int]:
@@ -387,7 +440,7 @@ def _read_passes(tree: Tree, i: ir.Value, need) -> set[int]:
 
 
 def _storage(v: ir.Value, depth: int = 0) -> list[object] | None:
-    """Where a tile value's buffer may be: ("ring", space, lo, hi), ("site", op), a
+    """Where a tile value's buffer may be: ("ring", space, lo, hi, slots), ("site", op), a
     function argument; None when it cannot be told (the tree is then not fused)."""
     v = buffer_root(v)
     if depth > 8:
@@ -403,6 +456,8 @@ def _storage(v: ir.Value, depth: int = 0) -> list[object] | None:
     op = v.owner.operation
     if op.name == "scf.for":
         return _carried(op, ir.OpResult(v).result_number, depth)
+    if op.name == "scf.if":
+        return _yielded(op, ir.OpResult(v).result_number, depth)
     k = in_place(op)
     if k is not None:
         return _storage(op.operands[k], depth + 1)
@@ -411,15 +466,33 @@ def _storage(v: ir.Value, depth: int = 0) -> list[object] | None:
         return None
     if not lay.shared:
         return [("site", op)]
-    return [("ring", lay.space, lay.offset, lay.end)]
+    return [("ring", lay.space, lay.offset, lay.end, lay.slots)]
+
+
+def _yields(op: ir.Operation, k: int) -> list[ir.Value]:
+    """Operand k of each `scf.yield` that ends a region of `op`."""
+    return [
+        o.operands[k]
+        for region in op.regions
+        for block in region.blocks
+        for o in block.operations
+        if o.operation.name == "scf.yield"
+    ]
+
+
+def _yielded(op: ir.Operation, k: int, depth: int) -> list[object] | None:
+    """The storage of an `scf.if` result: each branch's yielded tile's."""
+    return _sources(_yields(op, k), depth)
 
 
 def _carried(loop: ir.Operation, k: int, depth: int) -> list[object] | None:
     """The storage of a loop-carried tile: its initial value's and each yielded one's."""
-    body = loop.regions[0].blocks[0]
-    yields = [o for o in body.operations if o.operation.name == "scf.yield"]
+    return _sources([loop.operands[3 + k], *_yields(loop, k)], depth)
+
+
+def _sources(values: list[ir.Value], depth: int) -> list[object] | None:
     found: list[object] = []
-    for s in [loop.operands[3 + k]] + [y.operands[k] for y in yields]:
+    for s in values:
         got = _storage(s, depth + 1)
         if got is None:
             return None

@@ -499,6 +499,8 @@ class FunctionLowering(Walk):
             fused.emit(self, tree)
         except Refusal as e:
             raise e.at(span_of(op), inlined_notes(op)) from None
+        for later in tree.deferred:
+            super().lower_op(later)
 
     def fallback(self, op: ir.Operation):
         return _arith if op.name.startswith("arith.") else None
