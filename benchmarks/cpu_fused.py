@@ -1,7 +1,8 @@
 """Fused tile trees on the CPU (issue 31; `bench_cpu.py --only fused` runs this in a child
-pinned to 2 cores): each kernel built twice in this process, fused (what the backend
-emits) and unfused (every tile op its own loop through a buffer: the lowering before
-fusion, the anchor), interleaved with XLA:CPU, min of N, wall and CPU time.
+pinned to 2 cores): each kernel built in this process fused (what the backend emits) and
+unfused (every tile op its own loop through a buffer: the lowering before fusion, the
+anchor), the softmaxes also without row buffers; interleaved with XLA:CPU, min of N,
+wall and CPU time.
 
 Goals (docs/PERFORMANCE.md, "Fused tile trees"): softmax.vx [8192, 1024] f32 >= 1.2x
 `jax.nn.softmax`; gemm_epilogue.vx within 1.05x of gemm.vx at the same shape;
@@ -26,30 +27,37 @@ from vxc.backends.cpu import fusion, lower
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# How each variant finds trees: as the backend does, none (each tile op lowered by its own
+# rule: the lowering before fusion), or without row buffers (a value needed in two passes
+# over a row, softmax's `e`, recomputed in each).
+FOUND = {
+    "fused": fusion.analyze,
+    "unfused": lambda func: fusion.Fusion(),
+    "recompute": lambda func: fusion.analyze(func, row_buffers=False),
+}
+
+
 @contextlib.contextmanager
-def _unfused():
-    """The lowering with no tree found: each tile op lowered by its own rule."""
-    found = lower.fusion.analyze
-    lower.fusion.analyze = lambda func: fusion.Fusion()
+def _finding(variant: str):
+    backend = lower.fusion.analyze
+    lower.fusion.analyze = FOUND[variant]
     try:
         yield
     finally:
-        lower.fusion.analyze = found
+        lower.fusion.analyze = backend
 
 
-def _build(path: Path, out: Path, fused: bool, entry: str):
+def _build(path: Path, out: Path, variant: str, entry: str):
     source = api.Source(str(path.relative_to(ROOT)), path.read_bytes())
-    with contextlib.nullcontext() if fused else _unfused():
+    with _finding(variant):
         result = api.build(api.analyze([source]), "cpu")
     assert result.ok, api.render(result.diagnostics, [source])
-    return getattr(
-        runtime.load_outputs(result.outputs, out / ("fused" if fused else "unfused")), entry
-    )
+    return getattr(runtime.load_outputs(result.outputs, out / variant), entry)
 
 
-def both(path: str, out: Path, entry: str) -> tuple:
-    """The kernel `entry` of `path`, fused and unfused."""
-    return tuple(_build(ROOT / path, out / entry, f, entry) for f in (True, False))
+def both(path: str, out: Path, entry: str, variants=("fused", "unfused")) -> tuple:
+    """The kernel `entry` of `path`, built as each variant."""
+    return tuple(_build(ROOT / path, out / entry, v, entry) for v in variants)
 
 
 def _row(name: str, t: Timed, key: str) -> str:
@@ -71,7 +79,7 @@ def softmax(out: Path, repeat: int) -> None:
         ("benchmarks/softmax_natural.vx", 32768, 256, lambda k, x, y, m: k.launch(m, x, y, instances=m // 128)),
     ]  # fmt: skip
     for path, m, n, launch in cases:
-        kernels = both(path, out / Path(path).stem, "softmax")
+        kernels = both(path, out / Path(path).stem, "softmax", tuple(FOUND))
         one_softmax(path, kernels, (m, n), launch, repeat)
 
 
@@ -80,14 +88,15 @@ def one_softmax(path: str, kernels: tuple, shape: tuple[int, int], launch, repea
     import jax.numpy as jnp
 
     sm = jax.jit(lambda a: jax.nn.softmax(a, axis=1))
-    (fused, unfused), m = kernels, shape[0]
+    (fused, unfused, recompute), m = kernels, shape[0]
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    ys = [np.empty_like(x) for _ in range(2)]
+    ys = [np.empty_like(x) for _ in range(3)]
     xj = jnp.asarray(x)
     t = timed(
         {
             "vx fused": lambda: launch(fused, x, ys[0], m),
             "vx unfused": lambda: launch(unfused, x, ys[1], m),
+            "vx fused, no row buffer": lambda: launch(recompute, x, ys[2], m),
             "XLA:CPU jax.nn.softmax": lambda: sm(xj).block_until_ready(),
         },
         repeat,
@@ -100,6 +109,7 @@ def one_softmax(path: str, kernels: tuple, shape: tuple[int, int], launch, repea
         [
             ("XLA:CPU / vx fused", "XLA:CPU jax.nn.softmax", "vx fused", "(goal >= 1.2x)"),
             ("unfused / fused", "vx unfused", "vx fused", ""),
+            ("no row buffer / fused", "vx fused, no row buffer", "vx fused", ""),
         ],
     )
 

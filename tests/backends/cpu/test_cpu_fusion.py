@@ -179,3 +179,41 @@ def test_in_place_result_is_its_operands_buffer(tmp_path, monkeypatch, fused):
     ref = x.max(1, keepdims=True) + x * 2
     np.testing.assert_array_equal(y, ref)
     np.testing.assert_array_equal(z, ref)
+
+
+RANK3 = """
+fn k(x: &Tensor<f32, [2, 8, 40]>, c: &Tensor<f32, [1, 40]>, n: &Tensor<i32, [2, 8, 40]>,
+     y: &mut Tensor<f32, [2, 8, 40]>, z: &mut Tensor<i32, [2, 8, 1]>) -> void
+    on Topology::TensorCore where instances() == 1 {
+  let t = transfer(x[0 .. 2, 0 .. 8, 0 .. 40], Memory::VMEM);
+  let cc = transfer(c[0 .. 1, 0 .. 40], Memory::VMEM);
+  let nt = transfer(n[0 .. 2, 0 .. 8, 0 .. 40], Memory::VMEM);
+  let u = select(t > cc, t - t.max(2), cc) * 2.0 + t.sum(2);
+  transfer(u, y[0 .. 2, 0 .. 8, 0 .. 40]);
+  transfer((nt * 3 - 1).max(2) + 7, z[0 .. 2, 0 .. 8, 0 .. 1]);
+}
+"""
+
+
+def test_rank3_broadcasts_masks_and_integers(tmp_path, monkeypatch):
+    """A [2, 8, 40] frame (two leading loops), a [1, 40] row broadcast down the rows, a
+    mask feeding `select`, and an integer tree whose root is a row value [2, 8, 1]."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 8, 40)).astype(np.float32)
+    c = rng.standard_normal((1, 40)).astype(np.float32)
+    nv = rng.integers(-1000, 1000, (2, 8, 40)).astype(np.int32)
+    runs = []
+    for fused in (True, False):
+        if not fused:
+            monkeypatch.setattr(lower.fusion, "analyze", lambda func: fusion.Fusion())
+        module = _module(RANK3)
+        assert len(lower.fusion.analyze(_func(module)).trees) == 2 * int(fused)
+        y, z = np.zeros_like(x), np.zeros((2, 8, 1), np.int32)
+        _load(module, tmp_path / str(fused)).k(x, c, nv, y, z)
+        runs.append((y, z))
+    (fy, fz), (uy, uz) = runs
+    want = np.where(x > c, x - x.max(2, keepdims=True), c) * 2 + x.sum(2, keepdims=True)
+    np.testing.assert_allclose(fy, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(fz, (nv * 3 - 1).max(2, keepdims=True) + 7)
+    np.testing.assert_array_equal(fz, uz)
+    np.testing.assert_allclose(fy, uy, rtol=1e-6, atol=1e-6)  # sums combine lanes apart

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from jaxlib.mlir import ir
 
 from vxc.backends.cpu import tiles as tiles_ll
+from vxc.backends.cpu import tiles_math
 from vxc.ir import types as T
 from vxc.ir.ops import ReduceOp, UnaryOp, attr_int, buffer_root, ring_layout
 
@@ -158,7 +159,7 @@ def frame_of(op: ir.Operation) -> tuple[int, ...] | None | bool:
         if r.fn not in ROW_REDUCTIONS or r.axis != len(src) - 1 or src[-1] == 1:
             return False
         return src
-    if op.name == "vx.unary" and UnaryOp(op).fn in tiles_ll.NO_F64:
+    if op.name == "vx.unary" and UnaryOp(op).fn in tiles_math.NO_F64:
         if str(_memref(op.results[0]).element_type) == "f64":
             return False  # refused by the unfused rule, with its help
     if in_place(op) is not None:
@@ -312,7 +313,7 @@ def needed_in(tree: Tree) -> dict[ir.Value, set[int]]:
     return need
 
 
-EXPENSIVE = frozenset(tiles_ll.F32_FORMS)
+EXPENSIVE = frozenset(tiles_math.F32_FORMS)
 
 
 def _row_buffers(tree: Tree) -> list[ir.Value]:
@@ -362,6 +363,10 @@ def _deferrable(op: ir.Operation, tree: Tree, trees: list[Tree], pos) -> bool:
         return False
     if any(pos[u] <= last for r in op.results for u in _uses(r, pos)):
         return False
+    lay = ring_layout(op)
+    rings = {ring_layout(m).ring for m in tree.ops}
+    if lay is not None and lay.shared and lay.ring in rings:
+        return False  # its slot would be taken after the tree's: the ring's order would change
     written = [w for w in tree.written if not tree.is_root(w)]
     for x in op.operands:
         if not _tile(x) or tree.member(x) or any(pos[u] > last for u in _uses(x, pos)):

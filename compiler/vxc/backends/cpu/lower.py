@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from jaxlib.mlir import ir
 from llvmlite import ir as ll
 
-from vxc.backends.cpu import abi, fused, fusion, launch
+from vxc.backends.cpu import abi, fused, fusion, launch, tiles_math
 from vxc.backends.cpu import tiles as tiles_ll
 from vxc.backends.cpu.amx import amx_fits, define_amx_ready, define_kernel_query, define_matmul_amx
 from vxc.backends.cpu.arith import lltype, lower_arith
@@ -1015,7 +1015,7 @@ def _tile_binary(lo: FunctionLowering, op: ir.Operation) -> None:
 
 def _tile_unary(lo: FunctionLowering, op: ir.Operation) -> None:
     fn = UnaryOp(op).fn
-    if fn in tiles_ll.NO_F64 and str(_memref(op.results[0].type).element_type) == "f64":
+    if fn in tiles_math.NO_F64 and str(_memref(op.results[0].type).element_type) == "f64":
         raise refuse(
             "E7001",
             op,
