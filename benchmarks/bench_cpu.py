@@ -15,6 +15,11 @@ inputs and f32 out on 2 threads, against numpy f32 (2 BLAS threads) on the widen
 and XLA:CPU's `jnp.dot` of the bf16 inputs with f32 accumulation, interleaved in one
 child process pinned to 2 cores; it prints the CPU model, the matmul variant the kernel
 runs (`amx` where the host has it) and the load. Goal at 2048^3: vx >= 1.0x XLA:CPU.
+Fused (docs/PERFORMANCE.md, "Fused tile trees"; issue 31; cpu_fused.py): softmax.vx and
+the natural softmax against `jax.nn.softmax`, gemm_epilogue.vx against gemm.vx and
+attention.vx, each fused and unfused, in one child pinned to 2 cores:
+
+    .venv/bin/python benchmarks/bench_cpu.py --only fused [--repeat 20] [--epilogue-sizes 1024,2048]
 """
 
 from __future__ import annotations
@@ -355,16 +360,22 @@ def gemm_size(size: int, kernels: dict, dot, repeat: int) -> None:
     print(f"  vx f32 / numpy f32    {f32:6.2f} x  (goal >= 1.1x)")
 
 
-def gemm_bench(sizes: list[int], repeat: int) -> None:
-    """The gemm table from a child on 2 cores: OpenBLAS and XLA size their pools at import."""
+def two_core_child(flag: str, sizes: list[int], repeat: int) -> None:
+    """Run this script's `flag` child on 2 cores, with 2 BLAS, XLA and vx threads: OpenBLAS
+    and XLA size their pools at import."""
     env = dict(os.environ, VX_BENCH_BLAS_THREADS="2", VX_NUM_THREADS="2")
     env["XLA_FLAGS"] = (
         env.get("XLA_FLAGS", "")
         + " --xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads=2"
     ).strip()
     env["JAX_PLATFORMS"] = "cpu"
-    cmd = [sys.executable, __file__, "--gemm-child", ",".join(map(str, sizes))]
+    cmd = [sys.executable, __file__, flag, ",".join(map(str, sizes))]
     subprocess.run([*cmd, "--repeat", str(repeat)], env=env, check=True)
+
+
+def gemm_bench(sizes: list[int], repeat: int) -> None:
+    """The gemm table from a child on 2 cores."""
+    two_core_child("--gemm-child", sizes, repeat)
 
 
 def main() -> None:
@@ -373,10 +384,18 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--grid-tiles", type=int, default=512)
     ap.add_argument("--gemm-sizes", default="1024,2048", help="square gemm sizes, comma-separated")
-    ap.add_argument("--only", choices=("stream", "grid", "gemm"), default=None)
+    ap.add_argument("--epilogue-sizes", default="1024,2048", help="gemm_epilogue sizes (fused)")
+    ap.add_argument("--only", choices=("stream", "grid", "gemm", "fused"), default=None)
     ap.add_argument("--numpy-child", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--gemm-child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--fused-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.fused_child is not None:  # cpu_fused.py: softmax, gemm_epilogue, attention
+        from cpu_fused import fused_child
+
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])
+        fused_child(args.repeat, [int(s) for s in args.fused_child.split(",")])
+        return
     if args.numpy_child is not None:
         numpy_child(args.numpy_child, args.repeat)
         return
@@ -390,6 +409,9 @@ def main() -> None:
         grid_bench(args.grid_tiles, args.repeat)
     if args.only in (None, "gemm"):
         gemm_bench([int(s) for s in args.gemm_sizes.split(",")], args.repeat)
+    if args.only in (None, "fused"):
+        sizes = [int(s) for s in args.epilogue_sizes.split(",")]
+        two_core_child("--fused-child", sizes, args.repeat)
 
 
 def stream_bench(args) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from jaxlib.mlir import ir
 from llvmlite import ir as ll
 
-from vxc.backends.cpu import abi, launch
+from vxc.backends.cpu import abi, fused, fusion, launch, tiles_math
 from vxc.backends.cpu import tiles as tiles_ll
 from vxc.backends.cpu.amx import amx_fits, define_amx_ready, define_kernel_query, define_matmul_amx
 from vxc.backends.cpu.arith import lltype, lower_arith
@@ -158,8 +158,10 @@ def _static_bytes(t: ir.MemRefType, what: str, op: ir.Operation | None = None) -
     return n
 
 
-def plan_arena(func: ir.Operation) -> ArenaPlan:
-    """Lay out every scratch placement of `func` in one arena."""
+def plan_arena(func: ir.Operation, unbuffered: frozenset | set = frozenset()) -> ArenaPlan:
+    """Lay out every scratch placement of `func` in one arena; a private result of a fused
+    tree that needs no buffer (`unbuffered`), or one that is its operand's buffer
+    (`in_place`), takes none."""
     plan = ArenaPlan()
     extent: dict[str, int] = {}
     sites: list[tuple[object, int]] = []
@@ -169,6 +171,8 @@ def plan_arena(func: ir.Operation) -> ArenaPlan:
         if lay is not None and lay.shared:
             extent[lay.space] = max(extent.get(lay.space, 0), lay.end)
             plan.rings[lay.ring] = lay.slots
+        elif lay is not None and (op in unbuffered or fusion.in_place(op) is not None):
+            return
         elif lay is not None:
             t = _memref(op.results[0].type)
             sites.append((op, _static_bytes(t, f"'{op.name}'", op)))
@@ -386,7 +390,8 @@ class FunctionLowering(Walk):
         self.func = func
         self.sig = mod.sigs[ir.StringAttr(func.attributes["sym_name"]).value]
         self.fn = mod.fns[self.sig.name]
-        self.plan = plan_arena(func)
+        self.fusion = fusion.analyze(func)
+        self.plan = plan_arena(func, self.fusion.unbuffered)
         self.values: dict[ir.Value, Mem | ll.Value] = {}
         self.counters: dict[int, ll.Value] = {}
 
@@ -481,6 +486,21 @@ class FunctionLowering(Walk):
         return self.b.gep(self.arena, [offset], inbounds=True, source_etype=I8)
 
     # -- blocks and control flow ------------------------------------------------
+
+    def lower_op(self, op: ir.Operation) -> None:
+        """A fused tree's ops (fusion.py) are lowered together, where the tree is emitted."""
+        if op in self.fusion.skip:
+            return
+        tree = self.fusion.emit.get(op)
+        if tree is None:
+            super().lower_op(op)
+            return
+        try:
+            fused.emit(self, tree)
+        except Refusal as e:
+            raise e.at(span_of(op), inlined_notes(op)) from None
+        for later in tree.deferred:
+            super().lower_op(later)
 
     def fallback(self, op: ir.Operation):
         return _arith if op.name.startswith("arith.") else None
@@ -961,7 +981,8 @@ class FunctionLowering(Walk):
         for v in op.operands:
             if isinstance(v.type, ir.MemRefType):
                 _static_bytes(v.type, f"an operand of '{op.name}'", op)
-        ptr = self.slot(op, t, _c(nbytes))
+        k = fusion.in_place(op)  # the result is operand k's buffer (read before written)
+        ptr = self.get(op.operands[k]).ptr if k is not None else self.slot(op, t, _c(nbytes))
         self.values[op.results[0]] = Mem(ptr, [_c(d) for d in t.shape])
         return ptr, t
 
@@ -994,7 +1015,7 @@ def _tile_binary(lo: FunctionLowering, op: ir.Operation) -> None:
 
 def _tile_unary(lo: FunctionLowering, op: ir.Operation) -> None:
     fn = UnaryOp(op).fn
-    if fn in tiles_ll.NO_F64 and str(_memref(op.results[0].type).element_type) == "f64":
+    if fn in tiles_math.NO_F64 and str(_memref(op.results[0].type).element_type) == "f64":
         raise refuse(
             "E7001",
             op,

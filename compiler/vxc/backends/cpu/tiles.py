@@ -6,10 +6,11 @@ requires it). The loops are written with `<W x float>` values, not left to LLVM'
 vectoriser, so every form vectorises the same way on every host (AVX-512 takes one zmm
 per step, AVX2 two ymm): the innermost dimension runs W lanes at a time, then a scalar
 tail. bf16 and f16 elements are widened to f32, computed in f32 and rounded back to
-nearest even; f64 computes in f64. `exp` is a polynomial with range reduction written
-in IR (Cephes' expf, within 2 ulp over the whole f32 range, subnormal results included),
-so it vectorises instead of calling libm per element. Reductions accumulate in f32 (f64
-for f64) in W lanes that are combined at the end.
+nearest even; f64 computes in f64. `exp` and the functions built on it are written in IR
+(tiles_math.py), so they vectorise instead of calling libm per element. Reductions
+accumulate in f32 (f64 for f64) in W lanes that are combined at the end. A tree of these
+ops is not called one by one but fused into one loop nest (fusion.py, fused.py), which
+applies the same element functions (`apply`, `convert`, `load`, `store`).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
-from vxc.backends import approx
 from vxc.backends.cpu.loops import I64, counted_loop
+from vxc.backends.cpu.tiles_math import F32_FORMS, call, const, short, vec
 
 W = 16  # lanes per vector step: one AVX-512 register of f32
 F32, F64, I16, I32 = ll.FloatType(), ll.DoubleType(), ll.IntType(16), ll.IntType(32)
@@ -56,19 +57,8 @@ def _is_int(t: ll.Type) -> bool:
     return isinstance(_elem_of(t), ll.IntType)
 
 
-def _vec(t: ll.Type, w: int) -> ll.Type:
-    return t if w == 1 else ll.VectorType(t, w)
-
-
 def _c(n: int) -> ll.Constant:
     return ll.Constant(I64, n)
-
-
-def const(t: ll.Type, value: float | int) -> ll.Constant:
-    """A scalar constant, or a vector of `value` in every lane."""
-    if isinstance(t, ll.VectorType):
-        return ll.Constant(t, [ll.Constant(t.element, value)] * t.count)
-    return ll.Constant(t, value)
 
 
 def splat(b: ll.IRBuilder, v: ll.Value, w: int) -> ll.Value:
@@ -79,24 +69,12 @@ def splat(b: ll.IRBuilder, v: ll.Value, w: int) -> ll.Value:
     return b.shuffle_vector(one, one, mask)
 
 
-def _intrinsic(module: ll.Module, name: str, t: ll.Type, nargs: int) -> ll.Function:
-    suffix = f"v{t.count}{_short(t.element)}" if isinstance(t, ll.VectorType) else _short(t)
-    full = f"llvm.{name}.{suffix}"
-    if full in module.globals:
-        return module.globals[full]
-    return ll.Function(module, ll.FunctionType(t, [t] * nargs), name=full)
-
-
-def _short(t: ll.Type) -> str:
-    return "f64" if t == F64 else "f32"
-
-
 # ---- element access -------------------------------------------------------------------------
 def load(b: ll.IRBuilder, ptr: ll.Value, i: ll.Value, elem: str, w: int) -> ll.Value:
     """`w` elements at element index `i`, widened to the compute type."""
     st, nbytes = STORAGE[elem]
     at = b.gep(ptr, [i], inbounds=True, source_etype=st)
-    raw = b.load(at, typ=_vec(st, w), align=nbytes)
+    raw = b.load(at, typ=vec(st, w), align=nbytes)
     return widen(b, raw, elem, w)
 
 
@@ -104,28 +82,28 @@ def widen(b: ll.IRBuilder, raw: ll.Value, elem: str, w: int) -> ll.Value:
     if elem == "i1":  # a stored mask byte: any nonzero byte holds
         return b.icmp_unsigned("!=", raw, const(raw.type, 0))
     if elem == "bf16":  # bf16 is the top half of an f32: exact
-        wide = b.shl(b.zext(raw, _vec(I32, w)), const(_vec(I32, w), 16))
-        return b.bitcast(wide, _vec(F32, w))
+        wide = b.shl(b.zext(raw, vec(I32, w)), const(vec(I32, w), 16))
+        return b.bitcast(wide, vec(F32, w))
     if elem == "f16":
-        return b.fpext(raw, _vec(F32, w))
+        return b.fpext(raw, vec(F32, w))
     return raw
 
 
 def narrow(b: ll.IRBuilder, v: ll.Value, elem: str, w: int) -> ll.Value:
     """A compute value stored as `elem`, rounded to nearest even."""
     if elem == "i1":
-        return b.zext(v, _vec(I8, w))
+        return b.zext(v, vec(I8, w))
     if elem == "bf16":
-        if v.type in (F64, _vec(F64, w)):
-            v = b.fptrunc(v, _vec(F32, w))
-        i32 = _vec(I32, w)
+        if v.type in (F64, vec(F64, w)):
+            v = b.fptrunc(v, vec(F32, w))
+        i32 = vec(I32, w)
         bits = b.bitcast(v, i32)
         odd = b.and_(b.lshr(bits, const(i32, 16)), const(i32, 1))
         top = b.trunc(
-            b.lshr(b.add(bits, b.add(const(i32, 0x7FFF), odd)), const(i32, 16)), _vec(I16, w)
+            b.lshr(b.add(bits, b.add(const(i32, 0x7FFF), odd)), const(i32, 16)), vec(I16, w)
         )
-        return b.select(b.fcmp_unordered("uno", v, v), const(_vec(I16, w), 0x7FC0), top)
-    target = _vec(STORAGE[elem][0], w)
+        return b.select(b.fcmp_unordered("uno", v, v), const(vec(I16, w), 0x7FC0), top)
+    target = vec(STORAGE[elem][0], w)
     if v.type == target:
         return v
     if elem == "f64":
@@ -143,122 +121,6 @@ def fmax(b: ll.IRBuilder, x: ll.Value, y: ll.Value, larger: bool = True) -> ll.V
     """numpy's maximum/minimum: a NaN operand gives NaN."""
     pick = b.select(b.fcmp_ordered(">" if larger else "<", x, y), x, y)
     return b.select(b.fcmp_unordered("uno", x, y), b.fadd(x, y), pick)
-
-
-def exp_f32(b: ll.IRBuilder, module: ll.Module, x: ll.Value) -> ll.Value:
-    """expf by range reduction: x = n ln2 + r, |r| <= ln2/2, exp(r) by Cephes' degree-6
-    polynomial, times 2^n built from exponent bits in two halves so results down to the
-    subnormals (n to -151) and up to overflow (inf) come out right. NaN stays NaN."""
-    t = x.type
-    w = t.count if isinstance(t, ll.VectorType) else 1
-    clamped = b.select(b.fcmp_ordered(">", x, const(t, 89.0)), const(t, 89.0), x)
-    clamped = b.select(b.fcmp_ordered("<", clamped, const(t, -105.0)), const(t, -105.0), clamped)
-    floor = _intrinsic(module, "floor", t, 1)
-    n = b.call(floor, [b.fadd(b.fmul(clamped, const(t, 1.0 / math.log(2.0))), const(t, 0.5))])
-    r = b.fsub(clamped, b.fmul(n, const(t, 0.693359375)))
-    r = b.fsub(r, b.fmul(n, const(t, -2.12194440e-4)))
-    p = const(t, 1.9875691500e-4)
-    for c in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1):
-        p = b.fadd(b.fmul(p, r), const(t, c))
-    y = b.fadd(b.fadd(b.fmul(p, b.fmul(r, r)), r), const(t, 1.0))
-    i32 = _vec(I32, w)
-    ni = b.fptosi(n, i32)
-    half = b.ashr(ni, const(i32, 1))
-
-    def pow2(k: ll.Value) -> ll.Value:
-        return b.bitcast(b.shl(b.add(k, const(i32, 127)), const(i32, 23)), t)
-
-    out = b.fmul(b.fmul(y, pow2(half)), pow2(b.sub(ni, half)))
-    return b.select(b.fcmp_unordered("uno", x, x), x, out)
-
-
-def _horner(b: ll.IRBuilder, x: ll.Value, coeffs: Sequence[float]) -> ll.Value:
-    """c0 x^(n-1) + ... + c(n-1), one f32 multiply and add per step (approx.py's order)."""
-    t = x.type
-    p = const(t, coeffs[0])
-    for c in coeffs[1:]:
-        p = b.fadd(b.fmul(p, x), const(t, c))
-    return p
-
-
-def _call(b: ll.IRBuilder, module: ll.Module, name: str, *args: ll.Value) -> ll.Value:
-    """An LLVM intrinsic that lowers to vector instructions (fabs, copysign, sqrt)."""
-    return b.call(_intrinsic(module, name, args[0].type, len(args)), list(args))
-
-
-def tanh_f32(b: ll.IRBuilder, module: ll.Module, x: ll.Value) -> ll.Value:
-    """tanh (approx.py): the odd polynomial near 0, 1 - 2 / (exp(2|x|) + 1) beyond, where
-    exp overflowing to inf gives exactly 1; NaN takes the second branch and stays NaN."""
-    t = x.type
-    a = _call(b, module, "fabs", x)
-    z = b.fmul(x, x)
-    small = b.fadd(b.fmul(b.fmul(_horner(b, z, approx.TANH_P), z), x), x)
-    e = exp_f32(b, module, b.fadd(a, a))
-    big = b.fsub(const(t, 1.0), b.fdiv(const(t, 2.0), b.fadd(e, const(t, 1.0))))
-    near = b.fcmp_ordered("<", a, const(t, approx.TANH_SMALL))
-    return b.select(near, small, _call(b, module, "copysign", big, x))
-
-
-def sigmoid_f32(b: ll.IRBuilder, module: ll.Module, x: ll.Value) -> ll.Value:
-    """1 / (1 + e^-x) as (x >= 0 ? 1 : e) / (1 + e) with e = exp(-|x|): e never overflows,
-    so a very negative x gives e itself (down to the subnormals), not 1 / inf = 0."""
-    t = x.type
-    e = exp_f32(b, module, b.fneg(_call(b, module, "fabs", x)))
-    top = b.select(b.fcmp_ordered(">=", x, const(t, 0.0)), const(t, 1.0), e)
-    return b.fdiv(top, b.fadd(const(t, 1.0), e))
-
-
-def erf_f32(b: ll.IRBuilder, module: ll.Module, x: ll.Value) -> ll.Value:
-    """erf (approx.py): x + x P(x^2) up to ERF_SMALL, 1 - exp(t Q(t) - t) with x's sign
-    beyond (t clamped to ERF_CLAMP, where erf is already 1.0f); NaN stays NaN."""
-    t = x.type
-    a = _call(b, module, "fabs", x)
-    small = b.fadd(b.fmul(_horner(b, b.fmul(x, x), approx.ERF_P), x), x)
-    c = b.select(b.fcmp_ordered(">", a, const(t, approx.ERF_CLAMP)), const(t, approx.ERF_CLAMP), a)
-    hi, mid = _horner(b, c, approx.ERF_Q_HI), _horner(b, c, approx.ERF_Q_MID)
-    q = b.fadd(b.fmul(hi, b.fmul(c, c)), mid)
-    for k in approx.ERF_Q_LO:
-        q = b.fadd(b.fmul(q, c), const(t, k))
-    big = b.fsub(const(t, 1.0), exp_f32(b, module, b.fsub(b.fmul(q, c), c)))
-    near = b.fcmp_unordered("<=", a, const(t, approx.ERF_SMALL))  # NaN: the NaN polynomial
-    return b.select(near, small, _call(b, module, "copysign", big, x))
-
-
-def log_f32(b: ll.IRBuilder, module: ll.Module, x: ll.Value) -> ll.Value:
-    """log (approx.py): split x = m 2^e from its bits (a subnormal scaled by 2^23 first),
-    then the polynomial in m - 1; 0 gives -inf, a negative x NaN, inf and NaN themselves."""
-    t = x.type
-    i32 = _vec(I32, t.count if isinstance(t, ll.VectorType) else 1)
-    sub = b.fcmp_ordered("<", x, const(t, 2.0**-126))
-    xs = b.select(sub, b.fmul(x, const(t, 2.0**23)), x)
-    bits = b.bitcast(xs, i32)
-    e = b.sub(b.and_(b.lshr(bits, const(i32, 23)), const(i32, 0xFF)), const(i32, 126))
-    e = b.sub(e, b.select(sub, const(i32, 23), const(i32, 0)))
-    m = b.bitcast(b.or_(b.and_(bits, const(i32, 0x7FFFFF)), const(i32, 126 << 23)), t)
-    low = b.fcmp_ordered("<", m, const(t, approx.SQRT_HALF))  # m in [sqrt(1/2), sqrt(2))
-    e = b.sub(e, b.zext(low, i32))
-    f = b.select(low, b.fsub(b.fadd(m, m), const(t, 1.0)), b.fsub(m, const(t, 1.0)))
-    ef = b.sitofp(e, t)
-    z = b.fmul(f, f)
-    y = b.fmul(b.fmul(_horner(b, f, approx.LOG_P), f), z)
-    y = b.fadd(y, b.fmul(ef, const(t, approx.LN2_LO)))
-    y = b.fadd(y, b.fmul(const(t, -0.5), z))
-    r = b.fadd(b.fadd(f, y), b.fmul(ef, const(t, approx.LN2_HI)))
-    r = b.select(b.fcmp_ordered("==", x, const(t, 0.0)), const(t, -math.inf), r)
-    r = b.select(b.fcmp_unordered("<", x, const(t, 0.0)), const(t, math.nan), r)
-    return b.select(b.fcmp_ordered("==", x, const(t, math.inf)), x, r)
-
-
-# The f32 forms written out in IR above (vectorised; bf16/f16 compute through them too).
-F32_FORMS: dict[str, Callable] = {
-    "exp": exp_f32,
-    "tanh": tanh_f32,
-    "sigmoid": sigmoid_f32,
-    "erf": erf_f32,
-    "log": log_f32,
-}
-# The unary kinds this backend has no f64 form of (f64 tiles are rare: cast to f32).
-NO_F64 = ("tanh", "sigmoid", "erf")
 
 
 def apply(b: ll.IRBuilder, module: ll.Module, fn: str, args: Sequence[ll.Value]) -> ll.Value:
@@ -279,15 +141,15 @@ def apply(b: ll.IRBuilder, module: ll.Module, fn: str, args: Sequence[ll.Value])
         case "neg":
             return b.fneg(args[0])
         case "sqrt":
-            return _call(b, module, "sqrt", args[0])
+            return call(b, module, "sqrt", args[0])
         case "abs":
-            return _call(b, module, "fabs", args[0])
+            return call(b, module, "fabs", args[0])
         case "rsqrt":  # two roundings: within 1 ulp
-            return b.fdiv(const(args[0].type, 1.0), _call(b, module, "sqrt", args[0]))
-        case _ if fn in F32_FORMS and _short(_elem_of(args[0].type)) == "f32":
+            return b.fdiv(const(args[0].type, 1.0), call(b, module, "sqrt", args[0]))
+        case _ if fn in F32_FORMS and short(_elem_of(args[0].type)) == "f32":
             return F32_FORMS[fn](b, module, args[0])
         case "exp" | "log":  # f64: LLVM's (libm's) exp and log (f64 tiles are rare)
-            return _call(b, module, fn, args[0])
+            return call(b, module, fn, args[0])
     raise ValueError(f"unknown tile function {fn}")
 
 
@@ -329,12 +191,12 @@ def _elem_of(t: ll.Type) -> ll.Type:
     return t.element if isinstance(t, ll.VectorType) else t
 
 
-def _convert(b: ll.IRBuilder, v: ll.Value, ctype: str, w: int) -> ll.Value:
+def convert(b: ll.IRBuilder, v: ll.Value, ctype: str, w: int) -> ll.Value:
     """A compute value in another compute type (vx.cast): floats extend or round to
     nearest even; an integer or a mask becomes a float exactly rounded (a mask is 0 or 1);
     a float becomes an integer truncated toward zero, saturating, NaN giving 0 (LLVM's
     fptosi.sat, the language's scalar-cast rule); integers sign-extend or wrap."""
-    target = _vec(_fty(ctype), w)
+    target = vec(_fty(ctype), w)
     if v.type == target:
         return v
     src = _elem_of(v.type)
@@ -354,7 +216,7 @@ def _convert(b: ll.IRBuilder, v: ll.Value, ctype: str, w: int) -> ll.Value:
 def _saturating(module: ll.Module, src: ll.Type, dst: ll.Type) -> ll.Function:
     def short(t: ll.Type) -> str:
         e = _elem_of(t)
-        base = f"i{e.width}" if isinstance(e, ll.IntType) else _short(e)
+        base = f"i{e.width}" if isinstance(e, ll.IntType) else short(e)
         return f"v{t.count}{base}" if isinstance(t, ll.VectorType) else base
 
     name = f"llvm.fptosi.sat.{short(dst)}.{short(src)}"
@@ -373,7 +235,7 @@ class TileArg:
     shape: tuple[int, ...] | None  # None: a scalar
 
 
-def _strides(shape: Sequence[int], full: Sequence[int]) -> list[int]:
+def strides(shape: Sequence[int], full: Sequence[int]) -> list[int]:
     """Row-major element strides of `shape`, 0 along a dimension it broadcasts."""
     out, acc = [0] * len(shape), 1
     for d in reversed(range(len(shape))):
@@ -408,8 +270,8 @@ def define_elementwise(
         return f
     b = ll.IRBuilder(f.append_basic_block("entry"))
     dst, params = f.args[0], f.args[1:]
-    strides = [_strides(a.shape, out) if a.shape is not None else None for a in args]
-    out_strides = _strides(out, out)
+    steps = [strides(a.shape, out) if a.shape is not None else None for a in args]
+    out_strides = strides(out, out)
     rank = len(out)
 
     def inner(offs: list[ll.Value], out_off: ll.Value) -> None:
@@ -419,7 +281,7 @@ def define_elementwise(
         def step(w: int) -> Callable:
             def body(j: ll.Value, _carried: list) -> list:
                 vals = []
-                for a, p, st, off in zip(args, params, strides, offs, strict=True):
+                for a, p, st, off in zip(args, params, steps, offs, strict=True):
                     if a.shape is None:
                         vals.append(splat(b, p, w))
                     elif st[-1] == 0:
@@ -427,7 +289,7 @@ def define_elementwise(
                     else:
                         vals.append(load(b, p, b.add(off, j), a.elem, w))
                 v = apply(b, module, fn, vals)
-                store(b, dst, b.add(out_off, j), _convert(b, v, compute(out_elem), w), out_elem, w)
+                store(b, dst, b.add(out_off, j), convert(b, v, compute(out_elem), w), out_elem, w)
                 return []
 
             return body
@@ -445,7 +307,7 @@ def define_elementwise(
         def body(i: ll.Value, _carried: list) -> list:
             moved = [
                 off if st is None else b.add(off, b.mul(i, _c(st[d])))
-                for off, st in zip(offs, strides, strict=True)
+                for off, st in zip(offs, steps, strict=True)
             ]
             level(d + 1, moved, b.add(out_off, b.mul(i, _c(out_strides[d]))))
             return []
@@ -455,6 +317,22 @@ def define_elementwise(
     level(0, [_c(0)] * len(args), _c(0))
     b.ret_void()
     return f
+
+
+def reduce_init(fn: str, ct: ll.Type) -> float | int:
+    """The identity a `fn` reduction in compute type `ct` starts from (integer tiles
+    reduce in their type, a sum wrapping)."""
+    if isinstance(ct, ll.IntType):
+        top = (1 << (ct.width - 1)) - 1
+        return {"sum": 0, "max": -top - 1, "min": top}[fn]
+    return {"sum": 0.0, "max": -math.inf, "min": math.inf}[fn]
+
+
+def reduce_step(b: ll.IRBuilder, fn: str, x: ll.Value, y: ll.Value) -> ll.Value:
+    """One step of a `fn` reduction (numpy's NaN-propagating max and min)."""
+    if fn == "sum":
+        return b.add(x, y) if _is_int(x.type) else b.fadd(x, y)
+    return apply(b, b.module, fn, [x, y])
 
 
 def define_reduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ...], axis: int):
@@ -468,16 +346,10 @@ def define_reduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ...],
     outer = math.prod(shape[:axis])
     extent, inner = shape[axis], math.prod(shape[axis + 1 :])
     ct = _fty(compute(elem))
-    if isinstance(ct, ll.IntType):  # integer tiles reduce in their type, a sum wrapping
-        top = (1 << (ct.width - 1)) - 1
-        init = {"sum": 0, "max": -top - 1, "min": top}[fn]
-    else:
-        init = {"sum": 0.0, "max": -math.inf, "min": math.inf}[fn]
+    init = reduce_init(fn, ct)
 
     def combine(x: ll.Value, y: ll.Value) -> ll.Value:
-        if fn == "sum":
-            return b.add(x, y) if isinstance(ct, ll.IntType) else b.fadd(x, y)
-        return apply(b, module, fn, [x, y])
+        return reduce_step(b, fn, x, y)
 
     def along(base: ll.Value, stride: int, w: int) -> ll.Value:
         """Reduce `extent` steps of `stride` from `base` in `w` independent lanes."""
@@ -486,7 +358,7 @@ def define_reduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ...],
             at = b.add(base, b.mul(k, _c(stride)))
             return [combine(acc[0], load(b, src, at, elem, w))]
 
-        (acc,) = counted_loop(b, _c(0), _c(extent), _c(1), body, [const(_vec(ct, w), init)])
+        (acc,) = counted_loop(b, _c(0), _c(extent), _c(1), body, [const(vec(ct, w), init)])
         return acc
 
     def row(o: ll.Value, _carried: list) -> list:
@@ -499,9 +371,7 @@ def define_reduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ...],
                 def chunk(j: ll.Value, lanes: list) -> list:
                     return [combine(lanes[0], load(b, src, b.add(base, j), elem, W))]
 
-                (lanes,) = counted_loop(
-                    b, _c(0), _c(main), _c(W), chunk, [const(_vec(ct, W), init)]
-                )
+                (lanes,) = counted_loop(b, _c(0), _c(main), _c(W), chunk, [const(vec(ct, W), init)])
                 for lane in range(W):
                     acc = combine(acc, b.extract_element(lanes, _c(lane)))
 
@@ -558,7 +428,7 @@ def define_argreduce(module: ll.Module, fn: str, elem: str, shape: tuple[int, ..
             k32 = splat(b, b.trunc(k, I32), w)
             return [b.select(better, x, best), b.select(better, k32, at)]
 
-        zero = const(_vec(I32, w), 0)
+        zero = const(vec(I32, w), 0)
         _best, at = counted_loop(b, _c(1), _c(extent), _c(1), body, [first, zero])
         return at
 
@@ -598,14 +468,12 @@ def define_iota(module: ll.Module, elem: str, shape: tuple[int, ...], axis: int)
     main = total - total % W
 
     def step(w: int) -> Callable:
-        lanes = (
-            ll.Constant(_vec(I64, w), [ll.Constant(I64, i) for i in range(w)]) if w > 1 else None
-        )
+        lanes = ll.Constant(vec(I64, w), [ll.Constant(I64, i) for i in range(w)]) if w > 1 else None
 
         def body(k: ll.Value, _carried: list) -> list:
             ks = b.add(splat(b, k, w), lanes) if w > 1 else k
             coord = b.urem(b.udiv(ks, const(ks.type, inner)), const(ks.type, extent))
-            v = coord if ct == I64 else b.trunc(coord, _vec(ct, w))
+            v = coord if ct == I64 else b.trunc(coord, vec(ct, w))
             at = b.gep(dst, [k], inbounds=True, source_etype=ct)
             b.store(v, at, align=ct.width // 8)
             return []
@@ -651,4 +519,4 @@ def define_transpose(module: ll.Module, elem: str, shape: tuple[int, int]) -> ll
 
 def scalar_arg(b: ll.IRBuilder, v: ll.Value, elem: str, ctype: str) -> ll.Value:
     """A scalar operand (of element type `elem`) in the compute type of its tile."""
-    return _convert(b, widen(b, v, elem, 1), ctype, 1)
+    return convert(b, widen(b, v, elem, 1), ctype, 1)
