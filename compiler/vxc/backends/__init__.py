@@ -93,6 +93,8 @@ def emit_target(target: str, module, stem: str, emit: str, options: Mapping) -> 
 def lower_target(target: str, module, stem: str, options: Mapping) -> None:
     """Lower `module` for `target` as `emit_target` does, up to the backend's refusals
     (raised) and no further: what `vxc check` and the editor ask of a backend."""
+    from vxc.targets import TARGETS, family_options
+
     t = TARGETS[target]
     b = backend(t.family)
     run_target_stages(module, target)

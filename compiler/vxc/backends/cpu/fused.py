@@ -21,7 +21,7 @@ from llvmlite import ir as ll
 
 from vxc.backends.cpu import tiles as tiles_ll
 from vxc.backends.cpu.fusion import Tree, in_place
-from vxc.backends.cpu.loops import I64, counted_loop
+from vxc.backends.cpu.loops import I64, Mem, counted_loop
 from vxc.ir import types as T
 from vxc.ir.ops import BinaryOp, CompareOp, ReduceOp, StoreOp, UnaryOp, ring_layout
 
@@ -291,8 +291,6 @@ class FusedEmitter:
 
 
 def lo_mem(ptr: ll.Value, t: ir.MemRefType):
-    from vxc.backends.cpu.lower import Mem  # the lowering's value record
-
     return Mem(ptr, [_c(d) for d in t.shape])
 
 

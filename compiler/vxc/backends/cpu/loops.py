@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
@@ -45,3 +46,11 @@ def counted_loop(
         phi.add_incoming(new, latch)
     b.position_at_end(exit_)
     return list(phis)
+
+
+@dataclass
+class Mem:
+    """A lowered tensor: data pointer plus one i64 per dimension."""
+
+    ptr: ll.Value
+    dims: list[ll.Value]

@@ -22,7 +22,7 @@ from vxc.backends.cpu import tiles as tiles_ll
 from vxc.backends.cpu.amx import amx_fits, define_amx_ready, define_kernel_query, define_matmul_amx
 from vxc.backends.cpu.arith import lltype, lower_arith
 from vxc.backends.cpu.errors import STATUS, BackendError
-from vxc.backends.cpu.loops import I64, counted_loop
+from vxc.backends.cpu.loops import I64, Mem, counted_loop
 from vxc.backends.cpu.matmul import (
     WIDEN,
     Blocking,
@@ -70,14 +70,6 @@ def _c(n: int) -> ll.Constant:
 
 def _round(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
-
-
-@dataclass
-class Mem:
-    """A lowered tensor: data pointer plus one i64 per dimension."""
-
-    ptr: ll.Value
-    dims: list[ll.Value]
 
 
 # The ops that read a `vx.view` (as their first operand): copies into a tile, stores;
