@@ -214,12 +214,12 @@ def convert(b: ll.IRBuilder, v: ll.Value, ctype: str, w: int) -> ll.Value:
 
 
 def _saturating(module: ll.Module, src: ll.Type, dst: ll.Type) -> ll.Function:
-    def short(t: ll.Type) -> str:
+    def suffix(t: ll.Type) -> str:  # `short` is tiles_math's name of a float type
         e = _elem_of(t)
         base = f"i{e.width}" if isinstance(e, ll.IntType) else short(e)
         return f"v{t.count}{base}" if isinstance(t, ll.VectorType) else base
 
-    name = f"llvm.fptosi.sat.{short(dst)}.{short(src)}"
+    name = f"llvm.fptosi.sat.{suffix(dst)}.{suffix(src)}"
     if name in module.globals:
         return module.globals[name]
     return ll.Function(module, ll.FunctionType(dst, [src]), name=name)
